@@ -1,0 +1,3 @@
+"""agentmem: local long-term memory for coding agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,360 @@
+"""The `agentmem` command: a thin layer over the library. Heavy imports happen inside each command,
+so `agentmem hook` stays fast."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+def _project(args: argparse.Namespace) -> str | None:
+    if getattr(args, "global_", False):
+        return None
+    if getattr(args, "project", None):
+        return args.project
+    from .project import project_for
+
+    return project_for(os.getcwd())
+
+
+def _open(args: argparse.Namespace, *, load_embedder: bool = True):
+    from .store import Store
+
+    return Store.open(project=_project(args), load_embedder=load_embedder)
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _progress(stage: str, done: int, total: int) -> None:
+    width = 30
+    filled = int(width * done / total) if total else width
+    sys.stderr.write(f"\r{stage:8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def cmd_save(args: argparse.Namespace) -> int:
+    content = sys.stdin.read() if args.content == "-" else args.content
+    with _open(args) as store:
+        result = store.save(
+            content, title=args.title, type=args.type, tier=args.tier, project=store.project, tags=args.tag,
+            files=args.file, importance=args.importance, priority=args.priority, ttl_days=args.ttl_days,
+            supersedes=args.supersedes, source=args.source, pinned=args.pin)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        extra = f" (supersedes {result.supersedes}: {result.reason})" if result.supersedes else ""
+        print(f"{result.action} {result.id} v{result.version}{extra}")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        result = store.search(args.query, all_projects=args.all_projects, types=args.type, tiers=args.tier,
+                              limit=args.limit, budget_tokens=args.budget, include_history=args.history,
+                              min_confidence=args.min_confidence)
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if not result.hits:
+        print("no matching memories")
+    for hit in result.hits:
+        print(f"{hit.id}  [{hit.type}] {hit.title}  ({hit.age}, score {hit.score:.2f})")
+        print(f"    {hit.snippet}")
+        print(f"    why: {hit.why}")
+    return 0
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    with _open(args, load_embedder=False) as store:
+        memories = store.history(args.id) if args.history else [store.get(args.id)]
+    if args.json:
+        _print_json([m.to_dict() for m in memories] if args.history else memories[0].to_dict())
+        return 0
+    for memory in memories:
+        marker = "" if memory.is_latest else " (superseded)"
+        print(f"{memory.id} v{memory.version}{marker} [{memory.type}/{memory.tier}] {memory.title}")
+        print(f"  project: {memory.project or 'global'}  confidence {memory.confidence:.2f}  "
+              f"importance {memory.importance:.2f}  {memory.priority}  accessed {memory.access_count}x")
+        print("  " + memory.content.replace("\n", "\n  "))
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    if args.strategy:
+        from .lifecycle.sweep import sweep
+
+        with _open(args, load_embedder=False) as store:
+            report = sweep(store, strategy=args.strategy, dry_run=args.dry_run or not args.yes,
+                           threshold=args.threshold, max_deletions=args.max_deletions)
+        if args.json:
+            _print_json(report.to_dict())
+        else:
+            print(report.table())
+        return 0
+    by_filter = not args.ids and not args.session
+    dry_run = args.dry_run or (by_filter and not args.yes)
+    with _open(args, load_embedder=False) as store:
+        result = store.forget(ids=args.ids or None, session_id=args.session, type=args.type, tier=args.tier,
+                              older_than_days=args.older_than_days, all_projects=args.all_projects,
+                              dry_run=dry_run, reason=args.reason or "forgotten from the command line")
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    verb = "would forget" if result.dry_run else "forgot"
+    print(f"{verb} {result.count} memories" + (f" and {result.observations} observations"
+                                               if result.observations else ""))
+    for memory in result.memories[:50]:
+        print(f"  {memory['id']} v{memory['version']} [{memory['type']}] {memory['title']}")
+    if result.dry_run and by_filter:
+        print("nothing was deleted; add --yes to forget these")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _open(args, load_embedder=False) as store:
+        data = store.stats(all_projects=args.all_projects)
+    if args.json:
+        _print_json(data)
+        return 0
+    from .stats import format_stats
+
+    print(format_stats(data))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .transfer import export
+
+    with _open(args, load_embedder=False) as store:
+        if args.out in (None, "-"):
+            count = export(store, sys.stdout)
+        else:
+            old = os.umask(0o077)
+            try:
+                with open(args.out, "w", encoding="utf-8") as out:
+                    count = export(store, out)
+            finally:
+                os.umask(old)
+    print(f"exported {count} records", file=sys.stderr)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .transfer import import_
+
+    with _open(args) as store:
+        source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
+        with source:
+            report = import_(store, source)
+    print(f"imported {report.imported}, skipped {report.skipped} already present, {report.links} links")
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from .maintenance import reindex
+
+    with _open(args) as store:
+        result = reindex(store, progress=None if args.quiet else _progress)
+    print(f"reindexed {result['memories']} memories: {result['indexed']} in BM25, {result['embedded']} embedded")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .maintenance import doctor
+
+    with _open(args) as store:
+        checks = doctor(store)
+    if args.json:
+        _print_json([c.to_dict() for c in checks])
+    else:
+        for check in checks:
+            print(f"{'ok  ' if check.ok else 'FAIL'} {check.name}: {check.detail}")
+            if check.fix:
+                print(f"     fix: {check.fix}")
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from .db.audit import verify
+
+    with _open(args, load_embedder=False) as store:
+        verdict = verify(store.conn)
+    if verdict.ok:
+        print(f"audit chain ok: {verdict.rows} rows")
+        return 0
+    print(f"audit chain BROKEN at row {verdict.first_bad_seq}: {verdict.problem}")
+    return 1
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .server import run
+
+    run()
+    return 0
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    from .capture.hook import run_hook
+
+    return run_hook(args.client, args.event)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from .worker import run_cli
+
+    return run_cli(args)
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    from . import install
+
+    plan = (install.plan_install if args.command_name == "install" else install.plan_uninstall)(
+        args.client, args.scope, **({"command": args.command} if args.command_name == "install" and args.command
+                                    else {}))
+    print(plan.describe())
+    if args.dry_run:
+        print("(dry run: nothing written)")
+        return 0
+    install.apply(plan)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .models import PRIORITIES, SOURCES, TIERS, TYPES
+
+    parser = argparse.ArgumentParser(prog="agentmem", description="Long-term memory for coding agents.")
+    sub = parser.add_subparsers(dest="command_name", required=True)
+
+    def scoped(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--project", help="project id (default: the git root of the current directory)")
+        p.add_argument("--global", dest="global_", action="store_true", help="global memories only")
+        return p
+
+    p = scoped(sub.add_parser("save", help="remember something"))
+    p.add_argument("content", help="what to remember ('-' reads stdin)")
+    p.add_argument("--title")
+    p.add_argument("--type", default="fact", choices=TYPES)
+    p.add_argument("--tier", default="semantic", choices=TIERS)
+    p.add_argument("--tag", action="append")
+    p.add_argument("--file", action="append")
+    p.add_argument("--importance", type=float, default=0.5)
+    p.add_argument("--priority", default="P1", choices=PRIORITIES)
+    p.add_argument("--pin", action="store_true", help="always include in session-start context")
+    p.add_argument("--ttl-days", type=float)
+    p.add_argument("--supersedes")
+    p.add_argument("--source", default="user", choices=SOURCES)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_save)
+
+    p = scoped(sub.add_parser("search", help="find memories"))
+    p.add_argument("query")
+    p.add_argument("--type", action="append", choices=TYPES)
+    p.add_argument("--tier", action="append", choices=TIERS)
+    p.add_argument("--all-projects", action="store_true")
+    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--budget", type=int)
+    p.add_argument("--history", action="store_true", help="include superseded versions")
+    p.add_argument("--min-confidence", type=float)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_search)
+
+    p = scoped(sub.add_parser("get", help="show a memory"))
+    p.add_argument("id")
+    p.add_argument("--history", action="store_true", help="every version")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_get)
+
+    p = scoped(sub.add_parser("forget", help="forget memories by id, session, filter or strategy"))
+    p.add_argument("ids", nargs="*")
+    p.add_argument("--session")
+    p.add_argument("--type", choices=TYPES)
+    p.add_argument("--tier", choices=TIERS)
+    p.add_argument("--older-than-days", type=float)
+    p.add_argument("--all-projects", action="store_true")
+    p.add_argument("--strategy", choices=("importance", "age", "capacity", "composite"))
+    p.add_argument("--threshold", type=float, default=0.6)
+    p.add_argument("--max-deletions", type=int, default=50)
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--yes", action="store_true", help="really delete what a filter or strategy selects")
+    p.add_argument("--reason")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_forget)
+
+    p = scoped(sub.add_parser("stats", help="what is stored"))
+    p.add_argument("--all-projects", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_stats)
+
+    p = scoped(sub.add_parser("export", help="write every memory as JSONL"))
+    p.add_argument("--out", help="file (default: stdout)")
+    p.set_defaults(func=cmd_export)
+
+    p = scoped(sub.add_parser("import", help="read a JSONL export"))
+    p.add_argument("file", help="export file ('-' reads stdin)")
+    p.set_defaults(func=cmd_import)
+
+    p = scoped(sub.add_parser("reindex", help="rebuild BM25 and vectors from SQLite"))
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_reindex)
+
+    p = scoped(sub.add_parser("doctor", help="check the installation and say how to fix problems"))
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_doctor)
+
+    p = scoped(sub.add_parser("audit", help="check the audit log"))
+    p.add_argument("--verify", action="store_true", required=True)
+    p.set_defaults(func=cmd_audit)
+
+    p = sub.add_parser("serve", help="run the MCP stdio server")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("hook", help="handle a client hook event (JSON on stdin)")
+    p.add_argument("--client", default="claude-code", choices=("claude-code", "cursor"))
+    p.add_argument("event")
+    p.set_defaults(func=cmd_hook)
+
+    p = sub.add_parser("worker", help="run background work (compress, summarise, consolidate, decay)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--once", action="store_true", default=True)
+    mode.add_argument("--forever", action="store_true")
+    p.add_argument("--retry-failed", action="store_true")
+    p.set_defaults(func=cmd_worker)
+
+    for name in ("install", "uninstall"):
+        p = sub.add_parser(name, help=f"{name} agentmem in Claude Code or Cursor")
+        p.add_argument("client", choices=("claude-code", "cursor"))
+        p.add_argument("--scope", default="user", choices=("user", "project"))
+        p.add_argument("--dry-run", action="store_true")
+        if name == "install":
+            p.add_argument("--command", help="the agentmem command to write (default: this installation's path)")
+        p.set_defaults(func=cmd_install)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:  # the hot path: skip building the whole parser
+        from .capture.hook import main as hook_main
+
+        return hook_main(argv[1:])
+    args = build_parser().parse_args(argv)
+    from .config import ConfigError
+    from .models import AgentmemError
+
+    try:
+        return args.func(args) or 0
+    except (AgentmemError, ConfigError) as exc:
+        print(f"agentmem: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

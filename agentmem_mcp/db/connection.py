@@ -1,0 +1,96 @@
+"""Opening the SQLite database: sqlean with sqlite-vec loaded, WAL, busy timeout, private files."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlean
+
+Connection = sqlean.Connection
+DatabaseError = sqlean.DatabaseError
+OperationalError = sqlean.OperationalError
+IntegrityError = sqlean.IntegrityError
+
+
+class VectorExtensionError(RuntimeError):
+    """sqlite-vec could not be loaded into the connection."""
+
+
+def vec_extension_path() -> str:
+    """Path of the sqlite-vec loadable library, found without importing sqlite_vec (slow import)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.origin:
+        raise VectorExtensionError("the sqlite-vec package is not installed: pip install sqlite-vec")
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create `path` (and parents) and make it 0700."""
+    path.mkdir(parents=True, exist_ok=True)
+    if stat.S_IMODE(path.stat().st_mode) != 0o700:
+        os.chmod(path, 0o700)
+
+
+def make_private(path: Path) -> None:
+    """Make a file 0600 if it exists (the database and its WAL/SHM companions)."""
+    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            if stat.S_IMODE(candidate.stat().st_mode) != 0o600:
+                os.chmod(candidate, 0o600)
+        except FileNotFoundError:
+            pass
+
+
+def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True) -> Connection:
+    """Open the database at `path` in WAL mode with a busy timeout.
+
+    The connection is in autocommit mode (isolation_level=None); writes go through `write_transaction`,
+    which takes the write lock up front with BEGIN IMMEDIATE.
+    """
+    ensure_private_dir(path.parent)
+    old_umask = os.umask(0o077)
+    try:
+        conn = sqlean.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None,
+                              check_same_thread=False)
+    finally:
+        os.umask(old_umask)
+    conn.row_factory = sqlean.Row
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if load_vec:
+        load_vector_extension(conn)
+    make_private(path)
+    return conn
+
+
+def load_vector_extension(conn: Connection) -> None:
+    try:
+        conn.enable_load_extension(True)
+        conn.load_extension(vec_extension_path())
+        conn.enable_load_extension(False)
+    except (AttributeError, DatabaseError) as exc:
+        raise VectorExtensionError(
+            f"cannot load sqlite-vec into SQLite ({exc}); reinstall with `pip install --force-reinstall "
+            "sqlite-vec sqlean-py`") from exc
+
+
+@contextmanager
+def write_transaction(conn: Connection) -> Iterator[Connection]:
+    """BEGIN IMMEDIATE ... COMMIT, rolling back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")

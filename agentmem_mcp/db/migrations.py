@@ -1,0 +1,220 @@
+"""Numbered schema migrations, applied in order at open and recorded in `schema_migrations`.
+
+The vector table is not created here: its dimension depends on the embedding model, so
+`index.vectors` creates (and re-creates on a model change) `memory_vectors` itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import sqlean
+
+from .connection import Connection, write_transaction
+
+
+def _run_script(conn: Connection, script: str) -> None:
+    """Run DDL statement by statement: executescript() would commit our BEGIN IMMEDIATE early."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlean.complete_statement(pending):
+            conn.execute(pending)
+            pending = ""
+    if pending.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {pending[:80]!r}")
+
+
+def m001_core_tables(conn: Connection) -> None:
+    _run_script(
+        conn,
+        """
+        CREATE TABLE meta (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            project TEXT,
+            client TEXT,
+            cwd TEXT,
+            started_at REAL NOT NULL,
+            last_event_at REAL NOT NULL,
+            ended_at REAL,
+            status TEXT NOT NULL DEFAULT 'active',
+            summary_memory_id TEXT,
+            summarized_upto INTEGER NOT NULL DEFAULT 0,
+            needs_summary INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX sessions_project ON sessions(project, last_event_at);
+
+        CREATE TABLE observations (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            project TEXT,
+            client TEXT,
+            event TEXT NOT NULL,
+            tool TEXT,
+            input TEXT,
+            output TEXT,
+            prompt TEXT,
+            files TEXT NOT NULL DEFAULT '[]',
+            extra TEXT NOT NULL DEFAULT '{}',
+            fingerprint TEXT NOT NULL,
+            count INTEGER NOT NULL DEFAULT 1,
+            status TEXT NOT NULL DEFAULT 'pending',
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at REAL,
+            claimed_by TEXT,
+            claimed_until REAL,
+            error TEXT,
+            kind TEXT,
+            title TEXT,
+            facts TEXT,
+            importance REAL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            UNIQUE (session_id, fingerprint)
+        );
+        CREATE INDEX observations_status ON observations(status, next_attempt_at);
+        CREATE INDEX observations_session ON observations(session_id, id);
+        CREATE INDEX observations_project ON observations(project, created_at);
+
+        CREATE TABLE memories (
+            id TEXT PRIMARY KEY,
+            project TEXT,
+            tier TEXT NOT NULL DEFAULT 'semantic',
+            type TEXT NOT NULL DEFAULT 'fact',
+            title TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]',
+            files TEXT NOT NULL DEFAULT '[]',
+            source TEXT NOT NULL DEFAULT 'agent',
+            confidence REAL NOT NULL,
+            importance REAL NOT NULL DEFAULT 0.5,
+            priority TEXT NOT NULL DEFAULT 'P1',
+            pinned INTEGER NOT NULL DEFAULT 0,
+            strength REAL NOT NULL DEFAULT 1.0,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_accessed_at REAL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            valid_from REAL,
+            valid_to REAL,
+            forget_after REAL,
+            version INTEGER NOT NULL DEFAULT 1,
+            parent_id TEXT,
+            root_id TEXT NOT NULL,
+            is_latest INTEGER NOT NULL DEFAULT 1,
+            source_ids TEXT NOT NULL DEFAULT '[]',
+            session_id TEXT,
+            content_hash TEXT NOT NULL,
+            embedding_model TEXT,
+            key TEXT
+        );
+        CREATE INDEX memories_latest ON memories(project, is_latest, created_at);
+        CREATE INDEX memories_hash ON memories(content_hash);
+        CREATE INDEX memories_root ON memories(root_id, version);
+        CREATE INDEX memories_session ON memories(session_id);
+        CREATE INDEX memories_forget_after ON memories(forget_after) WHERE forget_after IS NOT NULL;
+        CREATE INDEX memories_key ON memories(project, key) WHERE key IS NOT NULL;
+
+        CREATE TABLE memory_chunks (
+            id INTEGER PRIMARY KEY,
+            memory_id TEXT NOT NULL,
+            chunk_index INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            UNIQUE (memory_id, chunk_index)
+        );
+
+        CREATE TABLE memory_links (
+            src_id TEXT NOT NULL,
+            dst_id TEXT NOT NULL,
+            relation TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (src_id, dst_id, relation)
+        );
+        CREATE INDEX memory_links_dst ON memory_links(dst_id);
+
+        CREATE TABLE entities (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            UNIQUE (kind, name)
+        );
+        CREATE TABLE memory_entities (
+            memory_id TEXT NOT NULL,
+            entity_id INTEGER NOT NULL,
+            PRIMARY KEY (memory_id, entity_id)
+        );
+        CREATE INDEX memory_entities_entity ON memory_entities(entity_id);
+
+        CREATE TABLE audit (
+            seq INTEGER PRIMARY KEY,
+            at REAL NOT NULL,
+            action TEXT NOT NULL,
+            memory_id TEXT,
+            project TEXT,
+            detail TEXT NOT NULL DEFAULT '{}',
+            prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL
+        );
+        CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+            BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+        CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+            BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+
+        CREATE TABLE index_outbox (
+            seq INTEGER PRIMARY KEY,
+            memory_id TEXT NOT NULL,
+            op TEXT NOT NULL CHECK (op IN ('upsert', 'delete')),
+            created_at REAL NOT NULL
+        );
+
+        CREATE TABLE leases (
+            name TEXT PRIMARY KEY,
+            holder TEXT NOT NULL,
+            expires_at REAL NOT NULL
+        );
+
+        CREATE TABLE llm_ledger (
+            id INTEGER PRIMARY KEY,
+            at REAL NOT NULL,
+            day TEXT NOT NULL,
+            purpose TEXT NOT NULL,
+            model TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL
+        );
+        CREATE INDEX llm_ledger_day ON llm_ledger(day);
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables]
+
+
+def migrate(conn: Connection) -> int:
+    """Apply pending migrations; return the schema version."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at REAL)"
+    )
+    applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+    for version, migration in enumerate(MIGRATIONS, start=1):
+        if version in applied:
+            continue
+        with write_transaction(conn):
+            if conn.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (version,)).fetchone():
+                continue  # another process applied it while we waited for the lock
+            migration(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (version, migration.__name__, time.time()),
+            )
+    return len(MIGRATIONS)
+
+
+def schema_version(conn: Connection) -> int:
+    row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)

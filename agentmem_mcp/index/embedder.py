@@ -1,0 +1,108 @@
+"""Sentence embeddings with fastembed, loaded lazily (and in the background by the server).
+
+Until the model is ready, `vectors()` returns None and search runs on BM25 + graph.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("agentmem.embedder")
+
+# Known dimensions, so a vector table can be made before the model has loaded.
+KNOWN_DIMENSIONS = {
+    "sentence-transformers/all-MiniLM-L6-v2": 384,
+    "BAAI/bge-small-en-v1.5": 384,
+    "BAAI/bge-base-en-v1.5": 768,
+    "nomic-ai/nomic-embed-text-v1.5": 768,
+}
+
+
+class Embedder:
+    """A fastembed TextEmbedding behind a lock, with background loading and a recorded failure."""
+
+    def __init__(self, model_name: str, model_path: Path | None = None, *, enabled: bool = True) -> None:
+        self.model_name = model_name
+        self.model_path = model_path
+        self.enabled = enabled
+        self._model: Any = None
+        self._error: str | None = None if enabled else "embeddings are turned off (AGENTMEM_EMBEDDINGS=0)"
+        self._loaded = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.dimension: int | None = KNOWN_DIMENSIONS.get(model_name)
+        if not enabled:
+            self._loaded.set()
+
+    @property
+    def model_id(self) -> str:
+        return self.model_name
+
+    @property
+    def ready(self) -> bool:
+        return self._model is not None
+
+    @property
+    def error(self) -> str | None:
+        return self._error
+
+    @property
+    def status(self) -> str:
+        if self.ready:
+            return "ready"
+        if self._error:
+            return f"unavailable: {self._error}"
+        return "loading" if self._thread is not None else "not loaded"
+
+    def start_loading(self) -> None:
+        """Load the model on a daemon thread; returns at once."""
+        if not self.enabled or self._thread is not None or self._loaded.is_set():
+            return
+        self._thread = threading.Thread(target=self.load, name="agentmem-embedder", daemon=True)
+        self._thread.start()
+
+    def load(self) -> bool:
+        """Load the model now (blocking). Returns whether it is usable."""
+        with self._lock:
+            if self._loaded.is_set():
+                return self.ready
+            try:
+                from fastembed import TextEmbedding
+
+                kwargs: dict[str, Any] = {"model_name": self.model_name}
+                if self.model_path is not None:
+                    if not Path(self.model_path).is_dir():
+                        raise FileNotFoundError(
+                            f"AGENTMEM_EMBED_MODEL_PATH={self.model_path} is not a directory")
+                    kwargs["specific_model_path"] = str(self.model_path)
+                model = TextEmbedding(**kwargs)
+                probe = next(iter(model.embed(["probe"])))
+                self.dimension = int(probe.shape[0])
+                self._model = model
+            except Exception as exc:  # any failure means "no vectors", never a crash
+                self._error = f"{type(exc).__name__}: {exc}"
+                log.warning("embedding model %s unavailable: %s", self.model_name, self._error)
+            finally:
+                self._loaded.set()
+        return self.ready
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self._loaded.is_set() and self._thread is None:
+            return self.load()
+        self._loaded.wait(timeout)
+        return self.ready
+
+    def embed(self, texts: Sequence[str]) -> list[Any] | None:
+        """Normalised float32 vectors for passages, or None when the model is not ready."""
+        if not self.ready or not texts:
+            return None if not self.ready else []
+        return [v.astype("float32") for v in self._model.embed(list(texts), batch_size=32)]
+
+    def embed_query(self, text: str) -> Any | None:
+        if not self.ready:
+            return None
+        return next(iter(self._model.query_embed([text]))).astype("float32")

@@ -1,0 +1,174 @@
+"""BM25 over a tantivy index next to the database.
+
+The index is derived data: SQLite is the truth, the outbox feeds this index, `agentmem reindex`
+rebuilds it. tantivy allows one writer per index across processes, so writers are short-lived
+(open, write, commit, release) and retried while another process holds the lock.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import tantivy
+
+from .tokenize import ANALYZER_NAME, build_analyzer, index_text, terms
+
+SCHEMA_VERSION = "1"
+
+
+class IndexBusyError(RuntimeError):
+    """Another process held the index writer for too long."""
+
+
+@dataclass(frozen=True)
+class FulltextDoc:
+    id: str
+    project: str | None
+    tier: str
+    type: str
+    is_latest: bool
+    text: str  # title, content, tags and files, already redacted
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("project", stored=False, tokenizer_name="raw")
+    builder.add_text_field("tier", stored=False, tokenizer_name="raw")
+    builder.add_text_field("type", stored=False, tokenizer_name="raw")
+    builder.add_text_field("latest", stored=False, tokenizer_name="raw")
+    builder.add_text_field("text", stored=False, tokenizer_name=ANALYZER_NAME)
+    return builder.build()
+
+
+def project_key(project: str | None) -> str:
+    return project or ""
+
+
+class FulltextIndex:
+    """A tantivy BM25 index of memories, keyed by memory id."""
+
+    def __init__(self, path: Path, *, lock_timeout: float = 30.0) -> None:
+        self.path = path
+        self.lock_timeout = lock_timeout
+        self._lock = threading.Lock()
+        self._open()
+
+    def _open(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        marker = self.path / "agentmem-schema"
+        if marker.exists() and marker.read_text().strip() != SCHEMA_VERSION:
+            self._wipe_dir()
+        self.index = tantivy.Index(_schema(), path=str(self.path), reuse=True)
+        self.analyzer = build_analyzer()
+        self.index.register_tokenizer(ANALYZER_NAME, self.analyzer)
+        marker.write_text(SCHEMA_VERSION)
+
+    def _wipe_dir(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def _writer(self) -> tantivy.IndexWriter:
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.005
+        while True:
+            try:
+                return self.index.writer(heap_size=15_000_000, num_threads=1)
+            except ValueError as exc:
+                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                    if "lock" in str(exc).lower():
+                        raise IndexBusyError(
+                            f"the BM25 index at {self.path} stayed locked for {self.lock_timeout:.0f}s; "
+                            "another agentmem process is writing. It will be retried.") from exc
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+
+    def apply(self, upserts: Iterable[FulltextDoc], deletes: Iterable[str]) -> int:
+        """Delete, then (re-)add documents, in one short-lived writer and one commit."""
+        upserts = list(upserts)
+        delete_ids = set(deletes) | {doc.id for doc in upserts}
+        if not delete_ids:
+            return 0
+        with self._lock:
+            writer = self._writer()
+            try:
+                for memory_id in delete_ids:
+                    writer.delete_documents_by_term("id", memory_id)
+                for doc in upserts:
+                    writer.add_document(tantivy.Document(
+                        id=doc.id, project=project_key(doc.project), tier=doc.tier, type=doc.type,
+                        latest="1" if doc.is_latest else "0", text=index_text(doc.text),
+                    ))
+                writer.commit()
+                writer.wait_merging_threads()
+            except BaseException:
+                writer.rollback()
+                raise
+            finally:
+                del writer
+        return len(delete_ids)
+
+    def clear(self) -> None:
+        with self._lock:
+            writer = self._writer()
+            writer.delete_all_documents()
+            writer.commit()
+            writer.wait_merging_threads()
+            del writer
+
+    def query_terms(self, text: str) -> list[str]:
+        """The analysed (stemmed, stop-word free) terms of a query, without duplicates."""
+        seen: dict[str, None] = {}
+        for term in self.analyzer.analyze(" ".join(terms(text))):
+            seen.setdefault(term, None)
+        return list(seen)
+
+    def search(self, text: str, *, projects: list[str | None] | None = None, latest_only: bool = True,
+               tiers: list[str] | None = None, types: list[str] | None = None,
+               limit: int = 50) -> list[tuple[str, float]]:
+        """Memory ids and BM25 scores, best first. `projects=None` searches every project."""
+        query_terms = self.query_terms(text)
+        if not query_terms:
+            return []
+        should = [(tantivy.Occur.Should, tantivy.Query.term_query(self.index.schema, "text", t))
+                  for t in query_terms]
+        clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
+        if projects is not None:
+            clauses.append((tantivy.Occur.Must, tantivy.Query.term_set_query(
+                self.index.schema, "project", [project_key(p) for p in projects])))
+        if latest_only:
+            clauses.append((tantivy.Occur.Must, tantivy.Query.term_query(self.index.schema, "latest", "1")))
+        if tiers:
+            clauses.append((tantivy.Occur.Must, tantivy.Query.term_set_query(self.index.schema, "tier", tiers)))
+        if types:
+            clauses.append((tantivy.Occur.Must, tantivy.Query.term_set_query(self.index.schema, "type", types)))
+        self.index.reload()
+        searcher = self.index.searcher()
+        result = searcher.search(tantivy.Query.boolean_query(clauses), limit=limit, count=False)
+        return [(searcher.doc(address)["id"][0], float(score)) for score, address in result.hits]
+
+    def ids(self) -> set[str]:
+        """Every memory id in the index (for consistency checks)."""
+        self.index.reload()
+        searcher = self.index.searcher()
+        total = searcher.num_docs
+        if total == 0:
+            return set()
+        result = searcher.search(tantivy.Query.all_query(), limit=total, count=False)
+        return {searcher.doc(address)["id"][0] for _, address in result.hits}
+
+    def count(self) -> int:
+        self.index.reload()
+        return self.index.searcher().num_docs
+
+    def reset(self) -> None:
+        """Remove the index directory entirely and start empty (used when it is corrupt)."""
+        with self._lock:
+            self._wipe_dir()
+            self._open()

@@ -1,0 +1,60 @@
+"""Text -> search terms, shared by the index, the query side and the relevance check.
+
+Python splits what tantivy's tokenizers cannot (code identifiers, paths, dotted names, CJK), and hands
+tantivy a space-separated string that its analyzer lowercases, filters for stop words and stems.
+`parseConfig` -> `parseconfig parse config`; `src/app_main.py` -> `src app main appmain py`;
+`配置文件` -> `配 置 文 件`.
+"""
+
+from __future__ import annotations
+
+import re
+
+ANALYZER_NAME = "agentmem"
+
+_CJK = (
+    "\u3040-\u30ff"  # hiragana, katakana
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # Han
+    "\U00020000-\U0002ebef"
+)
+_WORD = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+(?:_+[^\W_{_CJK}]+)*", re.UNICODE)
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_IS_CJK = re.compile(rf"[{_CJK}]")
+MAX_TERM_LEN = 40
+
+
+def terms(text: str) -> list[str]:
+    """Split text into lowercased terms: every CJK character, identifier parts and joined identifiers."""
+    out: list[str] = []
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if _IS_CJK.match(word):
+            out.append(word)
+            continue
+        chunks = word.split("_")
+        parts = [p for chunk in chunks for p in (_CAMEL.findall(chunk) if chunk.isascii() else [chunk])]
+        lowered = [p.lower() for p in parts if p]
+        out.extend(p for p in lowered if len(p) <= MAX_TERM_LEN)
+        if len(lowered) > 1:
+            joined = "".join(lowered)
+            if len(joined) <= MAX_TERM_LEN:
+                out.append(joined)
+    return out
+
+
+def index_text(text: str) -> str:
+    """The string to give the tantivy field whose analyzer is `ANALYZER_NAME`."""
+    return " ".join(terms(text))
+
+
+def build_analyzer():  # -> tantivy.TextAnalyzer
+    import tantivy
+
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.remove_long(MAX_TERM_LEN + 1))
+        .filter(tantivy.Filter.stopword("english"))
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )

@@ -1,0 +1,133 @@
+"""Vectors in a sqlite-vec `vec0` table in the same database, so they commit with their memory.
+
+Each memory is split into chunks (`memory_chunks`); every chunk has one vector whose rowid is the
+chunk id. The partition key is the project ('' = global) and `latest` is a metadata column, so KNN
+filters on both inside sqlite-vec. A memory's vector score is its best chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..db.connection import Connection
+
+TABLE = "memory_vectors"
+CHUNK_CHARS = 900
+CHUNK_OVERLAP = 150
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s+")
+
+
+def chunk_text(text: str, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP) -> list[str]:
+    """Split text into chunks of at most ~size characters, on sentence boundaries where possible."""
+    text = text.strip()
+    if len(text) <= size:
+        return [text] if text else []
+    pieces = [p for p in _SENTENCE_END.split(text) if p]
+    chunks: list[str] = []
+    current = ""
+    for piece in pieces:
+        while len(piece) > size:  # a sentence longer than a chunk: hard split
+            head, piece = piece[:size], piece[size - overlap:]
+            if current:
+                chunks.append(current)
+                current = ""
+            chunks.append(head)
+        if current and len(current) + 1 + len(piece) > size:
+            chunks.append(current)
+            tail = current[-overlap:]
+            current = f"{tail[tail.find(' ') + 1:] if ' ' in tail else tail} {piece}"
+        else:
+            current = f"{current} {piece}" if current else piece
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def table_exists(conn: Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (TABLE,)).fetchone() is not None
+
+
+def ensure_table(conn: Connection, model_id: str, dimension: int) -> bool:
+    """Make sure the vector table fits `model_id`; call inside a write transaction.
+
+    Returns True when the table was (re)created, which means every memory must be re-embedded:
+    vectors of two models are never mixed.
+    """
+    row = conn.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
+    current = row[0] if row else None
+    wanted = f"{model_id}|{dimension}"
+    if current == wanted and table_exists(conn):
+        return False
+    conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
+    conn.execute("DELETE FROM memory_chunks")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE {TABLE} USING vec0(chunk_id INTEGER PRIMARY KEY, project TEXT PARTITION KEY, "
+        f"latest INTEGER, embedding FLOAT[{int(dimension)}] distance_metric=cosine)"
+    )
+    conn.execute("UPDATE memories SET embedding_model = NULL")
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedding_model', ?)", (wanted,))
+    return True
+
+
+def put(conn: Connection, memory_id: str, project: str | None, latest: bool, chunks: Sequence[str],
+        vectors: Sequence[Any]) -> None:
+    """Replace a memory's chunks and vectors (inside the caller's transaction)."""
+    delete(conn, [memory_id])
+    for index, (text, vector) in enumerate(zip(chunks, vectors)):
+        chunk_id = conn.execute(
+            "INSERT INTO memory_chunks (memory_id, chunk_index, text) VALUES (?, ?, ?)", (memory_id, index, text)
+        ).lastrowid
+        conn.execute(
+            f"INSERT INTO {TABLE} (chunk_id, project, latest, embedding) VALUES (?, ?, ?, ?)",
+            (chunk_id, project or "", 1 if latest else 0, vector.tobytes()),
+        )
+
+
+def delete(conn: Connection, memory_ids: Sequence[str]) -> None:
+    if not memory_ids:
+        return
+    marks = ",".join("?" * len(memory_ids))
+    if table_exists(conn):
+        conn.execute(
+            f"DELETE FROM {TABLE} WHERE chunk_id IN (SELECT id FROM memory_chunks WHERE memory_id IN ({marks}))",
+            list(memory_ids),
+        )
+    conn.execute(f"DELETE FROM memory_chunks WHERE memory_id IN ({marks})", list(memory_ids))
+
+
+def set_latest(conn: Connection, memory_id: str, latest: bool) -> None:
+    if not table_exists(conn):
+        return
+    for (chunk_id,) in conn.execute("SELECT id FROM memory_chunks WHERE memory_id = ?", (memory_id,)).fetchall():
+        conn.execute(f"UPDATE {TABLE} SET latest = ? WHERE chunk_id = ?", (1 if latest else 0, chunk_id))
+
+
+def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, latest_only: bool,
+        k: int = 50) -> list[tuple[str, float]]:
+    """Memory ids with their best cosine similarity, best first."""
+    if not table_exists(conn):
+        return []
+    sql = f"SELECT chunk_id, distance FROM {TABLE} WHERE embedding MATCH ? AND k = ?"
+    args: list[Any] = [query.tobytes(), int(k * 2)]
+    if projects is not None:
+        keys = sorted({p or "" for p in projects})
+        sql += f" AND project IN ({','.join('?' * len(keys))})"
+        args.extend(keys)
+    if latest_only:
+        sql += " AND latest = 1"
+    rows = conn.execute(sql, args).fetchall()
+    if not rows:
+        return []
+    distance = {row[0]: row[1] for row in rows}
+    marks = ",".join("?" * len(distance))
+    best: dict[str, float] = {}
+    for chunk_id, memory_id in conn.execute(
+        f"SELECT id, memory_id FROM memory_chunks WHERE id IN ({marks})", list(distance)
+    ):
+        similarity = 1.0 - float(distance[chunk_id])
+        if similarity > best.get(memory_id, -2.0):
+            best[memory_id] = similarity
+    return sorted(best.items(), key=lambda item: -item[1])[:k]

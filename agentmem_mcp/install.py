@@ -1,0 +1,395 @@
+"""Write agentmem's MCP server entry and hooks into a client's config files, and take them out again.
+
+`plan_install` / `plan_uninstall` read the client's JSON config files and compute the new contents
+without touching anything (that is `--dry-run`); `apply` writes a plan: a timestamped backup of every
+existing file first, then an atomic replace that keeps the file's mode.
+
+What is ours: the MCP server named ``agentmem``, and every hook whose command runs agentmem's
+``hook --client <client> <event>``. Everything else in the files (other servers, other hooks on the
+same events, unrelated keys) is left as it was, so install twice changes nothing and uninstall
+gives back the original content.
+
+| client      | scope   | MCP entry                    | hooks                         |
+|-------------|---------|------------------------------|-------------------------------|
+| claude-code | user    | ``~/.claude.json``           | ``~/.claude/settings.json``   |
+| claude-code | project | ``<project>/.mcp.json``      | ``<project>/.claude/settings.json`` |
+| cursor      | user    | ``~/.cursor/mcp.json``       | ``~/.cursor/hooks.json``      |
+| cursor      | project | ``<project>/.cursor/mcp.json`` | ``<project>/.cursor/hooks.json`` |
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import re
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+CLIENTS = ("claude-code", "cursor")
+SCOPES = ("user", "project")
+SERVER_NAME = "agentmem"
+HOOK_TIMEOUT_SECONDS = 10
+CLIENT_EVENTS = {
+    "claude-code": ("SessionStart", "UserPromptSubmit", "PostToolUse", "PreCompact", "Stop", "SessionEnd"),
+    "cursor": ("sessionStart", "beforeSubmitPrompt", "postToolUse", "afterFileEdit", "stop", "sessionEnd"),
+}
+_OUR_HOOK = re.compile(r"\shook --client (claude-code|cursor) [A-Za-z]+\s*$")
+
+Config = dict[str, Any]
+
+
+class InstallError(Exception):
+    """A config file cannot be changed safely; the message says which file and what to do."""
+
+
+@dataclass
+class FileChange:
+    """One file's content before and after. ``before`` None: the file does not exist yet;
+    ``after`` None: the file is removed. ``backup`` is filled in by `apply`."""
+
+    path: Path
+    before: str | None
+    after: str | None
+    backup: Path | None = None
+
+    @property
+    def verb(self) -> str:
+        if self.before is None:
+            return "create"
+        return "delete" if self.after is None else "update"
+
+
+@dataclass
+class InstallPlan:
+    """The file changes that install (or uninstall) agentmem for one client and scope."""
+
+    client: str
+    scope: str
+    changes: list[FileChange]
+    action: str = "install"
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """A human-readable preview: one header per file and a unified diff of its content."""
+        lines = [f"agentmem {self.action} for {self.client} ({self.scope} scope)"]
+        if not self.changes:
+            lines.append("nothing to change: agentmem is " + (
+                "already installed." if self.action == "install" else "not installed here."))
+        for change in self.changes:
+            header = f"{change.verb} {change.path}"
+            if change.backup is not None:
+                header += f" (backup: {change.backup})"
+            lines.append(header)
+            diff = difflib.unified_diff(
+                (change.before or "").splitlines(), (change.after or "").splitlines(),
+                fromfile="/dev/null" if change.before is None else str(change.path),
+                tofile="/dev/null" if change.after is None else str(change.path),
+                n=2, lineterm="")
+            lines.extend("    " + line for line in diff)
+        lines.extend(f"note: {note}" for note in self.notes)
+        return "\n".join(lines)
+
+
+def agentmem_command() -> str:
+    """The shell command that runs agentmem: the ``agentmem`` console script next to the running
+    Python if it exists, else the one on PATH, else ``<python> -m agentmem_mcp``."""
+    scripts = Path(sys.executable).parent
+    for name in ("agentmem", "agentmem.exe"):
+        if (scripts / name).is_file():
+            return _join([str(scripts / name)])
+    found = shutil.which("agentmem")
+    if found:
+        return _join([os.path.abspath(found)])
+    return _join([sys.executable, "-m", "agentmem_mcp"])
+
+
+def plan_install(client: str, scope: str = "user", *, home: Path | None = None,
+                 project_dir: Path | None = None, command: str | None = None) -> InstallPlan:
+    """Compute the changes that register agentmem's MCP server and hooks with `client`.
+
+    client: "claude-code" or "cursor". scope: "user" (files in `home`, default the user's home) or
+    "project" (files in `project_dir`, default the current directory). command: how the client
+    should run agentmem (a shell command; default `agentmem_command()`). Nothing is written.
+    """
+    mcp_path, hooks_path = config_paths(client, scope, home=home, project_dir=project_dir)
+    parts = _split(command or agentmem_command())
+    if not parts or "agentmem" not in " ".join(parts).lower():
+        raise InstallError(f"The command {command!r} does not run agentmem; give the path of the "
+                           "agentmem executable (or `python -m agentmem_mcp`).")
+    entry: Config = {"command": parts[0], "args": [*parts[1:], "serve"]}
+    if client == "claude-code":
+        entry = {"type": "stdio", **entry}
+    prefix = _join(parts)
+    hooks = {event: _hook_entry(client, event, f"{prefix} hook --client {client} {event}")
+             for event in CLIENT_EVENTS[client]}
+    changes = [
+        _plan_file(mcp_path, lambda config: _put_server(config, entry, mcp_path), client, removing=False),
+        _plan_file(hooks_path, lambda config: _put_hooks(config, hooks, client, hooks_path), client,
+                   removing=False),
+    ]
+    return InstallPlan(client, scope, [c for c in changes if c], "install", _plugin_notes(client, home))
+
+
+def plan_uninstall(client: str, scope: str = "user", *, home: Path | None = None,
+                   project_dir: Path | None = None) -> InstallPlan:
+    """Compute the changes that remove what `plan_install` added: the ``agentmem`` MCP server, our
+    hooks, and the containers and files that are left empty. Nothing is written."""
+    mcp_path, hooks_path = config_paths(client, scope, home=home, project_dir=project_dir)
+    changes = [
+        _plan_file(mcp_path, _drop_server, client, removing=True),
+        _plan_file(hooks_path, _drop_hooks, client, removing=True),
+    ]
+    return InstallPlan(client, scope, [c for c in changes if c], "uninstall")
+
+
+def apply(plan: InstallPlan) -> InstallPlan:
+    """Write `plan`: back up each file it updates to ``<file>.agentmem-backup-<timestamp>``, then
+    replace it atomically (keeping its mode); create or remove the others. Returns the plan with backups filled.
+    Raises InstallError, before writing anything, if a file changed since the plan was made."""
+    for change in plan.changes:
+        if _read(change.path) != change.before:
+            raise InstallError(f"{change.path} changed since this plan was made; run the command again.")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    done = []
+    for change in plan.changes:
+        # A file is only removed when nothing but agentmem's entries was left in it: no backup needed.
+        backup = _backup(change.path, stamp) if change.verb == "update" else None
+        if change.after is None:
+            change.path.unlink()
+            if change.path.parent.name in (".claude", ".cursor"):
+                _remove_if_empty(change.path.parent)
+        else:
+            _write_atomic(change.path, change.after)
+        done.append(replace(change, backup=backup))
+    return replace(plan, changes=done)
+
+
+def config_paths(client: str, scope: str, *, home: Path | None = None,
+                 project_dir: Path | None = None) -> tuple[Path, Path]:
+    """The (MCP config, hooks config) files of `client` for `scope`."""
+    if client not in CLIENTS:
+        raise InstallError(f"Unknown client {client!r}; choose one of: {', '.join(CLIENTS)}.")
+    if scope not in SCOPES:
+        raise InstallError(f"Unknown scope {scope!r}; choose one of: {', '.join(SCOPES)}.")
+    base = Path(home) if home is not None else Path.home()
+    if scope == "project":
+        base = Path(project_dir if project_dir is not None else Path.cwd()).absolute()
+    if client == "cursor":
+        return base / ".cursor" / "mcp.json", base / ".cursor" / "hooks.json"
+    if scope == "user":
+        return base / ".claude.json", base / ".claude" / "settings.json"
+    return base / ".mcp.json", base / ".claude" / "settings.json"
+
+
+def _hook_entry(client: str, event: str, command: str) -> Config:
+    if client == "cursor":
+        return {"command": command, "timeout": HOOK_TIMEOUT_SECONDS}
+    group: Config = {"matcher": "*"} if event == "PostToolUse" else {}
+    group["hooks"] = [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}]
+    return group
+
+
+def _put_server(config: Config, entry: Config, path: Path) -> None:
+    servers = _section(config, "mcpServers", path)
+    current = servers.get(SERVER_NAME)
+    merged = dict(current) if isinstance(current, dict) else {}
+    merged.pop("url", None)  # a stdio entry replaces an older remote one; env and other keys stay
+    merged.update(entry)
+    servers[SERVER_NAME] = merged
+
+
+def _put_hooks(config: Config, entries: dict[str, Config], client: str, path: Path) -> None:
+    if client == "cursor" and "hooks" not in config:
+        config.setdefault("version", 1)
+    section = _section(config, "hooks", path)
+    for event, entry in entries.items():
+        items = section.setdefault(event, [])
+        if not isinstance(items, list):
+            raise InstallError(f'{path}: hooks "{event}" should be a JSON array; fix it, then run again.')
+        ours = [hook for hook in _hook_dicts(items) if _is_ours(hook)]
+        wanted = entry["hooks"][0]["command"] if "hooks" in entry else entry["command"]
+        if len(ours) == 1 and ours[0].get("command") == wanted:
+            continue  # already there (possibly with the user's own tweaks, e.g. a longer timeout)
+        section[event] = _without_ours(items) + [entry]
+
+
+def _drop_server(config: Config) -> None:
+    servers = config.get("mcpServers")
+    if isinstance(servers, dict) and SERVER_NAME in servers:
+        del servers[SERVER_NAME]
+        if not servers:
+            del config["mcpServers"]
+
+
+def _drop_hooks(config: Config) -> None:
+    section = config.get("hooks")
+    if not isinstance(section, dict):
+        return
+    changed = False
+    for event, items in list(section.items()):
+        if not isinstance(items, list):
+            continue
+        kept = _without_ours(items)
+        if kept != items:
+            changed = True
+            if kept:
+                section[event] = kept
+            else:
+                del section[event]
+    if changed and not section:
+        del config["hooks"]
+
+
+def _is_ours(hook: Any) -> bool:
+    command = hook.get("command") if isinstance(hook, dict) else None
+    return isinstance(command, str) and "agentmem" in command.lower() and bool(_OUR_HOOK.search(command))
+
+
+def _hook_dicts(items: list[Any]) -> Iterator[Any]:
+    """Every hook in an event's list: Claude Code nests them in matcher groups, Cursor does not."""
+    for item in items:
+        if isinstance(item, dict) and isinstance(item.get("hooks"), list):
+            yield from item["hooks"]
+        else:
+            yield item
+
+
+def _without_ours(items: list[Any]) -> list[Any]:
+    kept = []
+    for item in items:
+        if isinstance(item, dict) and isinstance(item.get("hooks"), list):
+            inner = [hook for hook in item["hooks"] if not _is_ours(hook)]
+            if len(inner) == len(item["hooks"]):
+                kept.append(item)
+            elif inner:
+                kept.append({**item, "hooks": inner})
+        elif not _is_ours(item):
+            kept.append(item)
+    return kept
+
+
+def _section(config: Config, key: str, path: Path) -> Config:
+    value = config.setdefault(key, {})
+    if not isinstance(value, dict):
+        raise InstallError(f'{path}: "{key}" should be a JSON object; fix it, then run again.')
+    return value
+
+
+def _plan_file(path: Path, edit: Callable[[Config], None], client: str, *,
+               removing: bool) -> FileChange | None:
+    before = _read(path)
+    config = _parse(path, before)
+    updated = copy.deepcopy(config)
+    edit(updated)
+    if updated == config:
+        return None
+    if removing and updated in ({}, {"version": 1} if client == "cursor" else {}):
+        return FileChange(path, before, None)
+    newline = "\n" if before is None or before.endswith("\n") else ""
+    text = json.dumps(updated, indent=_indent_of(before), ensure_ascii=False) + newline
+    return FileChange(path, before, text)
+
+
+def _parse(path: Path, text: str | None) -> Config:
+    if text is None or not text.strip():
+        return {}
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InstallError(
+            f"{path} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}). agentmem left "
+            "it untouched: fix that file (or move it away), then run the command again.") from None
+    if not isinstance(config, dict):
+        raise InstallError(f"{path} should hold a JSON object; fix that file, then run the command again.")
+    return config
+
+
+def _indent_of(text: str | None) -> int | str:
+    match = re.match(r"\s*\{\s*?\n([ \t]+)\S", text or "")
+    if not match:
+        return 2
+    return "\t" if "\t" in match.group(1) else len(match.group(1))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InstallError(f"Cannot read {path} ({e}); fix its permissions or encoding, then run again.") from None
+
+
+def _backup(path: Path, stamp: str) -> Path:
+    backup = path.with_name(f"{path.name}.agentmem-backup-{stamp}")
+    n = 1
+    while backup.exists():
+        backup = path.with_name(f"{path.name}.agentmem-backup-{stamp}-{n}")
+        n += 1
+    shutil.copy2(path, backup)
+    return backup
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    target = path.resolve() if path.is_symlink() else path  # keep a dotfiles symlink a symlink
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~_umask()
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()
+    except OSError:
+        pass
+
+
+def _plugin_notes(client: str, home: Path | None) -> list[str]:
+    if client != "claude-code":
+        return []
+    settings = (Path(home) if home is not None else Path.home()) / ".claude" / "settings.json"
+    try:
+        enabled = json.loads(settings.read_text(encoding="utf-8-sig")).get("enabledPlugins") or {}
+    except (OSError, ValueError, AttributeError):
+        return []
+    if isinstance(enabled, dict) and any(k.startswith("agentmem@") and v for k, v in enabled.items()):
+        return [("the agentmem Claude Code plugin is enabled too; its hooks and MCP server would run "
+                 "twice. Use one route: disable the plugin or run `agentmem uninstall claude-code`.")]
+    return []
+
+
+def _split(command: str) -> list[str]:
+    if os.name == "nt":
+        return [part.strip('"') for part in shlex.split(command, posix=False)]
+    return shlex.split(command)
+
+
+def _join(parts: list[str]) -> str:
+    return subprocess.list2cmdline(parts) if os.name == "nt" else shlex.join(parts)

@@ -1,0 +1,139 @@
+"""Explicit forgetting: by id(s), by session, or by filter (preview with dry_run first).
+
+Rows, chunks, vectors, entity links and index entries go; the audit log keeps what, when and why,
+never the content. Forgetting a memory forgets every version of it, so an old version cannot come back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..db import audit
+from ..index import graph, vectors
+from ..models import TIERS, TYPES, InvalidInput, NotFound, check_choice, check_memory_id
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+MAX_IDS = 1000
+
+
+@dataclass
+class ForgetResult:
+    dry_run: bool
+    ids: list[str] = field(default_factory=list)
+    observations: int = 0
+    memories: list[dict[str, Any]] = field(default_factory=list)  # id, title, type, version (the preview)
+
+    @property
+    def count(self) -> int:
+        return len(self.ids)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["count"] = self.count
+        return data
+
+
+def forget(store: Store, *, ids: Sequence[str] | str | None = None, session_id: str | None = None,
+           project: str | None = ..., all_projects: bool = False, type: str | None = None,
+           tier: str | None = None, older_than_days: float | None = None, before: float | None = None,
+           dry_run: bool = False, reason: str = "", now: float | None = None) -> ForgetResult:
+    """Forget memories.
+
+    ids: one id or a list; every version of each is removed. session_id: the memories and observations
+    captured in that session. Otherwise a filter (project, type, tier, older_than_days / before) that must
+    name at least one condition. dry_run=True returns what would go and removes nothing.
+    """
+    now = store.now() if now is None else now
+    if isinstance(ids, str):
+        ids = [ids]
+    chosen = [ids is not None, session_id is not None,
+              any(v is not None for v in (type, tier, older_than_days, before))]
+    if sum(chosen) != 1:
+        raise InvalidInput("say what to forget: ids, a session_id, or a filter (type, tier, older_than_days, "
+                           "before), exactly one of these")
+    conn = store.conn
+    session_observations = 0
+    if ids is not None:
+        if not isinstance(ids, (list, tuple)) or not ids or len(ids) > MAX_IDS:
+            raise InvalidInput(f"ids must be a list of 1 to {MAX_IDS} memory ids")
+        roots = []
+        for memory_id in ids:
+            row = conn.execute("SELECT root_id FROM memories WHERE id = ?", (check_memory_id(memory_id),)).fetchone()
+            if row is None:
+                raise NotFound(f"no memory {memory_id}: nothing was forgotten")
+            roots.append(row[0])
+        marks = ",".join("?" * len(roots))
+        rows = conn.execute(f"SELECT id, title, type, version, project FROM memories WHERE root_id IN ({marks})",
+                            roots).fetchall()
+    elif session_id is not None:
+        if not isinstance(session_id, str) or not session_id:
+            raise InvalidInput("session_id must be a non-empty string")
+        rows = conn.execute("SELECT id, title, type, version, project FROM memories WHERE session_id = ?",
+                            (session_id,)).fetchall()
+        session_observations = conn.execute("SELECT COUNT(*) FROM observations WHERE session_id = ?",
+                                            (session_id,)).fetchone()[0]
+        if not rows and not session_observations:
+            raise NotFound(f"no memories or observations for session {session_id[:80]!r}")
+    else:
+        rows = _by_filter(store, project, all_projects, type, tier, older_than_days, before, now)
+    result = ForgetResult(dry_run=dry_run, ids=[r["id"] for r in rows], observations=session_observations,
+                          memories=[{"id": r["id"], "title": r["title"], "type": r["type"], "version": r["version"]}
+                                    for r in rows])
+    if dry_run or (not rows and not session_observations):
+        return result
+    delete_memories(store, rows, reason or "forgotten on request", now)
+    if session_id is not None and session_observations:
+        with store.transaction() as conn:
+            conn.execute("DELETE FROM observations WHERE session_id = ?", (session_id,))
+            audit.append(conn, "forget_session", None, None,
+                         {"session_id": session_id, "observations": session_observations,
+                          "memories": len(rows), "reason": reason}, at=now)
+    return result
+
+
+def _by_filter(store: Store, project: Any, all_projects: bool, type: Any, tier: Any, older_than_days: Any,
+               before: Any, now: float) -> list[Any]:
+    where, args = ["1 = 1"], []
+    if not all_projects:
+        project = store.project if project is ... else project
+        where.append("project IS ?")
+        args.append(project)
+    if type is not None:
+        where.append("type = ?")
+        args.append(check_choice("type", type, TYPES))
+    if tier is not None:
+        where.append("tier = ?")
+        args.append(check_choice("tier", tier, TIERS))
+    if older_than_days is not None:
+        if isinstance(older_than_days, bool) or not isinstance(older_than_days, (int, float)) or older_than_days < 0:
+            raise InvalidInput("older_than_days must be a positive number")
+        where.append("created_at < ?")
+        args.append(now - older_than_days * 86400)
+    if before is not None:
+        where.append("created_at < ?")
+        args.append(float(before))
+    return store.conn.execute(
+        f"SELECT id, title, type, version, project FROM memories WHERE {' AND '.join(where)}", args).fetchall()
+
+
+def delete_memories(store: Store, rows: Sequence[Any], reason: str, now: float, action: str = "forget") -> None:
+    """Remove memories and everything derived from them, in one transaction, then update the index."""
+    ids = [r["id"] for r in rows]
+    for start in range(0, len(ids), 500):
+        batch = rows[start:start + 500]
+        batch_ids = ids[start:start + 500]
+        marks = ",".join("?" * len(batch_ids))
+        with store.transaction() as conn:
+            vectors.delete(conn, batch_ids)
+            graph.unlink_memories(conn, batch_ids)
+            conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", batch_ids)
+            conn.executemany("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'delete', ?)",
+                             [(memory_id, now) for memory_id in batch_ids])
+            for row in batch:
+                audit.append(conn, action, row["id"], row["project"],
+                             {"reason": reason, "type": row["type"], "version": row["version"]}, at=now)
+    store.drain_outbox()

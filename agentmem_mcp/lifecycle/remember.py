@@ -1,0 +1,305 @@
+"""The write path of `memory_save`.
+
+redact -> validate -> exact duplicate (content hash, same project, latest): no-op -> supersede an old
+near-duplicate (word-set Jaccard > 0.7, a one-word change of the same statement, or a paraphrase by
+vector similarity) or the memory the caller names -> row + chunks + vectors + entities + links + outbox
++ audit in one transaction -> index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..capture.redact import redact
+from ..db import audit
+from ..index import graph, vectors
+from ..index.entities import extract_entities
+from ..models import (
+    PRIORITIES,
+    SOURCES,
+    TIERS,
+    TYPES,
+    InvalidInput,
+    Memory,
+    NotFound,
+    SaveResult,
+    check_choice,
+    check_memory_id,
+)
+from ..ranking import jaccard, single_substitution, word_set, words
+from .retention import initial_confidence
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+MAX_CONTENT_CHARS = 65536
+MAX_TITLE_CHARS = 200
+MAX_TAGS = 32
+SUPERSEDE_CANDIDATES = 20
+_SPACE = re.compile(r"\s+")
+
+
+def content_hash(content: str) -> str:
+    normalized = _SPACE.sub(" ", content.strip().lower())
+    return hashlib.sha256(normalized.encode("utf-8")).hexdigest()
+
+
+def new_memory_id() -> str:
+    return f"m_{uuid.uuid4().hex[:16]}"
+
+
+def derive_title(content: str, limit: int = 80) -> str:
+    first = next((line.strip() for line in content.splitlines() if line.strip()), content.strip())
+    first = first.lstrip("#-* ").strip()
+    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
+
+
+def check_content(content: Any) -> str:
+    """Redacted, stripped content, or InvalidInput saying what is wrong."""
+    if not isinstance(content, str):
+        raise InvalidInput(f"content must be text, not {type(content).__name__}")
+    content = redact(content.replace("\x00", "")).strip()
+    if not content:
+        raise InvalidInput("content is empty: write the decision, fact or fix you want remembered")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise InvalidInput(f"content is {len(content):,} characters; a memory holds at most {MAX_CONTENT_CHARS:,}. "
+                           "Save the key points, or split it into several memories")
+    meaningful = [w for w in words(content) if not w.startswith("redacted")]
+    if len(content) < 8 or len(meaningful) < 2:
+        raise InvalidInput(f"content {content[:40]!r} is too short to be useful later: say what, and why "
+                           "(e.g. 'use pnpm, not npm: the lockfile is pnpm-lock.yaml')")
+    return content
+
+
+def _str_list(name: str, value: Any, limit: int = MAX_TAGS) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput(f"{name} must be a list of strings")
+    if len(value) > limit:
+        raise InvalidInput(f"{name} has {len(value)} entries; at most {limit}")
+    return list(dict.fromkeys(redact(v.strip())[:300] for v in value if v.strip()))
+
+
+def _unit(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InvalidInput(f"{name} must be a number between 0 and 1; got {str(value)[:40]!r}")
+    return float(value)
+
+
+@dataclass
+class Draft:
+    """A validated memory about to be written."""
+    title: str
+    content: str
+    type: str
+    tier: str
+    project: str | None
+    tags: list[str]
+    files: list[str]
+    source: str
+    confidence: float
+    importance: float
+    priority: str
+    pinned: bool
+    forget_after: float | None
+    valid_from: float | None
+    valid_to: float | None
+    session_id: str | None
+    source_ids: list[str]
+    key: str | None
+    content_hash: str
+    created_at: float
+
+
+def same_scope(a: str | None, b: str | None) -> bool:
+    """Memories of two different projects never supersede each other; a global one matches any."""
+    return a is None or b is None or a == b
+
+
+def supersede_reason(old: Memory | Any, draft_words: list[str], draft_set: set[str], cosine: float | None,
+                     jaccard_threshold: float, cosine_threshold: float) -> str | None:
+    """Why the draft supersedes `old`, or None: the supersede policy, pure."""
+    old_text = old["content"]
+    similarity = jaccard(word_set(old_text), draft_set)
+    if similarity > jaccard_threshold:
+        return f"near-duplicate (word overlap {similarity:.2f})"
+    change = single_substitution(words(old_text), draft_words)
+    if change:
+        return f"same statement with one change: {change[0]} → {change[1]}"
+    if cosine is not None and cosine >= cosine_threshold:
+        return f"paraphrase (cosine {cosine:.2f})"
+    return None
+
+
+def save(store: Store, content: str, *, title: str | None = None, type: str = "fact", tier: str = "semantic",
+         project: str | None = None, tags: Sequence[str] | None = None, files: Sequence[str] | None = None,
+         source: str = "agent", importance: float = 0.5, priority: str = "P1", confidence: float | None = None,
+         pinned: bool = False, ttl_days: float | None = None, supersedes: str | None = None,
+         valid_from: float | None = None, valid_to: float | None = None, session_id: str | None = None,
+         source_ids: Sequence[str] | None = None, key: str | None = None, created_at: float | None = None,
+         ) -> SaveResult:
+    """Remember `content`.
+
+    type: pattern | preference | architecture | bug | workflow | fact | decision | context | summary.
+    tier: working | episodic | semantic | procedural. source: user | agent | hook | consolidation | import.
+    importance and confidence are 0..1 (confidence defaults by source); priority P0 never decays, P2 may
+    expire. ttl_days sets a forget-after date. supersedes names the memory this one replaces.
+    key (for derived memories): a stable identity; a save with the same key and project updates that memory.
+    Returns a SaveResult whose action is created, duplicate (nothing written) or superseded.
+    """
+    now = store.now() if created_at is None else created_at
+    draft = _validate(store, content, title, type, tier, project, tags, files, source, importance, priority,
+                      confidence, pinned, ttl_days, valid_from, valid_to, session_id, source_ids, key, now)
+    if supersedes is not None:
+        supersedes = store.latest_version(check_memory_id(supersedes)).id
+
+    text = _embedding_text(draft)
+    chunks = vectors.chunk_text(text)
+    embedded = store.embedder.embed(chunks) if chunks else None
+    candidates = _candidates(store, draft, embedded[0] if embedded else None) if supersedes is None else {}
+
+    with store.transaction() as conn:
+        duplicate = conn.execute(
+            "SELECT id, version FROM memories WHERE content_hash = ? AND is_latest = 1 AND project IS ?",
+            (draft.content_hash, draft.project)).fetchone()
+        if duplicate is not None:
+            return SaveResult(duplicate["id"], "duplicate", duplicate["version"],
+                              reason="the same content is already stored in this project")
+        old, reason = _choose_old(conn, store, draft, supersedes, candidates)
+        memory_id = new_memory_id()
+        version = old["version"] + 1 if old else 1
+        root_id = old["root_id"] if old else memory_id
+        if old:
+            conn.execute("UPDATE memories SET is_latest = 0, valid_to = COALESCE(valid_to, ?), updated_at = ? "
+                         "WHERE id = ?", (now, now, old["id"]))
+            vectors.set_latest(conn, old["id"], False)
+            conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
+                         (old["id"], now))
+        _insert(conn, draft, memory_id, version, old["id"] if old else None, root_id,
+                store.embedder.model_id if embedded else None)
+        if embedded:
+            vectors.put(conn, memory_id, draft.project, True, chunks, embedded)
+        graph.link_entities(conn, memory_id, extract_entities(f"{draft.title}\n{draft.content}\n"
+                                                              + " ".join(draft.files)))
+        if old:
+            graph.add_link(conn, memory_id, old["id"], "supersedes", now)
+        for source_id in draft.source_ids:
+            if source_id.startswith("m_"):
+                graph.add_link(conn, memory_id, source_id, "derived_from", now)
+        conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
+                     (memory_id, now))
+        audit.append(conn, "supersede" if old else "save", memory_id, draft.project,
+                     {"version": version, "supersedes": old["id"] if old else None, "type": draft.type,
+                      "tier": draft.tier, "source": draft.source, "reason": reason}, at=now)
+    store.drain_outbox()
+    return SaveResult(memory_id, "superseded" if old else "created", version,
+                      old["id"] if old else None, reason or "")
+
+
+def _validate(store: Store, content: Any, title: Any, type: Any, tier: Any, project: Any, tags: Any, files: Any,
+              source: Any, importance: Any, priority: Any, confidence: Any, pinned: Any, ttl_days: Any,
+              valid_from: Any, valid_to: Any, session_id: Any, source_ids: Any, key: Any, now: float) -> Draft:
+    content = check_content(content)
+    if title is not None and not isinstance(title, str):
+        raise InvalidInput("title must be text")
+    title = redact(title).strip()[:MAX_TITLE_CHARS] if title and title.strip() else derive_title(content)
+    check_choice("type", type, TYPES)
+    check_choice("tier", tier, TIERS)
+    check_choice("source", source, SOURCES)
+    check_choice("priority", priority, PRIORITIES)
+    if project is not None and (not isinstance(project, str) or not project.strip()):
+        raise InvalidInput("project must be a non-empty string, or omitted for a global memory")
+    if ttl_days is not None:
+        if isinstance(ttl_days, bool) or not isinstance(ttl_days, (int, float)) or not 0 < ttl_days <= 36500:
+            raise InvalidInput("ttl_days must be a number of days between 0 and 36500")
+    conf = initial_confidence(source) if confidence is None else _unit("confidence", confidence)
+    for name, value in (("valid_from", valid_from), ("valid_to", valid_to)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise InvalidInput(f"{name} must be a unix timestamp")
+    ids = _str_list("source_ids", source_ids, limit=1000)
+    return Draft(
+        title=title, content=content, type=type, tier=tier, project=project, tags=_str_list("tags", tags),
+        files=_str_list("files", files, limit=200), source=source, confidence=conf,
+        importance=_unit("importance", importance), priority=priority, pinned=bool(pinned),
+        forget_after=now + ttl_days * 86400 if ttl_days else None, valid_from=valid_from if valid_from else now,
+        valid_to=valid_to, session_id=session_id if isinstance(session_id, str) else None, source_ids=ids,
+        key=key if isinstance(key, str) and key else None, content_hash=content_hash(content), created_at=now,
+    )
+
+
+def _embedding_text(draft: Draft) -> str:
+    from ..store import memory_text
+
+    return memory_text(draft.title, draft.content, draft.tags, draft.files)
+
+
+def _candidates(store: Store, draft: Draft, vector: Any) -> dict[str, float | None]:
+    """Ids of latest memories that might be near-duplicates, with their cosine similarity when known."""
+    projects = None if draft.project is None else [draft.project, None]
+    found: dict[str, float | None] = {}
+    try:
+        for memory_id, _ in store.fulltext.search(draft.content[:2000], projects=projects,
+                                                  limit=SUPERSEDE_CANDIDATES):
+            found[memory_id] = None
+    except Exception:  # a broken index must not stop a save; the vector check still runs
+        pass
+    if vector is not None:
+        for memory_id, similarity in vectors.knn(store.conn, vector, projects=projects, latest_only=True, k=5):
+            found[memory_id] = similarity
+    return found
+
+
+def _choose_old(conn: Any, store: Store, draft: Draft, supersedes: str | None,
+                candidates: dict[str, float | None]) -> tuple[Any, str | None]:
+    if supersedes is not None:
+        row = conn.execute("SELECT * FROM memories WHERE id = ?", (supersedes,)).fetchone()
+        if row is None:
+            raise NotFound(f"cannot supersede {supersedes}: no such memory")
+        return row, "named by the caller"
+    if draft.key is not None:
+        row = conn.execute("SELECT * FROM memories WHERE key = ? AND project IS ? AND is_latest = 1",
+                           (draft.key, draft.project)).fetchone()
+        if row is not None:
+            return row, f"update of {draft.key}"
+    if not candidates:
+        return None, None
+    marks = ",".join("?" * len(candidates))
+    rows = conn.execute(f"SELECT * FROM memories WHERE id IN ({marks}) AND is_latest = 1", list(candidates))
+    draft_words = words(draft.content)
+    draft_set = set(draft_words)
+    best, best_reason, best_score = None, None, -1.0
+    for row in rows:
+        if not same_scope(row["project"], draft.project) or row["tier"] == "working":
+            continue
+        reason = supersede_reason(row, draft_words, draft_set, candidates[row["id"]],
+                                  store.settings.supersede_jaccard, store.settings.supersede_cosine)
+        if reason is None:
+            continue
+        score = jaccard(word_set(row["content"]), draft_set)
+        if score > best_score:
+            best, best_reason, best_score = row, reason, score
+    return best, best_reason
+
+
+def _insert(conn: Any, d: Draft, memory_id: str, version: int, parent_id: str | None, root_id: str,
+            model_id: str | None) -> None:
+    conn.execute(
+        "INSERT INTO memories (id, project, tier, type, title, content, tags, files, source, confidence, "
+        "importance, priority, pinned, strength, access_count, last_accessed_at, created_at, updated_at, "
+        "valid_from, valid_to, forget_after, version, parent_id, root_id, is_latest, source_ids, session_id, "
+        "content_hash, embedding_model, key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1.0, 0, NULL, ?, ?, "
+        "?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)",
+        (memory_id, d.project, d.tier, d.type, d.title, d.content, json.dumps(d.tags), json.dumps(d.files),
+         d.source, d.confidence, d.importance, d.priority, int(d.pinned), d.created_at, d.created_at,
+         d.valid_from, d.valid_to, d.forget_after, version, parent_id, root_id, json.dumps(d.source_ids),
+         d.session_id, d.content_hash, model_id, d.key),
+    )

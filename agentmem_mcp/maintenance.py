@@ -1,0 +1,102 @@
+"""Rebuilding derived data (`agentmem reindex`) and health checks (`agentmem doctor`)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from .db.audit import verify
+from .index import vectors
+
+if TYPE_CHECKING:
+    from .store import Store
+
+Progress = Callable[[str, int, int], None]
+
+
+def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
+    """Rebuild the BM25 index and every vector from SQLite, the source of truth."""
+    conn = store.conn
+    total = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+    store.fulltext.reset()
+    with store.transaction() as tx:
+        tx.execute("DELETE FROM index_outbox")
+        tx.execute("INSERT INTO index_outbox (memory_id, op, created_at) SELECT id, 'upsert', ? FROM memories",
+                   (store.now(),))
+    done = 0
+    while True:
+        applied = store.drain_outbox(limit=500)
+        if not applied:
+            break
+        done = min(total, done + applied)
+        if progress:
+            progress("bm25", done, total)
+    embedded = 0
+    if store.embedder.ready:
+        with store.transaction() as tx:
+            tx.execute("DELETE FROM meta WHERE key = 'embedding_model'")
+            vectors.ensure_table(tx, store.embedder.model_id, store.embedder.dimension or 384)
+        embedded = store.embed_pending(progress=(lambda d, t: progress("vectors", d, t)) if progress else None)
+    return {"memories": total, "indexed": store.fulltext.count(), "embedded": embedded}
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _mode(path: Any) -> int | None:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return None
+
+
+def doctor(store: Store) -> list[Check]:
+    conn = store.conn
+    checks: list[Check] = []
+    version = conn.execute("SELECT vec_version()").fetchone()[0]
+    checks.append(Check("sqlite-vec", True, f"loaded {version}"))
+    embedder = store.embedder
+    if embedder.ready:
+        checks.append(Check("embedding model", True, f"{embedder.model_id} ({embedder.dimension} dims)"))
+    else:
+        checks.append(Check("embedding model", False, embedder.status,
+                            "set AGENTMEM_EMBED_MODEL_PATH to a local model folder, or let fastembed download "
+                            "the model once with network access; search still works on BM25 + graph"))
+    latest = {row[0] for row in conn.execute("SELECT id FROM memories")}
+    indexed = store.fulltext.ids()
+    missing, stale = latest - indexed, indexed - latest
+    backlog = conn.execute("SELECT COUNT(*) FROM index_outbox").fetchone()[0]
+    checks.append(Check(
+        "bm25 index", not missing and not stale,
+        f"{len(indexed)} documents for {len(latest)} memories; {len(missing)} missing, {len(stale)} stale, "
+        f"{backlog} queued", "" if not missing and not stale else "run `agentmem reindex`"))
+    unembedded = conn.execute("SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL").fetchone()[0]
+    checks.append(Check("vectors", unembedded == 0 or not embedder.ready,
+                        f"{unembedded} memories without vectors",
+                        "run `agentmem reindex` (or keep the server running: it embeds them)" if unembedded else ""))
+    home_mode = _mode(store.settings.home)
+    db_mode = _mode(store.db_path)
+    private = home_mode == 0o700 and db_mode == 0o600
+    checks.append(Check("file permissions", private,
+                        f"home {oct(home_mode or 0)}, database {oct(db_mode or 0)}",
+                        "" if private else f"chmod 700 {store.settings.home} && chmod 600 {store.db_path}*"))
+    verdict = verify(conn)
+    checks.append(Check("audit chain", verdict.ok, f"{verdict.rows} rows" + (
+        f"; row {verdict.first_bad_seq}: {verdict.problem}" if not verdict.ok else ""),
+        "" if verdict.ok else "the audit log was edited outside agentmem; keep a copy for investigation"))
+    failed = conn.execute("SELECT COUNT(*) FROM observations WHERE status = 'failed'").fetchone()[0]
+    checks.append(Check("worker", failed == 0, f"{failed} observations parked as failed",
+                        "see the log under the home directory; `agentmem worker --retry-failed` retries them"
+                        if failed else ""))
+    return checks

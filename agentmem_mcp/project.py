@@ -1,0 +1,56 @@
+"""Which project a directory belongs to: its git repository's root (a worktree maps to its main repo).
+
+Pure file reads, no `git` subprocess: the hooks call this on every event.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _main_repo_from_gitfile(gitfile: Path) -> Path | None:
+    """A worktree's `.git` is a file `gitdir: <main>/.git/worktrees/<name>`; map it to <main>."""
+    try:
+        text = gitfile.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    gitdir = Path(text.split(":", 1)[1].strip())
+    if not gitdir.is_absolute():
+        gitdir = (gitfile.parent / gitdir).resolve()
+    commondir = gitdir / "commondir"
+    if commondir.is_file():
+        common = Path(commondir.read_text(encoding="utf-8", errors="replace").strip())
+        common = common if common.is_absolute() else (gitdir / common).resolve()
+        return common.parent if common.name == ".git" else common
+    return gitfile.parent
+
+
+def project_for(path: str | os.PathLike[str] | None) -> str | None:
+    """The project id for a working directory: the main git root as an absolute path, or None (global)."""
+    if not path:
+        return None
+    try:
+        current = Path(path).expanduser().resolve()
+    except (OSError, RuntimeError):
+        return None
+    for directory in (current, *current.parents):
+        marker = directory / ".git"
+        if marker.is_dir():
+            return str(directory)
+        if marker.is_file():
+            main = _main_repo_from_gitfile(marker)
+            return str(main or directory)
+    return None
+
+
+def project_from_uri(uri: str) -> str | None:
+    """An MCP root (`file:///path`) -> project id."""
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return project_for(unquote(parsed.path)) or unquote(parsed.path) or None

@@ -1,0 +1,106 @@
+"""Pure ranking policy: rank fusion, reranking by a memory's own state, token budgets, similarity."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap token estimate: ~4 characters per token, one per CJK character."""
+    cjk = len(_CJK_CHAR.findall(text))
+    return math.ceil((len(text) - cjk) / 4) + cjk
+
+
+@dataclass
+class Fused:
+    id: str
+    score: float
+    ranks: dict[str, int] = field(default_factory=dict)  # retriever -> 1-based rank
+
+
+def fuse_rankings(rankings: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int = 60) -> list[Fused]:
+    """Weighted reciprocal rank fusion, renormalised over the retrievers that answered.
+
+    `rankings` maps a retriever name to its ids, best first; a retriever that did not run is absent
+    (an empty list counts as having answered). Score = sum(w_r / (k + rank_r)) / sum(w_r).
+    """
+    answered = [name for name in rankings if weights.get(name, 0) > 0]
+    total_weight = sum(weights[name] for name in answered) or 1.0
+    fused: dict[str, Fused] = {}
+    for name in answered:
+        weight = weights[name] / total_weight
+        for rank, item in enumerate(rankings[name], start=1):
+            entry = fused.setdefault(item, Fused(item, 0.0))
+            if name in entry.ranks:
+                continue
+            entry.ranks[name] = rank
+            entry.score += weight / (k + rank)
+    return sorted(fused.values(), key=lambda f: (-f.score, f.id))
+
+
+PRIORITY_IMPORTANCE_FLOOR = {"P0": 0.9, "P1": 0.0, "P2": 0.0}
+PRIORITY_FACTOR = {"P0": 1.0, "P1": 1.0, "P2": 0.9}
+
+
+def state_factor(confidence: float, importance: float, priority: str, retention: float) -> float:
+    """How much a memory's own state scales its relevance: in [0.55, 1.0].
+
+    Relevance decides the order; state breaks near-ties and sinks doubtful, unimportant, faded
+    memories. Confidence (how trustworthy) and priority (how important) both count.
+    """
+    importance = max(importance, PRIORITY_IMPORTANCE_FLOOR.get(priority, 0.0))
+    state = 0.45 * confidence + 0.3 * importance + 0.25 * retention
+    return (0.55 + 0.45 * min(max(state, 0.0), 1.0)) * PRIORITY_FACTOR.get(priority, 1.0)
+
+
+def word_set(text: str) -> set[str]:
+    return {w.lower() for w in _WORDS.findall(text)}
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in _WORDS.findall(text)]
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def single_substitution(a: Sequence[str], b: Sequence[str], min_words: int = 4) -> tuple[str, str] | None:
+    """If two statements are the same word for word except one word, return (old_word, new_word).
+
+    "use yarn to install dependencies" -> "use pnpm to install dependencies" is an update of one slot,
+    although its word-set Jaccard similarity is only 0.67.
+    """
+    if len(a) != len(b) or len(a) < min_words:
+        return None
+    diffs = [(x, y) for x, y in zip(a, b) if x != y]
+    return diffs[0] if len(diffs) == 1 else None
+
+
+def pack_under_budget(items: Iterable[str], budget_tokens: int) -> tuple[list[int], int]:
+    """Indexes of the items that fit, in order, and the tokens they use. Stops at the first that does not fit."""
+    chosen: list[int] = []
+    used = 0
+    for index, text in enumerate(items):
+        cost = estimate_tokens(text)
+        if used + cost > budget_tokens:
+            break
+        chosen.append(index)
+        used += cost
+    return chosen, used
+
+
+def humanize_age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    for unit, size in (("y", 365 * 86400), ("mo", 30 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return "just now"

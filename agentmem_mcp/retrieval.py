@@ -1,0 +1,226 @@
+"""`memory_search`: BM25 + vectors + entity graph, fused, re-checked against SQLite, reranked, packed.
+
+The three retrievers run concurrently. Their rankings are fused with weighted reciprocal rank fusion
+(renormalised over those that answered), then every candidate is joined back against SQLite (so a
+stale index entry can never resurrect a deleted or superseded memory), filtered, reranked by the
+memory's own state (confidence, importance/priority, retention) and packed under a token budget.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .index import graph, vectors
+from .lifecycle.retention import confidence_on_access, retention, strengthen
+from .models import TIERS, TYPES, InvalidInput, SearchHit, SearchResult, check_choice
+from .ranking import Fused, estimate_tokens, fuse_rankings, humanize_age, state_factor
+
+if TYPE_CHECKING:
+    from .store import Store
+
+MAX_QUERY_CHARS = 20000
+SNIPPET_CHARS = 320
+HIT_OVERHEAD_TOKENS = 24
+RETRIEVER_DEPTH = 60
+
+
+def _check_query(query: Any) -> str:
+    if not isinstance(query, str):
+        raise InvalidInput(f"query must be text, not {type(query).__name__}")
+    query = query.replace("\x00", " ").strip()
+    if not query:
+        raise InvalidInput("query is empty: describe what you are looking for, e.g. 'how are tests run'")
+    return query[:MAX_QUERY_CHARS]
+
+
+def _check_list(name: str, value: Any, choices: tuple[str, ...]) -> list[str] | None:
+    if value is None:
+        return None
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, (list, tuple)):
+        raise InvalidInput(f"{name} must be one of {', '.join(choices)} or a list of them")
+    return [check_choice(name, v, choices) for v in values] or None
+
+
+def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS) -> str:
+    """The part of the content around the first query word it contains."""
+    text = " ".join(content.split())
+    if len(text) <= limit:
+        return text
+    lowered = text.lower()
+    positions = [lowered.find(t) for t in query_terms if len(t) > 2 and t in lowered]
+    start = max(0, min(positions) - limit // 4) if positions else 0
+    piece = text[start:start + limit]
+    return ("…" if start else "") + piece + ("…" if start + limit < len(text) else "")
+
+
+def search(store: Store, query: str, *, project: str | None = ..., all_projects: bool = False,
+           types: Sequence[str] | str | None = None, tiers: Sequence[str] | str | None = None,
+           since: float | None = None, until: float | None = None, min_confidence: float | None = None,
+           include_history: bool = False, limit: int = 10, budget_tokens: int | None = None,
+           record_access: bool = True, retrievers: Sequence[str] = ("bm25", "vector", "graph")) -> SearchResult:
+    """Find memories relevant to `query`.
+
+    project: the project to search (default: the store's project) plus global memories; all_projects=True
+    searches everything. types / tiers filter; since / until bound created_at (unix time); min_confidence
+    drops doubtful memories; include_history also returns superseded versions. limit is 1..100;
+    budget_tokens caps the size of the answer. Each returned hit counts as an access.
+    """
+    query = _check_query(query)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
+        raise InvalidInput("limit must be a whole number from 1 to 100")
+    budget = store.settings.search_budget_tokens if budget_tokens is None else budget_tokens
+    if isinstance(budget, bool) or not isinstance(budget, int) or not 50 <= budget <= 100000:
+        raise InvalidInput("budget_tokens must be a whole number from 50 to 100000")
+    if min_confidence is not None:
+        if isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float)) \
+                or not 0 <= min_confidence <= 1:
+            raise InvalidInput("min_confidence must be between 0 and 1")
+    for name, value in (("since", since), ("until", until)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise InvalidInput(f"{name} must be a unix timestamp")
+    type_list = _check_list("type", types, TYPES)
+    tier_list = _check_list("tier", tiers, TIERS)
+    project = store.project if project is ... else project
+    projects: list[str | None] | None = None if all_projects else list(dict.fromkeys([project, None]))
+
+    rankings, reasons, notes, vector_ran = _run_retrievers(
+        store, query, projects, not include_history, tier_list, type_list, retrievers)
+    fused = fuse_rankings(rankings, {"bm25": store.settings.weight_bm25, "vector": store.settings.weight_vector,
+                                     "graph": store.settings.weight_graph}, store.settings.rrf_k)
+    hits = _join_and_rerank(store, fused[: max(limit * 4, 40)], projects, not include_history, type_list,
+                            tier_list, since, until, min_confidence, reasons, query)
+    hits = hits[:limit]
+    packed, used = [], 0
+    for hit in hits:
+        cost = estimate_tokens(hit.title + hit.snippet + hit.why) + HIT_OVERHEAD_TOKENS
+        if used + cost > budget:
+            if not packed and budget - used > HIT_OVERHEAD_TOKENS + 20:
+                room = (budget - used - HIT_OVERHEAD_TOKENS - estimate_tokens(hit.title + hit.why)) * 4
+                hit.snippet = hit.snippet[: max(room, 40)] + "…"
+                packed.append(hit)
+                used += estimate_tokens(hit.title + hit.snippet + hit.why) + HIT_OVERHEAD_TOKENS
+            break
+        packed.append(hit)
+        used += cost
+    if record_access and packed:
+        record_hits(store, [h.id for h in packed])
+    mode = "hybrid" if vector_ran else "bm25+graph"
+    return SearchResult(query=query, hits=packed, mode=mode, notes=notes, truncated=len(hits) - len(packed),
+                        tokens=used)
+
+
+def _run_retrievers(store: Store, query: str, projects: list[str | None] | None, latest_only: bool,
+                    tiers: list[str] | None, types: list[str] | None, retrievers: Sequence[str],
+                    ) -> tuple[dict[str, list[str]], dict[str, str], list[str], bool]:
+    notes: list[str] = []
+    jobs = {}
+    if "bm25" in retrievers:
+        jobs["bm25"] = store.pool.submit(store.fulltext.search, query, projects=projects, latest_only=latest_only,
+                                         tiers=tiers, types=types, limit=RETRIEVER_DEPTH)
+    vector_ran = "vector" in retrievers and store.embedder.ready
+    if vector_ran:
+        jobs["vector"] = store.pool.submit(_vector_search, store, query, projects, latest_only)
+    elif "vector" in retrievers:
+        notes.append(f"vector search unavailable ({store.embedder.status}); results use BM25 + entity graph")
+    if "graph" in retrievers:
+        jobs["graph"] = store.pool.submit(_graph_search, store, query)
+    rankings: dict[str, list[str]] = {}
+    reasons: dict[str, str] = {}
+    for name, job in jobs.items():
+        try:
+            result = job.result()
+        except Exception as exc:  # one broken retriever degrades the answer, never fails it
+            notes.append(f"{name} retriever failed: {type(exc).__name__}: {exc}")
+            if name == "vector":
+                vector_ran = False
+            continue
+        if name == "graph":
+            result, reasons = result
+        rankings[name] = [memory_id for memory_id, _ in result]
+    return rankings, reasons, notes, vector_ran
+
+
+def _vector_search(store: Store, query: str, projects: list[str | None] | None,
+                   latest_only: bool) -> list[tuple[str, float]]:
+    vector = store.embedder.embed_query(query)
+    if vector is None:
+        return []
+    return vectors.knn(store.conn, vector, projects=projects, latest_only=latest_only, k=RETRIEVER_DEPTH)
+
+
+def _graph_search(store: Store, query: str) -> tuple[list[tuple[str, float]], dict[str, str]]:
+    return graph.search(store.conn, query, limit=RETRIEVER_DEPTH)
+
+
+def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None] | None, latest_only: bool,
+                     types: list[str] | None, tiers: list[str] | None, since: float | None, until: float | None,
+                     min_confidence: float | None, reasons: dict[str, str], query: str) -> list[SearchHit]:
+    if not fused:
+        return []
+    by_id = {f.id: f for f in fused}
+    marks = ",".join("?" * len(by_id))
+    rows = store.conn.execute(f"SELECT * FROM memories WHERE id IN ({marks})", list(by_id)).fetchall()
+    now = store.now()
+    top = 1.0 / (store.settings.rrf_k + 1)
+    query_terms = [t.lower() for t in re.findall(r"\w+", query)]
+    hits: list[tuple[float, SearchHit]] = []
+    for row in rows:
+        if projects is not None and row["project"] not in projects:
+            continue
+        if latest_only and not row["is_latest"]:
+            continue
+        if types and row["type"] not in types or tiers and row["tier"] not in tiers:
+            continue
+        if since is not None and row["created_at"] < since or until is not None and row["created_at"] > until:
+            continue
+        if min_confidence is not None and row["confidence"] < min_confidence:
+            continue
+        if row["forget_after"] is not None and row["forget_after"] <= now:
+            continue
+        last_used = row["last_accessed_at"] or row["created_at"]
+        kept = retention((now - last_used) / 86400, row["strength"])
+        factor = state_factor(row["confidence"], row["importance"], row["priority"], kept)
+        entry = by_id[row["id"]]
+        score = entry.score / top * factor
+        hits.append((score, SearchHit(
+            id=row["id"], title=row["title"], type=row["type"], tier=row["tier"], project=row["project"],
+            snippet=snippet(row["content"], query_terms), score=round(score, 4),
+            age=humanize_age(now - row["created_at"]), why=_why(entry, reasons.get(row["id"]), row),
+            confidence=round(row["confidence"], 3), version=row["version"], is_latest=bool(row["is_latest"]),
+        )))
+    hits.sort(key=lambda item: -item[0])
+    return [hit for _, hit in hits]
+
+
+def _why(entry: Fused, graph_reason: str | None, row: Any) -> str:
+    parts = []
+    if "bm25" in entry.ranks:
+        parts.append(f"keywords #{entry.ranks['bm25']}")
+    if "vector" in entry.ranks:
+        parts.append(f"meaning #{entry.ranks['vector']}")
+    if "graph" in entry.ranks:
+        parts.append(graph_reason or f"entities #{entry.ranks['graph']}")
+    parts.append(f"confidence {row['confidence']:.2f}")
+    if row["priority"] == "P0":
+        parts.append("P0")
+    if not row["is_latest"]:
+        parts.append(f"superseded version {row['version']}")
+    return "; ".join(parts)
+
+
+def record_hits(store: Store, memory_ids: Sequence[str]) -> None:
+    """A hit is a use: refresh last access, count it, strengthen retention, nudge confidence."""
+    now = store.now()
+    with store.transaction() as conn:
+        marks = ",".join("?" * len(memory_ids))
+        rows = conn.execute(f"SELECT id, strength, confidence FROM memories WHERE id IN ({marks})",
+                            list(memory_ids)).fetchall()
+        conn.executemany(
+            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, strength = ?, "
+            "confidence = ? WHERE id = ?",
+            [(now, min(strengthen(r["strength"]), 1e6), confidence_on_access(r["confidence"]), r["id"])
+             for r in rows])
+

@@ -1,0 +1,83 @@
+"""What is in the store: counts, confidence, expiry, the last sweep, the outbox and LLM spend."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+def _grouped(conn: Any, column: str, where: str, args: list[Any]) -> dict[str, int]:
+    return {row[0]: row[1] for row in conn.execute(
+        f"SELECT {column}, COUNT(*) FROM memories WHERE {where} GROUP BY {column} ORDER BY {column}", args)}
+
+
+def stats(store: Store, *, project: str | None = ..., all_projects: bool = False) -> dict[str, Any]:
+    """Counts of latest memories by tier, type and source, confidence bands, usage and upkeep state."""
+    conn = store.conn
+    now = time.time()
+    project = store.project if project is ... else project
+    where, args = "is_latest = 1", []
+    if not all_projects:
+        where += " AND (project IS ? OR project IS NULL)"
+        args.append(project)
+    total, never, superseded = conn.execute(
+        f"SELECT COUNT(*), SUM(access_count = 0), "
+        f"(SELECT COUNT(*) FROM memories WHERE is_latest = 0) FROM memories WHERE {where}", args).fetchone()
+    bands = conn.execute(
+        f"SELECT SUM(confidence >= 0.8), SUM(confidence >= 0.4 AND confidence < 0.8), SUM(confidence < 0.4) "
+        f"FROM memories WHERE {where}", args).fetchone()
+    expiring = [dict(row) for row in conn.execute(
+        f"SELECT id, title, forget_after FROM memories WHERE {where} AND forget_after IS NOT NULL "
+        f"AND forget_after <= ? ORDER BY forget_after LIMIT 20", [*args, now + 7 * 86400])]
+    sweep = conn.execute("SELECT value FROM meta WHERE key = 'last_sweep'").fetchone()
+    day = time.strftime("%Y-%m-%d", time.gmtime(now))
+    spend = conn.execute("SELECT COALESCE(SUM(input_tokens + output_tokens), 0), COUNT(*) FROM llm_ledger "
+                         "WHERE day = ?", (day,)).fetchone()
+    observations = {row[0]: row[1] for row in conn.execute(
+        "SELECT status, COUNT(*) FROM observations GROUP BY status")}
+    return {
+        "project": None if all_projects else project,
+        "memories": total or 0,
+        "superseded_versions": superseded or 0,
+        "by_tier": _grouped(conn, "tier", where, args),
+        "by_type": _grouped(conn, "type", where, args),
+        "by_source": _grouped(conn, "source", where, args),
+        "confidence": {">=0.8": bands[0] or 0, "0.4-0.8": bands[1] or 0, "<0.4": bands[2] or 0},
+        "never_accessed": never or 0,
+        "expiring_within_7_days": expiring,
+        "last_sweep": json.loads(sweep[0]) if sweep else None,
+        "observations": observations,
+        "sessions": conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
+        "index_backlog": conn.execute("SELECT COUNT(*) FROM index_outbox").fetchone()[0],
+        "embedder": store.embedder.status,
+        "llm_today": {"tokens": spend[0], "calls": spend[1], "budget": store.settings.llm_daily_tokens,
+                      "provider": store.settings.llm},
+    }
+
+
+def format_stats(data: dict[str, Any]) -> str:
+    """The human-readable form of `stats()`."""
+    def line(label: str, mapping: dict[str, Any]) -> str:
+        return f"{label:12} " + ("  ".join(f"{k} {v}" for k, v in mapping.items()) or "-")
+
+    lines = [
+        f"project      {data['project'] or 'all projects'}",
+        f"memories     {data['memories']} latest, {data['superseded_versions']} superseded versions",
+        line("by tier", data["by_tier"]),
+        line("by type", data["by_type"]),
+        line("by source", data["by_source"]),
+        line("confidence", data["confidence"]),
+        f"never used   {data['never_accessed']}",
+        f"expiring 7d  {len(data['expiring_within_7_days'])}",
+        f"last sweep   {json.dumps(data['last_sweep']) if data['last_sweep'] else 'never'}",
+        line("observations", data["observations"]),
+        f"index queue  {data['index_backlog']}",
+        f"embedder     {data['embedder']}",
+        f"llm today    {data['llm_today']['tokens']} / {data['llm_today']['budget']} tokens "
+        f"({data['llm_today']['provider']})",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,255 @@
+"""The Python API: open a store, then save, search, get, history, forget, stats.
+
+    from agentmem_mcp.store import Store
+    with Store.open(project="/path/to/repo") as store:
+        store.save("use pnpm to install dependencies", type="decision")
+        result = store.search("how do we install deps?")
+
+The CLI, the MCP server, the hooks and the worker all go through this object.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from .config import Settings, load_settings
+from .db import audit
+from .db.connection import Connection, connect, ensure_private_dir, make_private, write_transaction
+from .db.migrations import migrate
+from .index import vectors
+from .index.embedder import Embedder
+from .index.fulltext import FulltextDoc, FulltextIndex, IndexBusyError
+from .models import Memory, NotFound, check_memory_id
+
+log = logging.getLogger("agentmem")
+
+OUTBOX_BATCH = 500
+
+
+def memory_text(title: str, content: str, tags: Iterable[str] = (), files: Iterable[str] = ()) -> str:
+    """The text that BM25 indexes and the vectors embed: title (unless the content starts with it) + body."""
+    head = "" if content.startswith(title) else f"{title}\n"
+    extra = " ".join([*tags, *files])
+    return f"{head}{content}" + (f"\n{extra}" if extra else "")
+
+
+class Store:
+    """A memory store on one SQLite file and one tantivy index directory."""
+
+    def __init__(self, settings: Settings, *, project: str | None = None, embedder: Embedder | None = None,
+                 load_embedder: bool = True) -> None:
+        self.settings = settings
+        self.project = project
+        ensure_private_dir(settings.home)
+        self.db_path = settings.database
+        self._local = threading.local()
+        self._connections: list[Connection] = []
+        self._conn_lock = threading.Lock()
+        migrate(self.conn)
+        self.fulltext = FulltextIndex(settings.fulltext_dir)
+        self.embedder = embedder or Embedder(settings.embed_model, settings.embed_model_path,
+                                             enabled=settings.embeddings)
+        self._pool: ThreadPoolExecutor | None = None
+        if load_embedder:
+            self.embedder.wait()
+            self.prepare_vectors()
+        self.drain_outbox()
+
+    @classmethod
+    def open(cls, settings: Settings | None = None, *, project: str | None = None, load_embedder: bool = True,
+             embedder: Embedder | None = None, **overrides: Any) -> Store:
+        """Open (creating if needed) the store described by settings (default: environment + config file).
+
+        load_embedder=False returns at once and leaves the model to `embedder.start_loading()`; until it is
+        ready, saves store no vectors (they are added later) and search runs on BM25 + graph.
+        """
+        settings = settings or load_settings(**overrides)
+        return cls(settings, project=project, embedder=embedder, load_embedder=load_embedder)
+
+    # connections -------------------------------------------------------------------------------
+
+    @property
+    def conn(self) -> Connection:
+        """This thread's connection (sqlite connections are not shared between threads)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.db_path, busy_timeout_ms=self.settings.busy_timeout_ms)
+            self._local.conn = conn
+            with self._conn_lock:
+                self._connections.append(conn)
+        return conn
+
+    def transaction(self):
+        return write_transaction(self.conn)
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="agentmem-search")
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        with self._conn_lock:
+            for conn in self._connections:
+                try:
+                    conn.close()
+                except Exception:  # closing from another thread is best effort
+                    pass
+            self._connections.clear()
+        self._local = threading.local()
+        make_private(self.db_path)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # vectors -----------------------------------------------------------------------------------
+
+    def prepare_vectors(self) -> None:
+        """Once the model is ready: make sure the vector table matches it and embed what lacks vectors."""
+        if not self.embedder.ready:
+            return
+        with self.transaction() as conn:
+            vectors.ensure_table(conn, self.embedder.model_id, self.embedder.dimension or 384)
+        self.embed_pending()
+
+    def embed_pending(self, batch: int = 64, progress: Callable[[int, int], None] | None = None) -> int:
+        """Give vectors to memories saved before the model was ready (or after a model change)."""
+        if not self.embedder.ready:
+            return 0
+        model_id = self.embedder.model_id
+        total = self.conn.execute("SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL").fetchone()[0]
+        done = 0
+        while True:
+            rows = self.conn.execute(
+                "SELECT id, project, is_latest, title, content, tags, files FROM memories "
+                "WHERE embedding_model IS NULL LIMIT ?", (batch,)).fetchall()
+            if not rows:
+                return done
+            prepared = []
+            for row in rows:
+                memory = dict(row)
+                chunks = vectors.chunk_text(memory_text(memory["title"], memory["content"],
+                                                        json.loads(memory["tags"]), json.loads(memory["files"])))
+                prepared.append((memory, chunks))
+            flat = [chunk for _, chunks in prepared for chunk in chunks]
+            embedded = self.embedder.embed(flat) or []
+            with self.transaction() as conn:
+                offset = 0
+                for memory, chunks in prepared:
+                    vecs = embedded[offset:offset + len(chunks)]
+                    offset += len(chunks)
+                    still_there = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory["id"],)).fetchone()
+                    if still_there is None:
+                        continue
+                    vectors.put(conn, memory["id"], memory["project"], bool(memory["is_latest"]), chunks, vecs)
+                    conn.execute("UPDATE memories SET embedding_model = ? WHERE id = ?", (model_id, memory["id"]))
+            done += len(rows)
+            if progress:
+                progress(done, total)
+
+    # the outbox: SQLite -> tantivy -------------------------------------------------------------
+
+    def drain_outbox(self, limit: int | None = None) -> int:
+        """Apply pending index changes to tantivy. Safe to run from several processes (idempotent)."""
+        applied = 0
+        while limit is None or applied < limit:
+            rows = self.conn.execute(
+                "SELECT seq, memory_id FROM index_outbox ORDER BY seq LIMIT ?", (OUTBOX_BATCH,)).fetchall()
+            if not rows:
+                break
+            max_seq = rows[-1][0]
+            ids = list(dict.fromkeys(row[1] for row in rows))
+            marks = ",".join("?" * len(ids))
+            present = {row["id"]: row for row in self.conn.execute(
+                f"SELECT id, project, tier, type, is_latest, title, content, tags, files FROM memories "
+                f"WHERE id IN ({marks})", ids)}
+            docs = [FulltextDoc(
+                id=r["id"], project=r["project"], tier=r["tier"], type=r["type"], is_latest=bool(r["is_latest"]),
+                text=memory_text(r["title"], r["content"], json.loads(r["tags"]), json.loads(r["files"])),
+            ) for r in present.values()]
+            try:
+                self.fulltext.apply(docs, [i for i in ids if i not in present])
+            except IndexBusyError as exc:
+                log.warning("%s", exc)
+                break
+            with self.transaction() as conn:
+                conn.execute("DELETE FROM index_outbox WHERE seq <= ?", (max_seq,))
+            applied += len(rows)
+        return applied
+
+    # reading -----------------------------------------------------------------------------------
+
+    def get(self, memory_id: str) -> Memory:
+        """The whole memory; raises NotFound."""
+        check_memory_id(memory_id)
+        row = self.conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no memory {memory_id}: it may have been forgotten; search again for current ids")
+        return Memory.from_row(row)
+
+    def history(self, memory_id: str) -> list[Memory]:
+        """Every version of the memory's chain, oldest first."""
+        memory = self.get(memory_id)
+        rows = self.conn.execute("SELECT * FROM memories WHERE root_id = ? ORDER BY version", (memory.root_id,))
+        return [Memory.from_row(row) for row in rows]
+
+    def latest_version(self, memory_id: str) -> Memory:
+        memory = self.get(memory_id)
+        if memory.is_latest:
+            return memory
+        row = self.conn.execute("SELECT * FROM memories WHERE root_id = ? AND is_latest = 1",
+                                (memory.root_id,)).fetchone()
+        return Memory.from_row(row) if row else memory
+
+    # the operations, each in its own module ----------------------------------------------------
+
+    def save(self, content: str, **options: Any):
+        """Remember something; see `lifecycle.remember.save` for the arguments."""
+        from .lifecycle.remember import save
+
+        return save(self, content, **options)
+
+    def search(self, query: str, **options: Any):
+        """Find memories; see `retrieval.search` for the arguments."""
+        from .retrieval import search
+
+        return search(self, query, **options)
+
+    def forget(self, **options: Any):
+        """Forget memories by ids, session or filter; see `lifecycle.forget.forget`."""
+        from .lifecycle.forget import forget
+
+        return forget(self, **options)
+
+    def stats(self, **options: Any) -> dict[str, Any]:
+        from .stats import stats
+
+        return stats(self, **options)
+
+    def audit(self, action: str, memory_id: str | None = None, project: str | None = None,
+              detail: dict[str, Any] | None = None) -> None:
+        with self.transaction() as conn:
+            audit.append(conn, action, memory_id, project, detail)
+
+    def now(self) -> float:
+        return time.time()
+
+
+def open_store(path: str | Path | None = None, **kwargs: Any) -> Store:
+    """Convenience: open the store whose home directory is `path` (default: settings)."""
+    if path is not None:
+        kwargs["home"] = Path(path)
+    return Store.open(**kwargs)

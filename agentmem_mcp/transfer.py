@@ -1,0 +1,130 @@
+"""Export and import as JSONL: lossless (timestamps, versions, links, confidence), and import never
+duplicates (a memory whose id, or whose content in the same project and version chain, exists is skipped).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
+
+from .capture.redact import redact
+from .db import audit
+from .index import graph
+from .index.entities import extract_entities
+from .lifecycle.remember import content_hash
+from .models import MEMORY_ID, TIERS, TYPES, InvalidInput, Memory
+
+if TYPE_CHECKING:
+    from .store import Store
+
+FORMAT = "agentmem-export/1"
+COLUMNS = [name for name in Memory.__dataclass_fields__]
+
+
+def export_lines(store: Store, *, project: str | None = ..., all_projects: bool = True) -> Iterator[str]:
+    conn = store.conn
+    yield json.dumps({"kind": "header", "format": FORMAT})
+    where, args = "1 = 1", []
+    if not all_projects:
+        where, args = "project IS ?", [store.project if project is ... else project]
+    for row in conn.execute(f"SELECT * FROM memories WHERE {where} ORDER BY root_id, version", args):
+        yield json.dumps({"kind": "memory", **Memory.from_row(row).to_dict()}, ensure_ascii=False)
+    for row in conn.execute("SELECT src_id, dst_id, relation, created_at FROM memory_links ORDER BY src_id"):
+        yield json.dumps({"kind": "link", **dict(row)})
+
+
+def export(store: Store, out: IO[str], **options: Any) -> int:
+    count = 0
+    for line in export_lines(store, **options):
+        out.write(line + "\n")
+        count += 1
+    return count
+
+
+@dataclass
+class ImportReport:
+    imported: int = 0
+    skipped: int = 0
+    links: int = 0
+    errors: int = 0
+
+
+def _check(record: dict[str, Any], line_no: int) -> dict[str, Any]:
+    if not isinstance(record.get("id"), str) or not MEMORY_ID.match(record["id"]):
+        raise InvalidInput(f"line {line_no}: bad or missing memory id")
+    if record.get("tier") not in TIERS or record.get("type") not in TYPES:
+        raise InvalidInput(f"line {line_no}: unknown tier or type")
+    if not isinstance(record.get("content"), str) or not record["content"].strip():
+        raise InvalidInput(f"line {line_no}: empty content")
+    return record
+
+
+def import_(store: Store, lines: IO[str]) -> ImportReport:
+    """Read an export back. Content is redacted again on the way in; existing memories are kept."""
+    report = ImportReport()
+    links: list[dict[str, Any]] = []
+    for line_no, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            raise InvalidInput(f"line {line_no} is not JSON: is this an `agentmem export` file?") from None
+        kind = record.get("kind") if isinstance(record, dict) else None
+        if kind == "header":
+            if record.get("format") != FORMAT:
+                raise InvalidInput(f"unsupported export format {record.get('format')!r}")
+        elif kind == "link":
+            links.append(record)
+        elif kind == "memory":
+            if _import_memory(store, _check(record, line_no)):
+                report.imported += 1
+            else:
+                report.skipped += 1
+        else:
+            raise InvalidInput(f"line {line_no}: unknown record kind {kind!r}")
+    with store.transaction() as conn:
+        for link in links:
+            ends = conn.execute("SELECT COUNT(*) FROM memories WHERE id IN (?, ?)",
+                                (link.get("src_id"), link.get("dst_id"))).fetchone()[0]
+            if ends == 2:
+                graph.add_link(conn, link["src_id"], link["dst_id"], str(link.get("relation", "related")),
+                               float(link.get("created_at") or store.now()))
+                report.links += 1
+        audit.append(conn, "import", None, None, {"imported": report.imported, "skipped": report.skipped})
+    store.drain_outbox()
+    store.embed_pending()
+    return report
+
+
+def _import_memory(store: Store, m: dict[str, Any]) -> bool:
+    content = redact(m["content"])
+    digest = content_hash(content)
+    with store.transaction() as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM memories WHERE id = ? OR (content_hash = ? AND project IS ? AND version = ? "
+            "AND root_id = ?)", (m["id"], digest, m.get("project"), m.get("version", 1), m.get("root_id"))
+        ).fetchone()
+        if exists:
+            return False
+        values = {name: m.get(name) for name in COLUMNS}
+        values.update(content=content, title=redact(str(m.get("title") or content[:80])), content_hash=digest,
+                      embedding_model=None, source_ids=json.dumps(m.get("source_ids") or []),
+                      tags=json.dumps(m.get("tags") or []), files=json.dumps(m.get("files") or []),
+                      pinned=int(bool(m.get("pinned"))), is_latest=int(bool(m.get("is_latest", True))),
+                      root_id=m.get("root_id") or m["id"])
+        for name, default in (("confidence", 0.85), ("importance", 0.5), ("strength", 1.0), ("access_count", 0),
+                              ("version", 1), ("priority", "P1"), ("source", "import")):
+            if values.get(name) is None:
+                values[name] = default
+        for name in ("created_at", "updated_at"):
+            if values.get(name) is None:
+                values[name] = store.now()
+        conn.execute(f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
+                     [values[name] for name in COLUMNS])
+        graph.link_entities(conn, m["id"], extract_entities(f"{values['title']}\n{content}"))
+        conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
+                     (m["id"], store.now()))
+    return True

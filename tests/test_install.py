@@ -1,0 +1,392 @@
+"""`agentmem install` / `uninstall` against a temporary home and project, and the plugin files."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import agentmem_mcp
+from agentmem_mcp.install import (
+    CLIENT_EVENTS,
+    CLIENTS,
+    InstallError,
+    agentmem_command,
+    apply,
+    config_paths,
+    plan_install,
+    plan_uninstall,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+COMMAND = "/opt/agentmem/bin/agentmem"
+CASES = [(client, scope) for client in CLIENTS for scope in ("user", "project")]
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> dict[str, Path]:
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    return {"home": home, "project_dir": project}
+
+
+def install(client: str, scope: str, dirs: dict[str, Path], command: str = COMMAND):
+    return apply(plan_install(client, scope, command=command, **dirs))
+
+
+def uninstall(client: str, scope: str, dirs: dict[str, Path]):
+    return apply(plan_uninstall(client, scope, **dirs))
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def our_commands(client: str, hooks_config: dict) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for event, items in hooks_config.get("hooks", {}).items():
+        for item in items:
+            for hook in item.get("hooks", [item]):
+                if " hook --client " in hook.get("command", ""):
+                    found.setdefault(event, []).append(hook["command"])
+    return found
+
+
+def existing_settings(client: str) -> tuple[dict, dict]:
+    """Realistic configs that already hold other tools' servers, hooks and settings."""
+    mcp = {"theme": "dark", "numStartups": 12,
+           "mcpServers": {"github": {"type": "stdio", "command": "npx", "args": ["-y", "gh-mcp"]}}}
+    if client == "claude-code":
+        hooks = {
+            "$schema": "https://json.schemastore.org/claude-code-settings.json",
+            "theme": "dark",
+            "permissions": {"allow": ["Bash(ls:*)"]},
+            "hooks": {
+                "SessionStart": [{"hooks": [{"type": "command", "command": "echo hello"}]}],
+                "PostToolUse": [{"matcher": "Edit|Write",
+                                 "hooks": [{"type": "command", "command": "ruff format", "timeout": 30}]}],
+                "Notification": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+            },
+        }
+    else:
+        hooks = {"version": 1, "hooks": {
+            "afterFileEdit": [{"command": "./scripts/format.sh"}],
+            "stop": [{"command": "audit-log", "timeout": 5}],
+            "beforeShellExecution": [{"command": "guard.sh"}],
+        }}
+    return mcp, hooks
+
+
+def write_existing(client: str, scope: str, dirs: dict[str, Path]) -> tuple[Path, Path, dict, dict]:
+    mcp_path, hooks_path = config_paths(client, scope, **dirs)
+    mcp, hooks = existing_settings(client)
+    for path, content in ((mcp_path, mcp), (hooks_path, hooks)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(content, indent=2) + "\n")
+    return mcp_path, hooks_path, mcp, hooks
+
+
+@pytest.mark.parametrize(("client", "scope"), CASES)
+def test_install_into_empty_home_creates_our_entries(client, scope, dirs):
+    plan = install(client, scope, dirs)
+    mcp_path, hooks_path = config_paths(client, scope, **dirs)
+    assert {c.path for c in plan.changes} == {mcp_path, hooks_path}
+    assert all(c.backup is None for c in plan.changes)
+
+    server = load(mcp_path)["mcpServers"]["agentmem"]
+    assert server["command"] == COMMAND and server["args"] == ["serve"]
+    if client == "claude-code":
+        assert server["type"] == "stdio"
+
+    hooks = load(hooks_path)
+    commands = our_commands(client, hooks)
+    assert set(commands) == set(CLIENT_EVENTS[client])
+    for event, cmds in commands.items():
+        assert cmds == [f"{COMMAND} hook --client {client} {event}"]
+    if client == "cursor":
+        assert hooks["version"] == 1
+        assert all(item["timeout"] == 10 for items in hooks["hooks"].values() for item in items)
+    else:
+        assert hooks["hooks"]["PostToolUse"][0]["matcher"] == "*"
+        assert all(h["timeout"] == 10 and h["type"] == "command"
+                   for groups in hooks["hooks"].values() for g in groups for h in g["hooks"])
+    assert mcp_path.read_text().startswith('{\n  "')  # 2-space indent
+
+
+@pytest.mark.parametrize(("client", "scope"), CASES)
+def test_install_keeps_existing_servers_hooks_and_keys(client, scope, dirs):
+    mcp_path, hooks_path, mcp, hooks = write_existing(client, scope, dirs)
+    install(client, scope, dirs)
+
+    new_mcp = load(mcp_path)
+    assert new_mcp["theme"] == "dark" and new_mcp["numStartups"] == 12
+    assert new_mcp["mcpServers"]["github"] == mcp["mcpServers"]["github"]
+    assert "agentmem" in new_mcp["mcpServers"]
+
+    new_hooks = load(hooks_path)
+    for key, value in hooks.items():
+        if key != "hooks":
+            assert new_hooks[key] == value
+    for event, items in hooks["hooks"].items():
+        assert new_hooks["hooks"][event][: len(items)] == items  # other tools' hooks untouched, first
+    assert set(our_commands(client, new_hooks)) == set(CLIENT_EVENTS[client])
+
+
+@pytest.mark.parametrize(("client", "scope"), CASES)
+def test_second_install_is_a_no_op(client, scope, dirs):
+    write_existing(client, scope, dirs)
+    first = install(client, scope, dirs)
+    assert all(c.backup is not None and c.backup.exists() for c in first.changes)
+    before = snapshot(dirs["home"].parent)
+
+    again = plan_install(client, scope, command=COMMAND, **dirs)
+    assert again.changes == []
+    assert "already installed" in again.describe()
+    assert apply(again).changes == []
+    assert snapshot(dirs["home"].parent) == before  # no write, no new backup
+
+
+@pytest.mark.parametrize(("client", "scope"), CASES)
+def test_uninstall_restores_existing_files(client, scope, dirs):
+    mcp_path, hooks_path, mcp, hooks = write_existing(client, scope, dirs)
+    install(client, scope, dirs)
+    plan = uninstall(client, scope, dirs)
+    assert {c.path for c in plan.changes} == {mcp_path, hooks_path}
+    assert load(mcp_path) == mcp
+    assert load(hooks_path) == hooks
+    assert plan_uninstall(client, scope, **dirs).changes == []
+
+
+@pytest.mark.parametrize(("client", "scope"), CASES)
+def test_uninstall_removes_files_install_created(client, scope, dirs):
+    install(client, scope, dirs)
+    plan = uninstall(client, scope, dirs)
+    assert all(c.after is None for c in plan.changes)
+    for path in config_paths(client, scope, **dirs):
+        assert not path.exists()
+    leftovers = [p for p in dirs["home"].parent.rglob("*") if p.is_file()]
+    assert leftovers == []
+
+
+@pytest.mark.parametrize(("client", "scope"), CASES)
+def test_invalid_json_raises_and_leaves_file_untouched(client, scope, dirs):
+    _, hooks_path = config_paths(client, scope, **dirs)
+    hooks_path.parent.mkdir(parents=True, exist_ok=True)
+    hooks_path.write_text('{"hooks": {,}\n')
+    before = snapshot(dirs["home"].parent)
+    for planner in (lambda: plan_install(client, scope, command=COMMAND, **dirs),
+                    lambda: plan_uninstall(client, scope, **dirs)):
+        with pytest.raises(InstallError) as err:
+            planner()
+        assert str(hooks_path) in str(err.value) and "fix" in str(err.value)
+    assert snapshot(dirs["home"].parent) == before
+
+
+@pytest.mark.parametrize(("client", "scope"), CASES)
+def test_dry_run_writes_nothing(client, scope, dirs):
+    write_existing(client, scope, dirs)
+    before = snapshot(dirs["home"].parent)
+    plan = plan_install(client, scope, command=COMMAND, **dirs)
+    text = plan.describe()
+    assert snapshot(dirs["home"].parent) == before
+    for change in plan.changes:
+        assert f"update {change.path}" in text
+    assert f"{COMMAND} hook --client {client}" in text
+    assert "+" in text and "agentmem" in text
+
+
+def test_backups_hold_the_original_content(dirs):
+    mcp_path, hooks_path, _, _ = write_existing("claude-code", "user", dirs)
+    originals = {p: p.read_bytes() for p in (mcp_path, hooks_path)}
+    plan = install("claude-code", "user", dirs)
+    for change in plan.changes:
+        assert re.fullmatch(rf"{change.path.name}\.agentmem-backup-\d{{8}}-\d{{6}}", change.backup.name)
+        assert change.backup.read_bytes() == originals[change.path]
+    assert "backup:" in plan.describe()
+
+
+def test_reinstall_with_a_new_command_replaces_ours(dirs):
+    install("cursor", "user", dirs, command="/old/venv/bin/agentmem")
+    install("cursor", "user", dirs, command="/new/venv/bin/agentmem")
+    mcp_path, hooks_path = config_paths("cursor", "user", **dirs)
+    commands = our_commands("cursor", load(hooks_path))
+    assert all(cmds == [f"/new/venv/bin/agentmem hook --client cursor {e}"] for e, cmds in commands.items())
+    assert load(mcp_path)["mcpServers"]["agentmem"]["command"] == "/new/venv/bin/agentmem"
+
+
+def test_install_keeps_user_additions_to_our_server_entry(dirs):
+    install("claude-code", "user", dirs)
+    mcp_path, _ = config_paths("claude-code", "user", **dirs)
+    config = load(mcp_path)
+    config["mcpServers"]["agentmem"]["env"] = {"AGENTMEM_HOME": "/data/mem"}
+    mcp_path.write_text(json.dumps(config, indent=2))
+    assert plan_install("claude-code", "user", command=COMMAND, **dirs).changes == []
+    install("claude-code", "user", dirs, command="/elsewhere/agentmem")
+    assert load(mcp_path)["mcpServers"]["agentmem"]["env"] == {"AGENTMEM_HOME": "/data/mem"}
+
+
+def test_python_module_command_is_split_and_recognised(dirs):
+    command = "'/opt/my python/bin/python3' -m agentmem_mcp"
+    install("claude-code", "project", dirs, command=command)
+    mcp_path, hooks_path = config_paths("claude-code", "project", **dirs)
+    server = load(mcp_path)["mcpServers"]["agentmem"]
+    assert server["command"] == "/opt/my python/bin/python3"
+    assert server["args"] == ["-m", "agentmem_mcp", "serve"]
+    assert our_commands("claude-code", load(hooks_path))["Stop"] == [
+        f"{command} hook --client claude-code Stop"]
+    assert plan_install("claude-code", "project", command=command, **dirs).changes == []
+    uninstall("claude-code", "project", dirs)
+    assert not mcp_path.exists() and not hooks_path.exists()
+
+
+def test_file_mode_is_kept(dirs):
+    mcp_path, hooks_path, _, _ = write_existing("claude-code", "user", dirs)
+    mcp_path.chmod(0o600)
+    hooks_path.chmod(0o640)
+    install("claude-code", "user", dirs)
+    assert stat.S_IMODE(mcp_path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(hooks_path.stat().st_mode) == 0o640
+
+
+def test_symlinked_config_stays_a_symlink(dirs, tmp_path):
+    dotfiles = tmp_path / "dotfiles" / "settings.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('{"theme": "light"}\n')
+    link = dirs["home"] / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(dotfiles)
+    install("claude-code", "user", dirs)
+    assert link.is_symlink()
+    assert load(dotfiles)["theme"] == "light" and "hooks" in load(dotfiles)
+
+
+def test_four_space_indent_is_kept(dirs):
+    mcp_path, _ = config_paths("cursor", "user", **dirs)
+    mcp_path.parent.mkdir(parents=True)
+    mcp_path.write_text(json.dumps({"mcpServers": {}}, indent=4) + "\n")
+    install("cursor", "user", dirs)
+    assert '\n    "mcpServers": {\n        "agentmem"' in mcp_path.read_text()
+
+
+def test_apply_refuses_a_file_changed_since_the_plan(dirs):
+    mcp_path, _, _, _ = write_existing("cursor", "project", dirs)
+    plan = plan_install("cursor", "project", command=COMMAND, **dirs)
+    mcp_path.write_text('{"mcpServers": {}}')
+    with pytest.raises(InstallError, match="changed since"):
+        apply(plan)
+    assert mcp_path.read_text() == '{"mcpServers": {}}'
+
+
+def test_wrong_shapes_and_names_are_errors(dirs):
+    with pytest.raises(InstallError, match="claude-code, cursor"):
+        plan_install("vscode", command=COMMAND, **dirs)
+    with pytest.raises(InstallError, match="user, project"):
+        plan_install("cursor", "global", command=COMMAND, **dirs)
+    with pytest.raises(InstallError, match="does not run agentmem"):
+        plan_install("cursor", command="/usr/bin/true", **dirs)
+    _, hooks_path = config_paths("claude-code", "user", **dirs)
+    hooks_path.parent.mkdir(parents=True)
+    hooks_path.write_text('{"hooks": []}')
+    with pytest.raises(InstallError, match='"hooks" should be a JSON object'):
+        plan_install("claude-code", command=COMMAND, **dirs)
+
+
+def test_enabled_plugin_is_noted(dirs):
+    _, hooks_path = config_paths("claude-code", "user", **dirs)
+    hooks_path.parent.mkdir(parents=True)
+    hooks_path.write_text('{"enabledPlugins": {"agentmem@agentmem": true}}')
+    plan = plan_install("claude-code", command=COMMAND, **dirs)
+    assert plan.notes and "plugin" in plan.describe()
+
+
+def test_agentmem_command_points_at_something_runnable():
+    command = agentmem_command()
+    first = command.split()[0].strip("'\"")
+    assert os.path.isabs(first)
+    assert "agentmem" in command
+
+
+# --- plugin and hook files -------------------------------------------------------------------------
+
+def test_plugin_hooks_file_runs_the_script_for_every_event():
+    hooks = load(REPO / "hooks" / "hooks.json")["hooks"]
+    assert set(hooks) == set(CLIENT_EVENTS["claude-code"])
+    for event, groups in hooks.items():
+        (hook,) = [h for g in groups for h in g["hooks"]]
+        assert hook["type"] == "command" and hook["timeout"] <= 30
+        assert hook["command"].endswith(f"/hooks/run-hook.sh\" claude-code {event}")
+        script = hook["command"].split('"')[1].replace("${CLAUDE_PLUGIN_ROOT}", str(REPO))
+        assert Path(script).is_file()
+    assert hooks["PostToolUse"][0]["matcher"] == "*"
+
+
+def test_cursor_template_covers_every_event():
+    template = load(REPO / "hooks" / "cursor-hooks.json")
+    assert template["version"] == 1
+    assert set(template["hooks"]) == set(CLIENT_EVENTS["cursor"])
+    for event, (entry,) in template["hooks"].items():
+        assert entry["command"].endswith(f"/hooks/run-hook.sh cursor {event}")
+
+
+def test_plugin_manifest_and_marketplace():
+    plugin = load(REPO / ".claude-plugin" / "plugin.json")
+    assert plugin["name"] == "agentmem" and plugin["version"] == agentmem_mcp.__version__
+    assert "hooks" not in plugin  # hooks/hooks.json is loaded by convention; naming it loads it twice
+    marketplace = load(REPO / ".claude-plugin" / "marketplace.json")
+    assert marketplace["owner"]["name"]
+    (entry,) = marketplace["plugins"]
+    assert entry["name"] == "agentmem"
+    assert (REPO / entry["source"] / ".claude-plugin" / "plugin.json").is_file()
+    server = load(REPO / ".mcp.json")["mcpServers"]["agentmem"]
+    assert server["command"] == "agentmem" and server["args"] == ["serve"]
+    assert (REPO / "hooks" / "README.md").is_file()
+
+
+def _run_hook(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["sh", str(REPO / "hooks" / "run-hook.sh"), *args], input=b'{"session_id": "s1"}',
+                          capture_output=True, env=env, cwd=cwd, timeout=30, check=False)
+
+
+def test_run_hook_without_agentmem_exits_zero(tmp_path):
+    assert os.access(REPO / "hooks" / "run-hook.sh", os.X_OK)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONNOUSERSITE": "1"}
+    result = _run_hook(["claude-code", "SessionStart"], env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == b""
+    cursor = _run_hook(["cursor", "beforeSubmitPrompt"], env, tmp_path)
+    assert cursor.returncode == 0 and json.loads(cursor.stdout) == {}
+    assert _run_hook([], env, tmp_path).returncode == 0
+
+
+def test_run_hook_execs_agentmem_bin_with_stdin(tmp_path):
+    fake = tmp_path / "agentmem"
+    fake.write_text('#!/bin/sh\necho "$@" > "$0.args"\ncat > "$0.stdin"\n')
+    fake.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "AGENTMEM_BIN": str(fake)}
+    result = _run_hook(["cursor", "afterFileEdit"], env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "agentmem.args").read_text().strip() == "hook --client cursor afterFileEdit"
+    assert json.loads((tmp_path / "agentmem.stdin").read_text()) == {"session_id": "s1"}
+
+
+@pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell")
+def test_run_hook_finds_agentmem_on_path(tmp_path):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "agentmem"
+    fake.write_text('#!/bin/sh\necho "$@"\n')
+    fake.chmod(0o755)
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    result = _run_hook(["claude-code", "Stop"], env, tmp_path)
+    assert result.stdout.decode().strip() == "hook --client claude-code Stop"
