@@ -41,8 +41,10 @@ SCOPES = ("user", "project")
 SERVER_NAME = "agentmem"
 HOOK_TIMEOUT_SECONDS = 10
 CLIENT_EVENTS = {
-    "claude-code": ("SessionStart", "UserPromptSubmit", "PostToolUse", "PreCompact", "Stop", "SessionEnd"),
-    "cursor": ("sessionStart", "beforeSubmitPrompt", "postToolUse", "afterFileEdit", "stop", "sessionEnd"),
+    "claude-code": ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop",
+                    "SessionEnd"),
+    "cursor": ("sessionStart", "beforeSubmitPrompt", "postToolUse", "postToolUseFailure", "afterFileEdit", "stop",
+               "sessionEnd"),
 }
 _OUR_HOOK = re.compile(r"\shook --client (claude-code|cursor) [A-Za-z]+\s*$")
 
@@ -195,7 +197,7 @@ def config_paths(client: str, scope: str, *, home: Path | None = None,
 def _hook_entry(client: str, event: str, command: str) -> Config:
     if client == "cursor":
         return {"command": command, "timeout": HOOK_TIMEOUT_SECONDS}
-    group: Config = {"matcher": "*"} if event == "PostToolUse" else {}
+    group: Config = {"matcher": "*"} if event in ("PostToolUse", "PostToolUseFailure") else {}
     group["hooks"] = [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}]
     return group
 

@@ -106,7 +106,8 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
         packed.append(hit)
         used += cost
     if record_access and packed:
-        record_hits(store, [h.id for h in packed])
+        with store.transaction() as conn:
+            record_access(conn, [h.id for h in packed], store.now())
     mode = "hybrid" if vector_ran else "bm25+graph"
     return SearchResult(query=query, hits=packed, mode=mode, notes=notes, truncated=len(hits) - len(packed),
                         tokens=used)
@@ -211,16 +212,15 @@ def _why(entry: Fused, graph_reason: str | None, row: Any) -> str:
     return "; ".join(parts)
 
 
-def record_hits(store: Store, memory_ids: Sequence[str]) -> None:
-    """A hit is a use: refresh last access, count it, strengthen retention, nudge confidence."""
-    now = store.now()
-    with store.transaction() as conn:
-        marks = ",".join("?" * len(memory_ids))
-        rows = conn.execute(f"SELECT id, strength, confidence FROM memories WHERE id IN ({marks})",
-                            list(memory_ids)).fetchall()
-        conn.executemany(
-            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, strength = ?, "
-            "confidence = ? WHERE id = ?",
-            [(now, min(strengthen(r["strength"]), 1e6), confidence_on_access(r["confidence"]), r["id"])
-             for r in rows])
+def record_access(conn: Any, memory_ids: Sequence[str], now: float) -> None:
+    """A hit is a use: refresh last access, count it, strengthen retention, nudge confidence.
+    Call inside a write transaction."""
+    marks = ",".join("?" * len(memory_ids))
+    rows = conn.execute(f"SELECT id, strength, confidence FROM memories WHERE id IN ({marks})",
+                        list(memory_ids)).fetchall()
+    conn.executemany(
+        "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, strength = ?, "
+        "confidence = ? WHERE id = ?",
+        [(now, min(strengthen(r["strength"]), 1e6), confidence_on_access(r["confidence"]), r["id"])
+         for r in rows])
 

@@ -222,6 +222,12 @@ class Store:
 
         return save(self, content, **options)
 
+    def save_many(self, items: list[dict[str, Any]]):
+        """Save several memories in one batch; see `lifecycle.remember.save_many`."""
+        from .lifecycle.remember import save_many
+
+        return save_many(self, items)
+
     def search(self, query: str, **options: Any):
         """Find memories; see `retrieval.search` for the arguments."""
         from .retrieval import search

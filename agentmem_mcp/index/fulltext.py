@@ -18,7 +18,7 @@ import tantivy
 
 from .tokenize import ANALYZER_NAME, build_analyzer, index_text, terms
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 
 class IndexBusyError(RuntimeError):
@@ -152,6 +152,18 @@ class FulltextIndex:
         searcher = self.index.searcher()
         result = searcher.search(tantivy.Query.boolean_query(clauses), limit=limit, count=False)
         return [(searcher.doc(address)["id"][0], float(score)) for score, address in result.hits]
+
+    def term_weights(self, query_terms: list[str]) -> dict[str, float]:
+        """Weight of each analysed term in 0.5..1: 0.5 + half its IDF relative to an unseen term's, so rare
+        terms weigh more without common ones vanishing (in a small index every term is "common")."""
+        import math
+
+        self.index.reload()
+        searcher = self.index.searcher()
+        total = max(searcher.num_docs, 1)
+        unseen = math.log(1 + (total + 0.5) / 0.5)
+        return {t: 0.5 + 0.5 * math.log(1 + (total - (df := searcher.doc_freq("text", t)) + 0.5) / (df + 0.5))
+                / unseen for t in query_terms}
 
     def ids(self) -> set[str]:
         """Every memory id in the index (for consistency checks)."""

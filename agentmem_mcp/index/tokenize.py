@@ -21,6 +21,15 @@ _WORD = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+(?:_+[^\W_{_CJK}]+)*", re.UNICODE)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _IS_CJK = re.compile(rf"[{_CJK}]")
 MAX_TERM_LEN = 40
+# English function words, including the question and request words that prompts are full of.
+STOPWORDS = sorted(set("""
+a about above after again against all am an and any are as at be because been before being below between both
+but by can could did do does doing done down during each else few for from further get got had has have having
+he her here hers herself him himself his how i if in into is it its itself just let lets me more most my myself
+no nor not now of off on once only or other our ours ourselves out over own please same she should so some such
+than that the their theirs them themselves then there these they this those through to too under until up us
+very was we were what when where which while who whom why will with would you your yours yourself yourselves
+""".split()))
 
 
 def terms(text: str) -> list[str]:
@@ -54,7 +63,7 @@ def build_analyzer():  # -> tantivy.TextAnalyzer
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
         .filter(tantivy.Filter.lowercase())
         .filter(tantivy.Filter.remove_long(MAX_TERM_LEN + 1))
-        .filter(tantivy.Filter.stopword("english"))
+        .filter(tantivy.Filter.custom_stopword(STOPWORDS))
         .filter(tantivy.Filter.stemmer("english"))
         .build()
     )

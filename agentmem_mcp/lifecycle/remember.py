@@ -42,6 +42,9 @@ MAX_CONTENT_CHARS = 65536
 MAX_TITLE_CHARS = 200
 MAX_TAGS = 32
 SUPERSEDE_CANDIDATES = 20
+# Facts, decisions and workflows get updated; episodes (what happened in a session) and raw
+# observations are records of events, so a similar later event never replaces an earlier one.
+SUPERSEDING_TIERS = ("semantic", "procedural")
 _SPACE = re.compile(r"\s+")
 
 
@@ -156,58 +159,94 @@ def save(store: Store, content: str, *, title: str | None = None, type: str = "f
     key (for derived memories): a stable identity; a save with the same key and project updates that memory.
     Returns a SaveResult whose action is created, duplicate (nothing written) or superseded.
     """
-    now = store.now() if created_at is None else created_at
-    draft = _validate(store, content, title, type, tier, project, tags, files, source, importance, priority,
-                      confidence, pinned, ttl_days, valid_from, valid_to, session_id, source_ids, key, now)
-    if supersedes is not None:
-        supersedes = store.latest_version(check_memory_id(supersedes)).id
+    options = dict(title=title, type=type, tier=tier, project=project, tags=tags, files=files, source=source,
+                   importance=importance, priority=priority, confidence=confidence, pinned=pinned,
+                   ttl_days=ttl_days, supersedes=supersedes, valid_from=valid_from, valid_to=valid_to,
+                   session_id=session_id, source_ids=source_ids, key=key, created_at=created_at)
+    return save_many(store, [{"content": content, **options}])[0]
 
-    text = _embedding_text(draft)
-    chunks = vectors.chunk_text(text)
-    embedded = store.embedder.embed(chunks) if chunks else None
-    candidates = _candidates(store, draft, embedded[0] if embedded else None) if supersedes is None else {}
 
+def save_many(store: Store, items: Sequence[dict[str, Any]]) -> list[SaveResult]:
+    """Save several memories with one embedding batch, one transaction and one index update.
+
+    Each item holds `content` and the keyword arguments of `save`. Every item is validated before
+    anything is written: one bad item raises InvalidInput and nothing is saved.
+    """
+    prepared = []
+    for item in items:
+        if not isinstance(item, dict) or "content" not in item:
+            raise InvalidInput("each item needs a content")
+        options = dict(item)
+        content = options.pop("content")
+        supersedes = options.pop("supersedes", None)
+        created_at = options.pop("created_at", None)
+        now = store.now() if created_at is None else created_at
+        try:
+            draft = _validate(store, content, now=now, **options)
+        except TypeError as exc:
+            raise InvalidInput(f"unknown option for a memory: {exc}") from None
+        if supersedes is not None:
+            supersedes = store.latest_version(check_memory_id(supersedes)).id
+        prepared.append((draft, supersedes, vectors.chunk_text(_embedding_text(draft))))
+    flat = [chunk for _, _, chunks in prepared for chunk in chunks]
+    embedded_flat = store.embedder.embed(flat) if flat else None
+    plans = []
+    offset = 0
+    for draft, supersedes, chunks in prepared:
+        embedded = embedded_flat[offset:offset + len(chunks)] if embedded_flat else None
+        offset += len(chunks)
+        candidates = _candidates(store, draft, embedded[0] if embedded else None) if supersedes is None else {}
+        plans.append((draft, supersedes, chunks, embedded, candidates))
     with store.transaction() as conn:
-        duplicate = conn.execute(
-            "SELECT id, version FROM memories WHERE content_hash = ? AND is_latest = 1 AND project IS ?",
-            (draft.content_hash, draft.project)).fetchone()
-        if duplicate is not None:
-            return SaveResult(duplicate["id"], "duplicate", duplicate["version"],
-                              reason="the same content is already stored in this project")
-        old, reason = _choose_old(conn, store, draft, supersedes, candidates)
-        memory_id = new_memory_id()
-        version = old["version"] + 1 if old else 1
-        root_id = old["root_id"] if old else memory_id
-        if old:
-            conn.execute("UPDATE memories SET is_latest = 0, valid_to = COALESCE(valid_to, ?), updated_at = ? "
-                         "WHERE id = ?", (now, now, old["id"]))
-            vectors.set_latest(conn, old["id"], False)
-            conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
-                         (old["id"], now))
-        _insert(conn, draft, memory_id, version, old["id"] if old else None, root_id,
-                store.embedder.model_id if embedded else None)
-        if embedded:
-            vectors.put(conn, memory_id, draft.project, True, chunks, embedded)
-        graph.link_entities(conn, memory_id, extract_entities(f"{draft.title}\n{draft.content}\n"
-                                                              + " ".join(draft.files)))
-        if old:
-            graph.add_link(conn, memory_id, old["id"], "supersedes", now)
-        for source_id in draft.source_ids:
-            if source_id.startswith("m_"):
-                graph.add_link(conn, memory_id, source_id, "derived_from", now)
-        conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
-                     (memory_id, now))
-        audit.append(conn, "supersede" if old else "save", memory_id, draft.project,
-                     {"version": version, "supersedes": old["id"] if old else None, "type": draft.type,
-                      "tier": draft.tier, "source": draft.source, "reason": reason}, at=now)
+        results = [_write(conn, store, *plan) for plan in plans]
     store.drain_outbox()
+    return results
+
+
+def _write(conn: Any, store: Store, draft: Draft, supersedes: str | None, chunks: list[str], embedded: Any,
+           candidates: dict[str, float | None]) -> SaveResult:
+    now = draft.created_at
+    duplicate = conn.execute(
+        "SELECT id, version FROM memories WHERE content_hash = ? AND is_latest = 1 AND project IS ?",
+        (draft.content_hash, draft.project)).fetchone()
+    if duplicate is not None:
+        return SaveResult(duplicate["id"], "duplicate", duplicate["version"],
+                          reason="the same content is already stored in this project")
+    old, reason = _choose_old(conn, store, draft, supersedes, candidates)
+    memory_id = new_memory_id()
+    version = old["version"] + 1 if old else 1
+    root_id = old["root_id"] if old else memory_id
+    if old:
+        conn.execute("UPDATE memories SET is_latest = 0, valid_to = COALESCE(valid_to, ?), updated_at = ? "
+                     "WHERE id = ?", (now, now, old["id"]))
+        vectors.set_latest(conn, old["id"], False)
+        conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
+                     (old["id"], now))
+    _insert(conn, draft, memory_id, version, old["id"] if old else None, root_id,
+            store.embedder.model_id if embedded else None)
+    if embedded:
+        vectors.put(conn, memory_id, draft.project, True, chunks, embedded)
+    graph.link_entities(conn, memory_id, extract_entities(f"{draft.title}\n{draft.content}\n"
+                                                          + " ".join(draft.files)))
+    if old:
+        graph.add_link(conn, memory_id, old["id"], "supersedes", now)
+    for source_id in draft.source_ids:
+        if source_id.startswith("m_"):
+            graph.add_link(conn, memory_id, source_id, "derived_from", now)
+    conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
+                 (memory_id, now))
+    audit.append(conn, "supersede" if old else "save", memory_id, draft.project,
+                 {"version": version, "supersedes": old["id"] if old else None, "type": draft.type,
+                  "tier": draft.tier, "source": draft.source, "reason": reason}, at=now)
     return SaveResult(memory_id, "superseded" if old else "created", version,
                       old["id"] if old else None, reason or "")
 
 
-def _validate(store: Store, content: Any, title: Any, type: Any, tier: Any, project: Any, tags: Any, files: Any,
-              source: Any, importance: Any, priority: Any, confidence: Any, pinned: Any, ttl_days: Any,
-              valid_from: Any, valid_to: Any, session_id: Any, source_ids: Any, key: Any, now: float) -> Draft:
+def _validate(store: Store, content: Any, *, now: float, title: Any = None, type: Any = "fact",
+              tier: Any = "semantic", project: Any = None, tags: Any = None, files: Any = None,
+              source: Any = "agent", importance: Any = 0.5, priority: Any = "P1", confidence: Any = None,
+              pinned: Any = False, ttl_days: Any = None, valid_from: Any = None, valid_to: Any = None,
+              session_id: Any = None, source_ids: Any = None, key: Any = None) -> Draft:
     content = check_content(content)
     if title is not None and not isinstance(title, str):
         raise InvalidInput("title must be text")
@@ -270,7 +309,7 @@ def _choose_old(conn: Any, store: Store, draft: Draft, supersedes: str | None,
                            (draft.key, draft.project)).fetchone()
         if row is not None:
             return row, f"update of {draft.key}"
-    if not candidates:
+    if not candidates or draft.tier not in SUPERSEDING_TIERS:
         return None, None
     marks = ",".join("?" * len(candidates))
     rows = conn.execute(f"SELECT * FROM memories WHERE id IN ({marks}) AND is_latest = 1", list(candidates))
@@ -278,7 +317,7 @@ def _choose_old(conn: Any, store: Store, draft: Draft, supersedes: str | None,
     draft_set = set(draft_words)
     best, best_reason, best_score = None, None, -1.0
     for row in rows:
-        if not same_scope(row["project"], draft.project) or row["tier"] == "working":
+        if not same_scope(row["project"], draft.project) or row["tier"] != draft.tier:
             continue
         reason = supersede_reason(row, draft_words, draft_set, candidates[row["id"]],
                                   store.settings.supersede_jaccard, store.settings.supersede_cosine)

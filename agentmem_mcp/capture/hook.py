@@ -1,0 +1,147 @@
+"""`agentmem hook EVENT`: read the client's JSON on stdin, store an observation, print context.
+
+Runs once per agent event, so it must be quick and must never get in the agent's way: it imports no
+MCP SDK, no embedding model and no LLM client, and exits 0 whatever happens (errors go to the log
+file under the home directory).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from typing import IO, Any
+
+log = logging.getLogger("agentmem.hook")
+
+MAX_STDIN_BYTES = 64 * 1024 * 1024
+CONTEXT_EVENTS = ("session_start", "prompt")
+
+
+def _read_stdin(stream: IO[bytes]) -> bytes:
+    data = stream.read(MAX_STDIN_BYTES + 1)
+    if len(data) > MAX_STDIN_BYTES:
+        while stream.read(1 << 20):  # drain the rest so the client never blocks on a full pipe
+            pass
+    return data
+
+
+def _output(client: str, ev_event: str | None, raw_event: str, context: str) -> dict[str, Any] | None:
+    """The JSON each client reads back from this hook (None: print nothing)."""
+    if client == "cursor":
+        if ev_event == "session_start":
+            return {"additional_context": context} if context else {}
+        if ev_event == "prompt":
+            return {"continue": True}
+        return {}
+    if context and ev_event in CONTEXT_EVENTS:
+        return {"hookSpecificOutput": {"hookEventName": raw_event, "additionalContext": context}}
+    return None
+
+
+def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """Process one hook call; returns what to print. Raises on errors (the caller logs them)."""
+    from ..config import load_settings
+    from .events import decode_payload, parse_hook_event
+
+    settings = load_settings(env)
+    ev = parse_hook_event(client, event_name, decode_payload(raw))
+    from ..db.connection import connect
+    from ..db.migrations import migrate
+    from ..project import project_for
+    from .observations import ObservationStore, scrub
+
+    if ev.extra.get("phase") == "before":  # Cursor's before*Execution: the after* event records it
+        return _output(ev.client, ev.event, ev.raw_event, "")
+    project = project_for(ev.cwd)
+    conn = connect(settings.database, busy_timeout_ms=settings.busy_timeout_ms, load_vec=False)
+    try:
+        migrate(conn)
+        ObservationStore(conn).record(scrub(ev, settings.max_output_chars), project)
+        context = ""
+        if ev.event == "session_start":
+            from ..context import session_context
+
+            context, _ = session_context(conn, project, settings.context_budget_tokens,
+                                         exclude_session=ev.session_id)
+        elif ev.event == "prompt" and ev.prompt and client == "claude-code":
+            context = _prompt_context(conn, settings, ev.prompt, project)
+    finally:
+        conn.close()
+    return _output(ev.client, ev.event, ev.raw_event, context)
+
+
+def _prompt_context(conn: Any, settings: Any, prompt: str, project: str | None) -> str:
+    if not settings.fulltext_dir.exists():
+        return ""
+    from ..context import prompt_context
+    from ..index.fulltext import FulltextIndex
+    from .redact import redact
+
+    fulltext = FulltextIndex(settings.fulltext_dir, lock_timeout=1.0)
+    text, ids = prompt_context(conn, fulltext, redact(prompt), project,
+                               budget_tokens=settings.prompt_budget_tokens, min_score=settings.prompt_min_score)
+    if ids:
+        import time
+
+        from ..db.connection import write_transaction
+        from ..retrieval import record_access
+
+        with write_transaction(conn):
+            record_access(conn, ids, time.time())
+    return text
+
+
+def run_hook(client: str, event_name: str, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None) -> int:
+    """Handle a hook call end to end; always returns 0."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout
+    answer: dict[str, Any] | None = {} if client == "cursor" else None
+    try:
+        raw = _read_stdin(stdin)
+        if os.environ.get("AGENTMEM_DISABLE", "").strip().lower() in ("1", "true", "yes", "on"):
+            answer = {"continue": True} if client == "cursor" and event_name == "beforeSubmitPrompt" else answer
+        else:
+            answer = handle(client, event_name, raw)
+    except BaseException as exc:  # the agent must never see our failure
+        _log_failure(client, event_name, exc)
+        if client == "cursor" and event_name == "beforeSubmitPrompt":
+            answer = {"continue": True}
+    if answer is not None:
+        try:
+            stdout.write(json.dumps(answer, ensure_ascii=False))
+            stdout.flush()
+        except Exception as exc:
+            _log_failure(client, event_name, exc)
+    return 0
+
+
+def _log_failure(client: str, event_name: str, exc: BaseException) -> None:
+    try:
+        from ..config import load_settings
+        from ..logs import setup_logging
+
+        setup_logging(load_settings())
+        log.warning("hook %s %s failed: %s: %s", client, event_name, type(exc).__name__, str(exc)[:500])
+    except BaseException:
+        pass
+
+
+def main(argv: list[str]) -> int:
+    """`agentmem hook [--client claude-code|cursor] EVENT` without building the full CLI parser."""
+    client = "claude-code"
+    event = None
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg == "--client" and args:
+            client = args.pop(0)
+        elif arg.startswith("--client="):
+            client = arg.split("=", 1)[1]
+        elif event is None:
+            event = arg
+    if event is None:
+        _log_failure(client, "?", ValueError("agentmem hook needs an EVENT argument"))
+        return 0
+    return run_hook(client, event)

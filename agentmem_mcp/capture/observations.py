@@ -1,0 +1,127 @@
+"""Observations: one row per captured hook event, scoped to its session.
+
+`scrub` is the privacy policy (pure): secrets redacted, `<private>` blocks dropped, deny-listed files
+recorded without their content, large outputs cut to head + tail. `ObservationStore.record` writes
+the row: an identical repeated event in a session is stored once with a count.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import replace
+from typing import Any
+
+from ..db.connection import Connection, IntegrityError, write_transaction
+from .events import HookEvent, event_fingerprint
+from .redact import is_sensitive_path, redact, redact_value, truncate_middle
+
+WITHHELD = "[content of a sensitive file, not recorded]"
+_CONTENT_KEYS = ("content", "new_string", "old_string", "edits", "new_source", "contents", "text")
+MAX_INPUT_CHARS = 8000
+MAX_PROMPT_CHARS = 8000
+EDIT_TWIN_SECONDS = 120
+_EDIT_TOOL = re.compile(r"edit|write|replace|patch|apply", re.IGNORECASE)
+
+
+def _withhold_content(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: (WITHHELD if k in _CONTENT_KEYS else _withhold_content(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_withhold_content(v) for v in value]
+    return value
+
+
+def scrub(ev: HookEvent, max_output_chars: int) -> HookEvent:
+    """The event as it may be stored: nothing secret, nothing private, nothing huge."""
+    sensitive = any(is_sensitive_path(path) for path in ev.files)
+    tool_input = redact_value(_withhold_content(ev.tool_input) if sensitive else ev.tool_input)
+    input_text = json.dumps(tool_input, ensure_ascii=False, default=str) if tool_input is not None else None
+    if input_text is not None and len(input_text) > MAX_INPUT_CHARS:
+        tool_input = {"truncated": truncate_middle(input_text, MAX_INPUT_CHARS)}
+    output = ev.tool_output
+    if output is not None:
+        output = WITHHELD if sensitive else redact(truncate_middle(output, max_output_chars * 2))
+        output = truncate_middle(output, max_output_chars)
+    prompt = redact(truncate_middle(ev.prompt, MAX_PROMPT_CHARS)) if ev.prompt else ev.prompt
+    extra = redact_value(ev.extra)
+    return replace(ev, tool_input=tool_input, tool_output=output, prompt=prompt, extra=extra,
+                   files=[redact(f) for f in ev.files])
+
+
+class ObservationStore:
+    """Session-scoped observation rows and the sessions table (hook side: plain SQLite, no extensions)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def record(self, ev: HookEvent, project: str | None, now: float | None = None) -> int:
+        """Store a scrubbed event; returns the observation id (an identical repeat bumps its count)."""
+        now = time.time() if now is None else now
+        fingerprint = event_fingerprint(ev)
+        input_json = json.dumps(ev.tool_input, ensure_ascii=False, default=str) if ev.tool_input is not None else None
+        with write_transaction(self.conn) as conn:
+            self._touch_session(conn, ev, project, now)
+            merged = self._merge_edit_twin(conn, ev, input_json, now)
+            if merged is not None:
+                return merged
+            row = conn.execute(
+                "INSERT INTO observations (session_id, project, client, event, tool, input, output, prompt, files, "
+                "extra, fingerprint, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (session_id, fingerprint) DO UPDATE SET count = count + 1, "
+                "updated_at = excluded.updated_at RETURNING id",
+                (ev.session_id, project, ev.client, ev.event, ev.tool, input_json, ev.tool_output, ev.prompt,
+                 json.dumps(ev.files, ensure_ascii=False), json.dumps(ev.extra, ensure_ascii=False, default=str),
+                 fingerprint, now, now),
+            ).fetchone()
+        return int(row[0])
+
+    @staticmethod
+    def _merge_edit_twin(conn: Connection, ev: HookEvent, input_json: str | None, now: float) -> int | None:
+        """Cursor reports one edit twice (postToolUse and afterFileEdit): keep one row per edit.
+
+        afterFileEdit after the tool call is dropped; a tool call after afterFileEdit replaces that row.
+        """
+        if not ev.files or ev.client != "cursor":
+            return None
+        is_edit_tool = ev.event == "tool_use" and bool(_EDIT_TOOL.search(ev.tool or ""))
+        if ev.event != "file_edit" and not is_edit_tool:
+            return None
+        twin_event = "tool_use" if ev.event == "file_edit" else "file_edit"
+        for row in conn.execute(
+            "SELECT id, tool, files FROM observations WHERE session_id = ? AND event = ? AND created_at >= ? "
+            "ORDER BY id DESC LIMIT 20", (ev.session_id, twin_event, now - EDIT_TWIN_SECONDS)):
+            if twin_event == "tool_use" and not _EDIT_TOOL.search(row["tool"] or ""):
+                continue
+            if not set(json.loads(row["files"] or "[]")) & set(ev.files):
+                continue
+            if ev.event == "tool_use":
+                try:
+                    conn.execute(
+                        "UPDATE observations SET event = ?, tool = ?, input = ?, output = ?, fingerprint = ?, "
+                        "updated_at = ? WHERE id = ?",
+                        (ev.event, ev.tool, input_json, ev.tool_output, event_fingerprint(ev), now, row["id"]))
+                except IntegrityError:  # the very same tool call is already stored
+                    return int(row["id"])
+            return int(row["id"])
+        return None
+
+    @staticmethod
+    def _touch_session(conn: Connection, ev: HookEvent, project: str | None, now: float) -> None:
+        ended = ev.event == "session_end"
+        needs_summary = ev.event in ("stop", "session_end", "pre_compact")
+        conn.execute(
+            "INSERT INTO sessions (id, project, client, cwd, started_at, last_event_at, ended_at, status, "
+            "needs_summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+            "last_event_at = excluded.last_event_at, ended_at = COALESCE(excluded.ended_at, sessions.ended_at), "
+            "status = CASE WHEN excluded.status = 'ended' THEN 'ended' ELSE sessions.status END, "
+            "needs_summary = MAX(sessions.needs_summary, excluded.needs_summary), "
+            "project = COALESCE(sessions.project, excluded.project)",
+            (ev.session_id, project, ev.client, ev.cwd, now, now, now if ended else None,
+             "ended" if ended else "active", int(needs_summary)),
+        )
+
+    def for_session(self, session_id: str) -> list[dict[str, Any]]:
+        return [dict(row) for row in self.conn.execute(
+            "SELECT * FROM observations WHERE session_id = ? ORDER BY id", (session_id,))]

@@ -1,0 +1,30 @@
+"""Logging to a private file under the home directory (hooks must never write noise to the agent)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from logging.handlers import RotatingFileHandler
+
+from .config import Settings
+from .db.connection import ensure_private_dir
+
+
+def setup_logging(settings: Settings, level: int = logging.INFO) -> None:
+    """Send agentmem's log records to `<home>/logs/agentmem.log` (0600, rotated at 2 MB)."""
+    logger = logging.getLogger("agentmem")
+    if any(isinstance(h, RotatingFileHandler) for h in logger.handlers):
+        return
+    try:
+        ensure_private_dir(settings.log_path.parent)
+        old = os.umask(0o077)
+        try:
+            handler = RotatingFileHandler(settings.log_path, maxBytes=2_000_000, backupCount=2, encoding="utf-8")
+        finally:
+            os.umask(old)
+    except OSError:
+        return
+    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False

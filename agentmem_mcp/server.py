@@ -1,0 +1,261 @@
+"""`agentmem serve`: the MCP stdio server. Each tool parses its arguments, calls the library, shapes the answer.
+
+The server answers `initialize` before anything heavy loads; the store opens on first use and the
+embedding model loads on a background thread afterwards (until then search runs on BM25 + graph).
+Whichever server holds the worker lease also runs the background worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from .config import Settings, load_settings
+from .models import AgentmemError
+from .project import project_for, project_from_uri
+
+log = logging.getLogger("agentmem.server")
+
+INSTRUCTIONS = """agentmem is your long-term memory for this project. It persists across sessions.
+- Call memory_search before starting a task, and whenever something looks familiar (an error, a file,
+  a convention): past decisions, fixes and preferences may already be known.
+- Call memory_save when you learn something worth knowing next time: a decision and its reason, a user
+  preference, a project convention, a bug and its fix, a workflow (how to build, test, deploy).
+- Saving the same thing again is harmless; a new version of an old fact supersedes it (history is kept).
+"""
+
+
+class AppState:
+    """The store, opened lazily on the first tool call, and the project this session works in."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._store: Any = None
+        self._lock = threading.Lock()
+        self.project: str | None = project_for(os.getcwd())
+        self.project_from_roots = False
+        self.limiter = anyio.CapacityLimiter(4)
+        self.stopping = threading.Event()
+
+    def store(self) -> Any:
+        with self._lock:
+            if self._store is None:
+                from .store import Store
+
+                self._store = Store.open(self.settings, project=self.project, load_embedder=False)
+                threading.Thread(target=self._load_model, name="agentmem-model", daemon=True).start()
+            return self._store
+
+    def _load_model(self) -> None:
+        store = self._store
+        if store.embedder.load():
+            try:
+                store.prepare_vectors()
+            except Exception:
+                log.exception("could not embed pending memories")
+
+    def close(self) -> None:
+        self.stopping.set()
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+
+async def _resolve_project(state: AppState, ctx: Context | None) -> None:
+    """Prefer the client's MCP roots over the server's cwd (once per session)."""
+    if state.project_from_roots or ctx is None:
+        return
+    state.project_from_roots = True
+    try:
+        caps = ctx.client_capabilities
+        if caps is None or getattr(caps, "roots", None) is None:
+            return
+        with anyio.fail_after(2):
+            result = await ctx.session.list_roots()
+        for root in result.roots:
+            project = project_from_uri(str(root.uri))
+            if project:
+                state.project = project
+                if state._store is not None:
+                    state._store.project = project
+                return
+    except Exception as exc:  # roots are a hint; the cwd fallback stays
+        log.info("could not read MCP roots: %s", exc)
+
+
+async def _call(state: AppState, ctx: Context | None, fn: Any) -> Any:
+    await _resolve_project(state, ctx)
+    try:
+        return await anyio.to_thread.run_sync(lambda: fn(state.store()), limiter=state.limiter)
+    except AgentmemError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def build_server(settings: Settings | None = None) -> MCPServer:
+    state = AppState(settings or load_settings())
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_background, state)
+            try:
+                yield state
+            finally:
+                state.stopping.set()
+                tasks.cancel_scope.cancel()
+        await anyio.to_thread.run_sync(state.close)
+
+    server = MCPServer(name="agentmem", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+
+    @server.tool()
+    async def memory_save(
+        content: Annotated[str, Field(description="What to remember, self-contained: the fact, decision or fix "
+                                                  "and why. Secrets are removed automatically.")],
+        type: Annotated[Literal["decision", "preference", "pattern", "architecture", "bug", "workflow", "fact",
+                                "context"], Field(description="What kind of memory this is")] = "fact",
+        title: Annotated[str | None, Field(description="Short title; default: the first line")] = None,
+        tags: list[str] | None = None,
+        files: Annotated[list[str] | None, Field(description="Files this memory is about")] = None,
+        importance: Annotated[float, Field(ge=0, le=1, description="0..1, how much it matters")] = 0.5,
+        priority: Annotated[Literal["P0", "P1", "P2"],
+                            Field(description="P0: never decays (core rules); P2: may expire")] = "P1",
+        scope: Annotated[Literal["project", "global"],
+                         Field(description="global = true in every project (e.g. user preferences)")] = "project",
+        ttl_days: Annotated[float | None, Field(gt=0, description="Forget after this many days")] = None,
+        supersedes: Annotated[str | None, Field(description="Id of a memory this one replaces")] = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Save something worth knowing in a later session: a decision and its reason, a user preference, a
+        project convention, a bug and its fix, a workflow (how to build, test, deploy), an architecture fact.
+        Save when you learn it, in one or two self-contained sentences. Repeating a memory is a no-op; a new
+        version of an old fact (e.g. 'use pnpm' after 'use yarn') supersedes it and keeps the history.
+        Returns {id, action: created|duplicate|superseded, version, supersedes, reason}."""
+        def run(store: Any) -> dict[str, Any]:
+            result = store.save(content, title=title, type=type, tags=tags, files=files, importance=importance,
+                                priority=priority, project=None if scope == "global" else store.project,
+                                ttl_days=ttl_days, supersedes=supersedes, source="agent")
+            return result.to_dict()
+        return await _call(state, ctx, run)
+
+    @server.tool()
+    async def memory_search(
+        query: Annotated[str, Field(description="What you are looking for, in words or identifiers")],
+        limit: Annotated[int, Field(ge=1, le=50)] = 8,
+        type: Annotated[str | None, Field(description="Only this type (decision, bug, workflow, ...)")] = None,
+        tier: Annotated[Literal["working", "episodic", "semantic", "procedural"] | None,
+                        Field(description="working = raw captured tool calls; episodic = session summaries")] = None,
+        all_projects: Annotated[bool, Field(description="Search every project, not just this one")] = False,
+        include_history: Annotated[bool, Field(description="Also return superseded versions")] = False,
+        min_confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
+        since_days: Annotated[float | None, Field(gt=0, description="Only memories from the last N days")] = None,
+        budget_tokens: Annotated[int | None, Field(ge=50, le=20000)] = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Search long-term memory. Call it before starting a task, when something looks familiar (an error
+        message, a file, a tool), or when the user refers to an earlier decision. Returns compact hits
+        {id, title, type, snippet, score, age, why} best first, under a token budget; call memory_get for
+        the whole memory. 'mode' says whether vector search was available."""
+        def run(store: Any) -> dict[str, Any]:
+            since = store.now() - since_days * 86400 if since_days else None
+            return store.search(query, limit=limit, types=type, tiers=tier, all_projects=all_projects,
+                                include_history=include_history, min_confidence=min_confidence, since=since,
+                                budget_tokens=budget_tokens).to_dict()
+        return await _call(state, ctx, run)
+
+    @server.tool()
+    async def memory_get(
+        id: Annotated[str, Field(description="A memory id from memory_search, like m_0123456789abcdef")],
+        history: Annotated[bool, Field(description="Also return every earlier version")] = False,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Return one whole memory (content, tags, files, confidence, version...) and, with history=true,
+        every version of it, oldest first."""
+        def run(store: Any) -> dict[str, Any]:
+            memory = store.get(id)
+            answer: dict[str, Any] = {"memory": memory.to_dict()}
+            if history:
+                answer["history"] = [m.to_dict() for m in store.history(id)]
+            return answer
+        return await _call(state, ctx, run)
+
+    @server.tool()
+    async def memory_forget(
+        ids: Annotated[list[str] | None, Field(description="Memory ids to forget (every version of each)")] = None,
+        session_id: Annotated[str | None, Field(description="Forget what was captured in this session")] = None,
+        type: Annotated[str | None, Field(description="Filter: forget memories of this type")] = None,
+        older_than_days: Annotated[float | None, Field(gt=0, description="Filter: created before N days ago")] = None,
+        dry_run: Annotated[bool | None, Field(description="Preview only. Default: true for filters, false for "
+                                                          "ids and sessions")] = None,
+        reason: Annotated[str, Field(description="Why (kept in the audit log)")] = "",
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Forget memories that are wrong, obsolete or unwanted: by ids, by session, or by a filter. A filter
+        only previews unless dry_run=false. Returns what was (or would be) forgotten."""
+        def run(store: Any) -> dict[str, Any]:
+            by_filter = ids is None and session_id is None
+            preview = dry_run if dry_run is not None else by_filter
+            return store.forget(ids=ids, session_id=session_id, type=type, older_than_days=older_than_days,
+                                dry_run=preview, reason=reason or "forgotten by the agent").to_dict()
+        return await _call(state, ctx, run)
+
+    @server.tool()
+    async def memory_context(
+        budget_tokens: Annotated[int | None, Field(ge=100, le=20000)] = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """The project briefing injected at session start: pinned and P0 memories, the most useful project
+        knowledge and the last sessions' summaries, each with why it is there, under a token budget. Use it
+        when you were not given that context (e.g. no hooks installed) or after the conversation was compacted."""
+        def run(store: Any) -> dict[str, Any]:
+            from .context import session_context
+
+            text, used = session_context(store.conn, store.project,
+                                         budget_tokens or store.settings.context_budget_tokens)
+            return {"project": store.project, "context": text or "(no memories for this project yet)",
+                    "memory_ids": used}
+        return await _call(state, ctx, run)
+
+    @server.tool()
+    async def memory_stats(
+        all_projects: bool = False,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Counts of memories by tier, type and source, confidence bands, never-used memories, what expires
+        soon, the last forgetting sweep, captured observations, the index backlog and the LLM spend today."""
+        return await _call(state, ctx, lambda store: store.stats(all_projects=all_projects))
+
+    return server
+
+
+async def _background(state: AppState) -> None:
+    """Open the store soon after start-up, then run the worker while holding its lease."""
+    await anyio.sleep(0.2)
+    try:
+        await anyio.to_thread.run_sync(state.store)
+    except Exception:
+        log.exception("could not open the store")
+        return
+    try:
+        from .worker import serve_worker_loop
+    except ImportError:
+        return
+    await serve_worker_loop(state)
+
+
+def run() -> None:
+    """Entry point of `agentmem serve`."""
+    settings = load_settings()
+    from .logs import setup_logging
+
+    setup_logging(settings)
+    build_server(settings).run()
