@@ -85,6 +85,14 @@ def single_substitution(a: Sequence[str], b: Sequence[str], min_words: int = 4) 
     return diffs[0] if len(diffs) == 1 else None
 
 
+_SPECIFIC = re.compile(r"[\w./:-]*\d[\w./:-]*|[A-Za-z]+_[\w]+|[a-z]+[A-Z]\w*|[\w.-]+/[\w./-]+")
+
+
+def specific_tokens(text: str) -> set[str]:
+    """Numbers, versions, identifiers and paths: what makes two similar sentences about different things."""
+    return {token.strip(".:-").lower() for token in _SPECIFIC.findall(text)}
+
+
 def pack_under_budget(items: Iterable[str], budget_tokens: int) -> tuple[list[int], int]:
     """Indexes of the items that fit, in order, and the tokens they use. Stops at the first that does not fit."""
     chosen: list[int] = []

@@ -8,14 +8,17 @@ memory's own state (confidence, importance/priority, retention) and packed under
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .index import graph, vectors
+from .index.tokenize import index_text
 from .lifecycle.retention import confidence_on_access, retention, strengthen
 from .models import TIERS, TYPES, InvalidInput, SearchHit, SearchResult, check_choice
 from .ranking import Fused, estimate_tokens, fuse_rankings, humanize_age, state_factor
+from .store import memory_text
 
 if TYPE_CHECKING:
     from .store import Store
@@ -24,6 +27,9 @@ MAX_QUERY_CHARS = 20000
 SNIPPET_CHARS = 320
 HIT_OVERHEAD_TOKENS = 24
 RETRIEVER_DEPTH = 60
+MAX_PENDING_SCAN = 200
+# Raw captured tool calls (working tier) are searched only when asked for by name.
+DEFAULT_TIERS = ("episodic", "semantic", "procedural")
 
 
 def _check_query(query: Any) -> str:
@@ -64,9 +70,10 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
     """Find memories relevant to `query`.
 
     project: the project to search (default: the store's project) plus global memories; all_projects=True
-    searches everything. types / tiers filter; since / until bound created_at (unix time); min_confidence
-    drops doubtful memories; include_history also returns superseded versions. limit is 1..100;
-    budget_tokens caps the size of the answer. Each returned hit counts as an access.
+    searches everything. types / tiers filter (default tiers: all but working, the raw captured events);
+    since / until bound created_at (unix time); min_confidence drops doubtful memories; include_history
+    also returns superseded versions. limit is 1..100; budget_tokens caps the size of the answer.
+    Each returned hit counts as an access.
     """
     query = _check_query(query)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
@@ -82,7 +89,7 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise InvalidInput(f"{name} must be a unix timestamp")
     type_list = _check_list("type", types, TYPES)
-    tier_list = _check_list("tier", tiers, TIERS)
+    tier_list = _check_list("tier", tiers, TIERS) or list(DEFAULT_TIERS)
     project = store.project if project is ... else project
     projects: list[str | None] | None = None if all_projects else list(dict.fromkeys([project, None]))
 
@@ -107,7 +114,7 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
         used += cost
     if record_access and packed:
         with store.transaction() as conn:
-            record_access(conn, [h.id for h in packed], store.now())
+            note_access(conn, [h.id for h in packed], store.now())
     mode = "hybrid" if vector_ran else "bm25+graph"
     return SearchResult(query=query, hits=packed, mode=mode, notes=notes, truncated=len(hits) - len(packed),
                         tokens=used)
@@ -119,8 +126,7 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
     notes: list[str] = []
     jobs = {}
     if "bm25" in retrievers:
-        jobs["bm25"] = store.pool.submit(store.fulltext.search, query, projects=projects, latest_only=latest_only,
-                                         tiers=tiers, types=types, limit=RETRIEVER_DEPTH)
+        jobs["bm25"] = store.pool.submit(_bm25_search, store, query, projects, latest_only, tiers, types)
     vector_ran = "vector" in retrievers and store.embedder.ready
     if vector_ran:
         jobs["vector"] = store.pool.submit(_vector_search, store, query, projects, latest_only)
@@ -142,6 +148,52 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
             result, reasons = result
         rankings[name] = [memory_id for memory_id, _ in result]
     return rankings, reasons, notes, vector_ran
+
+
+def _bm25_search(store: Store, query: str, projects: list[str | None] | None, latest_only: bool,
+                 tiers: list[str] | None, types: list[str] | None) -> list[tuple[str, float]]:
+    """tantivy's BM25, plus the memories still waiting in the outbox (written moments ago, by any process),
+    scored by the share of query terms they contain and merged by normalised score."""
+    pending = store.pending_index_ids(limit=MAX_PENDING_SCAN + 1)
+    if len(pending) > MAX_PENDING_SCAN:
+        store.flush()
+        pending = []
+    hits = store.fulltext.search(query, projects=projects, latest_only=latest_only, tiers=tiers, types=types,
+                                 limit=RETRIEVER_DEPTH)
+    if not pending:
+        return hits
+    extra = pending_matches(store, query, pending, projects, latest_only, tiers, types)
+    top = max((score for _, score in hits), default=1.0) or 1.0
+    merged = {memory_id: score / top for memory_id, score in hits if memory_id not in extra}
+    merged.update(extra)
+    return sorted(merged.items(), key=lambda item: -item[1])[:RETRIEVER_DEPTH]
+
+
+def pending_matches(store: Store, query: str, pending: Sequence[str], projects: list[str | None] | None,
+                    latest_only: bool, tiers: list[str] | None = None, types: list[str] | None = None,
+                    ) -> dict[str, float]:
+    """Weighted share of the query's terms found in each not-yet-indexed memory (0 = no match: left out)."""
+    fulltext = store.fulltext
+    query_terms = fulltext.query_terms(query)
+    if not query_terms or not pending:
+        return {}
+    weights = fulltext.term_weights(query_terms)
+    total = sum(weights.values()) or 1.0
+    marks = ",".join("?" * len(pending))
+    found: dict[str, float] = {}
+    for row in store.conn.execute(
+            f"SELECT id, project, tier, type, is_latest, title, content, tags, files FROM memories "
+            f"WHERE id IN ({marks})", list(pending)):
+        if projects is not None and row["project"] not in projects or latest_only and not row["is_latest"]:
+            continue
+        if tiers and row["tier"] not in tiers or types and row["type"] not in types:
+            continue
+        text = memory_text(row["title"], row["content"], json.loads(row["tags"]), json.loads(row["files"]))
+        doc_terms = set(fulltext.analyzer.analyze(index_text(text)))
+        score = sum(w for t, w in weights.items() if t in doc_terms) / total
+        if score > 0:
+            found[row["id"]] = score
+    return found
 
 
 def _vector_search(store: Store, query: str, projects: list[str | None] | None,
@@ -212,7 +264,7 @@ def _why(entry: Fused, graph_reason: str | None, row: Any) -> str:
     return "; ".join(parts)
 
 
-def record_access(conn: Any, memory_ids: Sequence[str], now: float) -> None:
+def note_access(conn: Any, memory_ids: Sequence[str], now: float) -> None:
     """A hit is a use: refresh last access, count it, strengthen retention, nudge confidence.
     Call inside a write transaction."""
     marks = ",".join("?" * len(memory_ids))

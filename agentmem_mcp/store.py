@@ -31,6 +31,7 @@ from .models import Memory, NotFound, check_memory_id
 log = logging.getLogger("agentmem")
 
 OUTBOX_BATCH = 500
+INDEX_DEBOUNCE_S = 0.05
 
 
 def memory_text(title: str, content: str, tags: Iterable[str] = (), files: Iterable[str] = ()) -> str:
@@ -44,9 +45,14 @@ class Store:
     """A memory store on one SQLite file and one tantivy index directory."""
 
     def __init__(self, settings: Settings, *, project: str | None = None, embedder: Embedder | None = None,
-                 load_embedder: bool = True) -> None:
+                 load_embedder: bool = True, sync_index: bool = False) -> None:
         self.settings = settings
         self.project = project
+        self.sync_index = sync_index
+        self._drain_lock = threading.Lock()
+        self._index_wanted = threading.Event()
+        self._indexer: threading.Thread | None = None
+        self._closing = False
         ensure_private_dir(settings.home)
         self.db_path = settings.database
         self._local = threading.local()
@@ -64,14 +70,16 @@ class Store:
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, project: str | None = None, load_embedder: bool = True,
-             embedder: Embedder | None = None, **overrides: Any) -> Store:
+             embedder: Embedder | None = None, sync_index: bool = False, **overrides: Any) -> Store:
         """Open (creating if needed) the store described by settings (default: environment + config file).
 
         load_embedder=False returns at once and leaves the model to `embedder.start_loading()`; until it is
         ready, saves store no vectors (they are added later) and search runs on BM25 + graph.
+        sync_index=True updates the BM25 index inside every write instead of on a background thread.
         """
         settings = settings or load_settings(**overrides)
-        return cls(settings, project=project, embedder=embedder, load_embedder=load_embedder)
+        return cls(settings, project=project, embedder=embedder, load_embedder=load_embedder,
+                   sync_index=sync_index)
 
     # connections -------------------------------------------------------------------------------
 
@@ -96,6 +104,15 @@ class Store:
         return self._pool
 
     def close(self) -> None:
+        self._closing = True
+        if self._indexer is not None:
+            self._index_wanted.set()
+            self._indexer.join(timeout=60)
+            self._indexer = None
+        try:
+            self.flush()
+        except Exception:  # the outbox keeps what is not indexed; the next open drains it
+            log.exception("could not update the BM25 index at close")
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
@@ -162,15 +179,52 @@ class Store:
 
     # the outbox: SQLite -> tantivy -------------------------------------------------------------
 
+    def index_soon(self) -> None:
+        """Ask for the outbox to be applied to BM25: now (sync_index) or on the indexer thread, which
+        batches bursts of writes into one tantivy commit (a commit costs tens of milliseconds)."""
+        if self.sync_index:
+            self.drain_outbox()
+            return
+        if self._indexer is None:
+            self._indexer = threading.Thread(target=self._index_loop, name="agentmem-indexer", daemon=True)
+            self._indexer.start()
+        self._index_wanted.set()
+
+    def _index_loop(self) -> None:
+        while not self._closing:
+            self._index_wanted.wait(timeout=5.0)
+            if self._closing:
+                return
+            if not self._index_wanted.is_set():
+                continue
+            time.sleep(INDEX_DEBOUNCE_S)
+            self._index_wanted.clear()
+            try:
+                self.drain_outbox()
+            except Exception:
+                log.exception("background BM25 indexing failed; the outbox keeps the work")
+
+    def pending_index_ids(self, limit: int = 501) -> list[str]:
+        """Memories written but not yet applied to BM25 (by any process)."""
+        return [row[0] for row in self.conn.execute(
+            "SELECT DISTINCT memory_id FROM index_outbox WHERE op = 'upsert' LIMIT ?", (limit,))]
+
+    def flush(self) -> int:
+        """Apply every pending index change now."""
+        return self.drain_outbox()
+
     def drain_outbox(self, limit: int | None = None) -> int:
         """Apply pending index changes to tantivy. Safe to run from several processes (idempotent)."""
+        with self._drain_lock:
+            return self._drain(limit)
+
+    def _drain(self, limit: int | None) -> int:
         applied = 0
         while limit is None or applied < limit:
             rows = self.conn.execute(
                 "SELECT seq, memory_id FROM index_outbox ORDER BY seq LIMIT ?", (OUTBOX_BATCH,)).fetchall()
             if not rows:
                 break
-            max_seq = rows[-1][0]
             ids = list(dict.fromkeys(row[1] for row in rows))
             marks = ",".join("?" * len(ids))
             present = {row["id"]: row for row in self.conn.execute(
@@ -185,8 +239,9 @@ class Store:
             except IndexBusyError as exc:
                 log.warning("%s", exc)
                 break
+            seqs = [row[0] for row in rows]
             with self.transaction() as conn:
-                conn.execute("DELETE FROM index_outbox WHERE seq <= ?", (max_seq,))
+                conn.execute(f"DELETE FROM index_outbox WHERE seq IN ({','.join('?' * len(seqs))})", seqs)
             applied += len(rows)
         return applied
 

@@ -86,10 +86,10 @@ def _prompt_context(conn: Any, settings: Any, prompt: str, project: str | None) 
         import time
 
         from ..db.connection import write_transaction
-        from ..retrieval import record_access
+        from ..retrieval import note_access
 
         with write_transaction(conn):
-            record_access(conn, ids, time.time())
+            note_access(conn, ids, time.time())
     return text
 
 

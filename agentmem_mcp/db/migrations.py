@@ -166,7 +166,7 @@ def m001_core_tables(conn: Connection) -> None:
             BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 
         CREATE TABLE index_outbox (
-            seq INTEGER PRIMARY KEY,
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
             memory_id TEXT NOT NULL,
             op TEXT NOT NULL CHECK (op IN ('upsert', 'delete')),
             created_at REAL NOT NULL

@@ -136,4 +136,4 @@ def delete_memories(store: Store, rows: Sequence[Any], reason: str, now: float, 
             for row in batch:
                 audit.append(conn, action, row["id"], row["project"],
                              {"reason": reason, "type": row["type"], "version": row["version"]}, at=now)
-    store.drain_outbox()
+    store.index_soon()

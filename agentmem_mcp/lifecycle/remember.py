@@ -20,19 +20,19 @@ from ..capture.redact import redact
 from ..db import audit
 from ..index import graph, vectors
 from ..index.entities import extract_entities
+from ..index.tokenize import terms
 from ..models import (
     PRIORITIES,
     SOURCES,
     TIERS,
     TYPES,
     InvalidInput,
-    Memory,
     NotFound,
     SaveResult,
     check_choice,
     check_memory_id,
 )
-from ..ranking import jaccard, single_substitution, word_set, words
+from ..ranking import jaccard, single_substitution, specific_tokens, word_set, words
 from .retention import initial_confidence
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def check_content(content: Any) -> str:
     if len(content) > MAX_CONTENT_CHARS:
         raise InvalidInput(f"content is {len(content):,} characters; a memory holds at most {MAX_CONTENT_CHARS:,}. "
                            "Save the key points, or split it into several memories")
-    meaningful = [w for w in words(content) if not w.startswith("redacted")]
+    meaningful = [t for t in terms(content) if t != "redacted"]
     if len(content) < 8 or len(meaningful) < 2:
         raise InvalidInput(f"content {content[:40]!r} is too short to be useful later: say what, and why "
                            "(e.g. 'use pnpm, not npm: the lockfile is pnpm-lock.yaml')")
@@ -128,23 +128,28 @@ def same_scope(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a == b
 
 
-def supersede_reason(old: Memory | Any, draft_words: list[str], draft_set: set[str], cosine: float | None,
-                     jaccard_threshold: float, cosine_threshold: float) -> str | None:
-    """Why the draft supersedes `old`, or None: the supersede policy, pure."""
-    old_text = old["content"]
-    similarity = jaccard(word_set(old_text), draft_set)
+def supersede_reason(old_text: str, new_text: str, cosine: float | None, jaccard_threshold: float,
+                     cosine_threshold: float) -> str | None:
+    """Why a new memory supersedes an old one, or None: the supersede policy, pure.
+
+    Word-set Jaccard above the threshold, or the same statement with one word changed, or a paraphrase
+    (cosine above its threshold) that names the same numbers, identifiers and paths.
+    """
+    draft_words = words(new_text)
+    similarity = jaccard(word_set(old_text), set(draft_words))
     if similarity > jaccard_threshold:
         return f"near-duplicate (word overlap {similarity:.2f})"
     change = single_substitution(words(old_text), draft_words)
     if change:
         return f"same statement with one change: {change[0]} → {change[1]}"
-    if cosine is not None and cosine >= cosine_threshold:
+    if cosine is not None and cosine >= cosine_threshold \
+            and specific_tokens(old_text) == specific_tokens(new_text):
         return f"paraphrase (cosine {cosine:.2f})"
     return None
 
 
 def save(store: Store, content: str, *, title: str | None = None, type: str = "fact", tier: str = "semantic",
-         project: str | None = None, tags: Sequence[str] | None = None, files: Sequence[str] | None = None,
+         project: Any = ..., tags: Sequence[str] | None = None, files: Sequence[str] | None = None,
          source: str = "agent", importance: float = 0.5, priority: str = "P1", confidence: float | None = None,
          pinned: bool = False, ttl_days: float | None = None, supersedes: str | None = None,
          valid_from: float | None = None, valid_to: float | None = None, session_id: str | None = None,
@@ -156,6 +161,7 @@ def save(store: Store, content: str, *, title: str | None = None, type: str = "f
     tier: working | episodic | semantic | procedural. source: user | agent | hook | consolidation | import.
     importance and confidence are 0..1 (confidence defaults by source); priority P0 never decays, P2 may
     expire. ttl_days sets a forget-after date. supersedes names the memory this one replaces.
+    project: default the store's project; None saves a global memory (true in every project).
     key (for derived memories): a stable identity; a save with the same key and project updates that memory.
     Returns a SaveResult whose action is created, duplicate (nothing written) or superseded.
     """
@@ -178,6 +184,8 @@ def save_many(store: Store, items: Sequence[dict[str, Any]]) -> list[SaveResult]
             raise InvalidInput("each item needs a content")
         options = dict(item)
         content = options.pop("content")
+        if options.get("project", ...) is ...:
+            options["project"] = store.project
         supersedes = options.pop("supersedes", None)
         created_at = options.pop("created_at", None)
         now = store.now() if created_at is None else created_at
@@ -199,7 +207,7 @@ def save_many(store: Store, items: Sequence[dict[str, Any]]) -> list[SaveResult]
         plans.append((draft, supersedes, chunks, embedded, candidates))
     with store.transaction() as conn:
         results = [_write(conn, store, *plan) for plan in plans]
-    store.drain_outbox()
+    store.index_soon()
     return results
 
 
@@ -291,6 +299,8 @@ def _candidates(store: Store, draft: Draft, vector: Any) -> dict[str, float | No
             found[memory_id] = None
     except Exception:  # a broken index must not stop a save; the vector check still runs
         pass
+    for memory_id in store.pending_index_ids(limit=200):
+        found.setdefault(memory_id, None)
     if vector is not None:
         for memory_id, similarity in vectors.knn(store.conn, vector, projects=projects, latest_only=True, k=5):
             found[memory_id] = similarity
@@ -313,13 +323,12 @@ def _choose_old(conn: Any, store: Store, draft: Draft, supersedes: str | None,
         return None, None
     marks = ",".join("?" * len(candidates))
     rows = conn.execute(f"SELECT * FROM memories WHERE id IN ({marks}) AND is_latest = 1", list(candidates))
-    draft_words = words(draft.content)
-    draft_set = set(draft_words)
+    draft_set = word_set(draft.content)
     best, best_reason, best_score = None, None, -1.0
     for row in rows:
         if not same_scope(row["project"], draft.project) or row["tier"] != draft.tier:
             continue
-        reason = supersede_reason(row, draft_words, draft_set, candidates[row["id"]],
+        reason = supersede_reason(row["content"], draft.content, candidates[row["id"]],
                                   store.settings.supersede_jaccard, store.settings.supersede_cosine)
         if reason is None:
             continue

@@ -1,0 +1,64 @@
+"""Shared fixtures: a real store on disk in a temporary home, with the real embedding model."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.index.embedder import Embedder
+from agentmem_mcp.store import Store
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+DEFAULT_MODEL = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def require_shared(path: Path, what: str) -> Path:
+    """Skip when shared data is missing, except in CI where it is required."""
+    if not path.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{what} is required in CI but missing at {path}")
+        pytest.skip(f"{what} not found at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    path = Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL)
+    return require_shared(path, "the embedding model (set AGENTMEM_EMBED_MODEL_PATH)")
+
+
+@pytest.fixture(scope="session")
+def embedder(model_path: Path) -> Embedder:
+    """One loaded model for the whole test session (loading takes ~0.5 s)."""
+    model = Embedder(MODEL_NAME, model_path)
+    assert model.load(), model.error
+    return model
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def settings(home: Path, model_path: Path):
+    return load_settings(env={}, home=home, embed_model_path=model_path)
+
+
+@pytest.fixture
+def store(settings, embedder):
+    with Store.open(settings, project="/repo/a", embedder=embedder) as opened:
+        yield opened
+
+
+@pytest.fixture
+def cli_env(home: Path, model_path: Path) -> dict[str, str]:
+    """Environment for running the real `agentmem` command in a subprocess."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(model_path))
+    return env

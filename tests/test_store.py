@@ -1,0 +1,433 @@
+"""The core store end to end: real SQLite (sqlean + sqlite-vec), real tantivy, the real model."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.db.audit import verify
+from agentmem_mcp.maintenance import doctor, reindex
+from agentmem_mcp.models import InvalidInput, NotFound
+from agentmem_mcp.store import Store
+from agentmem_mcp.transfer import export, import_
+
+from .conftest import REPO
+
+
+def ids(result) -> list[str]:
+    return [hit.id for hit in result.hits]
+
+
+def test_new_version_supersedes_and_history_keeps_both(store):
+    first = store.save("use yarn to install dependencies", type="decision")
+    second = store.save("use pnpm to install dependencies", type="decision")
+    assert first.action == "created"
+    assert second.action == "superseded" and second.supersedes == first.id and second.version == 2
+    found = store.search("install dependencies")
+    assert ids(found) == [second.id]
+    history = store.history(second.id)
+    assert [m.id for m in history] == [first.id, second.id]
+    assert [m.is_latest for m in history] == [False, True]
+    assert history[0].valid_to is not None
+    with_history = store.search("install dependencies", include_history=True)
+    assert set(ids(with_history)) == {first.id, second.id}
+
+
+def test_same_pair_in_two_projects_does_not_supersede(store):
+    a = store.save("use yarn to install dependencies", project="/repo/a")
+    b = store.save("use pnpm to install dependencies", project="/repo/b")
+    assert b.action == "created" and b.supersedes is None
+    assert ids(store.search("install dependencies", project="/repo/a")) == [a.id]
+    assert ids(store.search("install dependencies", project="/repo/b")) == [b.id]
+
+
+def test_exact_duplicate_is_a_noop(store):
+    first = store.save("The CI runs on GitHub Actions with a matrix of Python 3.10 to 3.13")
+    again = store.save("the CI runs on GitHub Actions with a matrix of Python 3.10 to 3.13 ")
+    assert again.action == "duplicate" and again.id == first.id
+    assert store.stats()["memories"] == 1
+
+
+def test_projects_are_isolated_and_global_memories_are_everywhere(store):
+    a = store.save("Deploys of project A go through make deploy-staging", project="/repo/a")
+    b = store.save("Deploys of project B use the helm chart in deploy/chart", project="/repo/b")
+    g = store.save("The user wants deploy commands confirmed before running them", project=None)
+    in_a = ids(store.search("how do deploys work", project="/repo/a"))
+    in_b = ids(store.search("how do deploys work", project="/repo/b"))
+    assert a.id in in_a and b.id not in in_a and g.id in in_a
+    assert b.id in in_b and a.id not in in_b and g.id in in_b
+    everywhere = ids(store.search("deploy", all_projects=True))
+    assert {a.id, b.id, g.id} <= set(everywhere)
+
+
+def test_explicit_supersedes_ttl_and_audit(store):
+    old = store.save("The staging database is staging-db-1 in eu-west-1")
+    new = store.save("Staging moved to a managed Postgres cluster", supersedes=old.id, ttl_days=3)
+    assert new.action == "superseded" and new.supersedes == old.id
+    memory = store.get(new.id)
+    assert memory.forget_after is not None and memory.forget_after - memory.created_at == pytest.approx(3 * 86400)
+    assert verify(store.conn).ok
+
+
+def test_secrets_and_private_blocks_never_stored(store):
+    saved = store.save(
+        "Deploy key is AKIAIOSFODNN7EXAMPLE and the token ghp_abcdefghijklmnopqrstuvwxyz0123456789 "
+        "<private>my home address is 1 Main St</private> use make deploy"
+    )
+    memory = store.get(saved.id)
+    assert "AKIAIOSFODNN7EXAMPLE" not in memory.content
+    assert "ghp_abcdefghijklmnopqrstuvwxyz0123456789" not in memory.content
+    assert "Main St" not in memory.content
+    assert store.search("AKIAIOSFODNN7EXAMPLE").hits == [] or all(
+        "AKIA" not in h.snippet for h in store.search("AKIAIOSFODNN7EXAMPLE").hits
+    )
+
+
+@pytest.mark.parametrize("content", ["", "   ", "ok", "lgtm", 42, None, "x" * 70000])
+def test_empty_trivial_or_huge_content_is_rejected_clearly(store, content):
+    with pytest.raises(InvalidInput) as error:
+        store.save(content)
+    assert len(str(error.value)) > 20
+    assert store.stats()["memories"] == 0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"type": "nonsense"},
+        {"importance": 2},
+        {"tier": "x"},
+        {"tags": [1, 2]},
+        {"ttl_days": -1},
+        {"priority": "P9"},
+        {"supersedes": "../../etc/passwd"},
+    ],
+)
+def test_bad_options_are_rejected(store, bad):
+    with pytest.raises((InvalidInput, NotFound)):
+        store.save("a perfectly fine memory about the build", **bad)
+
+
+NASTY_QUERIES = [
+    '"unbalanced quote',
+    "it's",
+    "foo-bar baz",
+    "src/app/main.py",
+    "key:value",
+    "a AND b OR NOT c",
+    "(parens (nested)",
+    "emoji 🚀🔥 deploy",
+    "x" * 10_000,
+    "NOT",
+    "AND OR",
+    "*",
+    "title:foo",
+    "[1 TO 2]",
+    "\\",
+    "-",
+    "🚀",
+    "\x00\x01",
+    "SELECT * FROM memories; DROP TABLE memories",
+    "配置",
+]
+
+
+@pytest.mark.parametrize("query", NASTY_QUERIES)
+def test_odd_queries_answer_or_fail_clearly(store, query):
+    store.save("parse the key:value config in src/app/main.py (it's foo-bar style)")
+    result = store.search(query)
+    assert result.mode == "hybrid"
+    assert store.stats()["memories"] == 1
+
+
+@pytest.mark.parametrize("query", ["", "   ", None, 5])
+def test_empty_query_is_a_clear_error(store, query):
+    with pytest.raises(InvalidInput):
+        store.search(query)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"limit": 0},
+        {"limit": -5},
+        {"limit": 10**9},
+        {"budget_tokens": 1},
+        {"types": ["nonsense"]},
+        {"min_confidence": 3},
+    ],
+)
+def test_bad_search_options(store, options):
+    with pytest.raises(InvalidInput):
+        store.search("anything", **options)
+
+
+def test_chinese_and_identifiers(store):
+    zh = store.save("部署之前必须先运行所有的单元测试")
+    store.save("Unit tests live in the tests folder and use pytest fixtures")
+    ident = store.save("parseConfig reads the YAML settings file at startup")
+    assert ids(store.search("部署测试"))[0] == zh.id
+    assert ids(store.search("parse config"))[0] == ident.id
+    assert ids(store.search("parse_config"))[0] == ident.id
+
+
+def test_search_without_model_says_so(settings):
+    with Store.open(settings, project="/repo/a", load_embedder=False) as cold:
+        saved = cold.save("the release checklist lives in docs/release.md")
+        result = cold.search("release checklist")
+        assert result.mode == "bm25+graph" and result.notes
+        assert ids(result) == [saved.id]
+        assert cold.get(saved.id).embedding_model is None
+
+
+def test_vectors_are_added_once_the_model_is_ready(settings, embedder):
+    with Store.open(settings, project="/repo/a", load_embedder=False) as cold:
+        saved = cold.save("the release checklist lives in docs/release.md")
+    with Store.open(settings, project="/repo/a", embedder=embedder) as warm:
+        assert warm.get(saved.id).embedding_model == embedder.model_id
+        assert ids(warm.search("where is the list of steps for shipping a version"))[0] == saved.id
+
+
+def test_a_hit_counts_as_an_access(store):
+    saved = store.save("Run database migrations with alembic upgrade head", source="hook")
+    before = store.get(saved.id)
+    store.search("alembic migrations")
+    after = store.get(saved.id)
+    assert after.access_count == before.access_count + 1
+    assert after.last_accessed_at is not None and after.strength > before.strength
+    assert after.confidence > before.confidence
+
+
+def test_token_budget_caps_the_answer(store):
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    for n in range(30):
+        filler = " ".join(f"{words[(n + k) % 10]}{n}{k}" for k in range(40))
+        store.save(f"Service {words[n % 10]}-{n} exposes metrics on port {9000 + n}: {filler}")
+    result = store.search("service metrics port", limit=30, budget_tokens=300)
+    assert 0 < len(result.hits) < 30 and result.tokens <= 300 and result.truncated > 0
+
+
+def test_forget_by_id_removes_every_version_everywhere(store):
+    first = store.save("use yarn to install dependencies")
+    second = store.save("use pnpm to install dependencies")
+    result = store.forget(ids=[second.id], reason="wrong")
+    assert set(result.ids) == {first.id, second.id}
+    assert store.search("install dependencies", include_history=True).hits == []
+    with pytest.raises(NotFound):
+        store.get(first.id)
+    store.flush()
+    assert store.fulltext.ids() == set()
+    assert store.conn.execute("SELECT COUNT(*) FROM memory_chunks").fetchone()[0] == 0
+    rows = store.conn.execute("SELECT action, detail FROM audit WHERE action = 'forget'").fetchall()
+    assert len(rows) == 2 and all("install" not in row["detail"] for row in rows)
+    assert verify(store.conn).ok
+
+
+def test_forget_by_filter_previews_first(store):
+    store.save("a bug: the upload fails above 2GB, fixed with multipart", type="bug")
+    keep = store.save("we decided to keep the monorepo layout", type="decision")
+    preview = store.forget(type="bug", dry_run=True)
+    assert preview.count == 1 and store.stats()["memories"] == 2
+    done = store.forget(type="bug")
+    assert done.count == 1 and ids(store.search("monorepo")) == [keep.id]
+
+
+def test_forget_unknown_or_malformed_ids(store):
+    with pytest.raises(NotFound):
+        store.forget(ids=["m_0000000000000000"])
+    with pytest.raises(InvalidInput):
+        store.forget(ids=["../../x"])
+    with pytest.raises(InvalidInput):
+        store.forget()
+
+
+KILL_AFTER_COMMIT = textwrap.dedent("""
+    import os, sys
+    from agentmem_mcp.config import load_settings
+    from agentmem_mcp.store import Store
+    store = Store.open(load_settings(), project="/repo/a")
+    Store.drain_outbox = lambda self, limit=None: os._exit(9)   # die after the SQLite commit
+    store.forget(ids=[sys.argv[1]])
+    store.close()
+""")
+
+
+def test_forget_then_crash_before_the_index_update(settings, embedder, cli_env):
+    with Store.open(settings, project="/repo/a", embedder=embedder) as store:
+        doomed = store.save("the legacy payments service runs on host pay-01")
+        store.save("the new payments service runs on kubernetes")
+    done = subprocess.run(
+        [sys.executable, "-c", KILL_AFTER_COMMIT, doomed.id],
+        env=cli_env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 9, done.stderr
+    with Store.open(settings, project="/repo/a", embedder=embedder) as store:
+        assert doomed.id not in ids(store.search("legacy payments service host"))
+        with pytest.raises(NotFound):
+            store.get(doomed.id)
+        out = io.StringIO()
+        export(store, out)
+        assert doomed.id not in out.getvalue()
+        assert doomed.id not in store.fulltext.ids()
+
+
+def test_export_import_round_trip(store, tmp_path, embedder, model_path):
+    a = store.save("use yarn to install dependencies", type="decision", importance=0.9, tags=["tooling"])
+    store.save("use pnpm to install dependencies", type="decision")
+    store.save("部署之前必须先运行所有的单元测试")
+    store.save("The API server listens on port 8080", project=None, ttl_days=30)
+    store.search("install dependencies")
+    queries = ["install dependencies", "部署", "which port does the api use"]
+    before = {q: ids(store.search(q, record_access=False)) for q in queries}
+    dump = io.StringIO()
+    export(store, dump)
+    other = load_settings(env={}, home=tmp_path / "other", embed_model_path=model_path)
+    with Store.open(other, project="/repo/a", embedder=embedder) as fresh:
+        report = import_(fresh, io.StringIO(dump.getvalue()))
+        assert report.imported == 4 and report.skipped == 0
+        after = {q: ids(fresh.search(q, record_access=False)) for q in queries}
+        assert after == before
+        original = store.get(a.id)
+        copied = fresh.get(a.id)
+        for field in (
+            "created_at",
+            "confidence",
+            "importance",
+            "version",
+            "is_latest",
+            "tags",
+            "root_id",
+            "access_count",
+            "last_accessed_at",
+        ):
+            assert getattr(copied, field) == getattr(original, field), field
+        again = import_(fresh, io.StringIO(dump.getvalue()))
+        assert again.imported == 0 and again.skipped == 4
+        assert fresh.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 4
+
+
+def test_reindex_and_doctor_repair_a_deleted_index(store):
+    saved = store.save("Feature flags are read from LaunchDarkly at startup")
+    import shutil
+
+    shutil.rmtree(store.settings.fulltext_dir)
+    store.fulltext.reset()
+    assert {c.name: c.ok for c in doctor(store)}["bm25 index"] is False
+    result = reindex(store)
+    assert result["indexed"] == 1
+    assert all(c.ok for c in doctor(store)), [c for c in doctor(store) if not c.ok]
+    assert ids(store.search("feature flags"))[0] == saved.id
+
+
+def test_model_change_reembeds_instead_of_mixing(store):
+    store.save("Feature flags are read from LaunchDarkly at startup")
+    with store.transaction() as conn:
+        conn.execute("UPDATE meta SET value = 'some-other-model|384' WHERE key = 'embedding_model'")
+    store.prepare_vectors()
+    row = store.conn.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
+    assert row[0].startswith(store.embedder.model_id)
+    assert store.conn.execute("SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL").fetchone()[0] == 0
+    assert store.search("launchdarkly flags").hits
+
+
+def test_files_are_private(store):
+    assert oct(os.stat(store.settings.home).st_mode & 0o777) == "0o700"
+    assert oct(os.stat(store.db_path).st_mode & 0o777) == "0o600"
+
+
+SAVER = textwrap.dedent("""
+    import sys
+    from agentmem_mcp.config import load_settings
+    from agentmem_mcp.store import Store
+    store = Store.open(load_settings(), project="/repo/a")
+    tag = sys.argv[1]
+    templates = {"p": "process p remembers fact number {n}: the widget p{n} uses port {port}",
+                 "q": "worker q stored observation {n} about gadget q{n}, served from host q-{port}"}
+    for n in range(int(sys.argv[2])):
+        store.save(templates[tag].format(n=n, port=n + 1000))
+    store.close()
+""")
+
+
+@pytest.mark.slow
+def test_two_processes_save_concurrently(settings, embedder, cli_env):
+    with Store.open(settings, project="/repo/a", embedder=embedder):
+        pass
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SAVER, tag, "500"],
+            env=cli_env,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tag in ("p", "q")
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+        assert "locked" not in err.lower()
+    with Store.open(settings, project="/repo/a", embedder=embedder) as store:
+        assert store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 1000
+        assert len(store.fulltext.ids()) == 1000
+        for query, prefix in (("widget p0", "process p"), ("gadget q499", "worker q"), ("widget p250", "process p")):
+            assert store.search(query, limit=3).hits[0].title.startswith(prefix)
+
+
+def test_settings_from_toml_and_env(tmp_path):
+    home = tmp_path / "h"
+    home.mkdir()
+    (home / "config.toml").write_text("search_budget_tokens = 999\nweight_graph = 0.5\n")
+    settings = load_settings(env={"AGENTMEM_HOME": str(home), "AGENTMEM_WEIGHT_GRAPH": "0.1"})
+    assert settings.search_budget_tokens == 999 and settings.weight_graph == 0.1
+    from agentmem_mcp.config import ConfigError
+
+    with pytest.raises(ConfigError):
+        load_settings(env={"AGENTMEM_HOME": str(home), "AGENTMEM_RRF_K": "lots"})
+
+
+def test_cli_round_trip(cli_env, tmp_path):
+    def agentmem(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "agentmem_mcp", *args],
+            env=cli_env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            input=stdin,
+            timeout=120,
+        )
+
+    saved = agentmem("save", "use ruff for linting and formatting", "--type", "decision", "--json")
+    assert saved.returncode == 0, saved.stderr
+    memory_id = json.loads(saved.stdout)["id"]
+    found = agentmem("search", "linting", "--json")
+    assert json.loads(found.stdout)["hits"][0]["id"] == memory_id
+    assert memory_id in agentmem("search", "linting").stdout
+    assert "ruff" in agentmem("get", memory_id).stdout
+    bad = agentmem("save", "")
+    assert bad.returncode == 2 and "empty" in bad.stderr
+    assert agentmem("doctor").returncode == 0
+    assert "ok" in agentmem("audit", "--verify").stdout
+    dump = agentmem("export")
+    assert memory_id in dump.stdout
+    assert agentmem("forget", memory_id).returncode == 0
+    assert json.loads(agentmem("search", "linting", "--json").stdout)["hits"] == []
+    restored = agentmem("import", "-", stdin=dump.stdout)
+    assert "imported 1" in restored.stdout
+    stats = json.loads(agentmem("stats", "--json").stdout)
+    assert stats["memories"] == 1
+    reindexed = agentmem("reindex")
+    assert reindexed.returncode == 0 and "reindexed 1" in reindexed.stdout
