@@ -100,6 +100,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
             _print_json(report.to_dict())
         else:
             print(report.table())
+            if report.dry_run and not args.dry_run:
+                print("nothing was deleted; add --yes to run this sweep")
         return 0
     by_filter = not args.ids and not args.session
     dry_run = args.dry_run or (by_filter and not args.yes)

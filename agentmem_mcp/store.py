@@ -277,11 +277,11 @@ class Store:
 
         return save(self, content, **options)
 
-    def save_many(self, items: list[dict[str, Any]]):
+    def save_many(self, items: list[dict[str, Any]], **options: Any):
         """Save several memories in one batch; see `lifecycle.remember.save_many`."""
         from .lifecycle.remember import save_many
 
-        return save_many(self, items)
+        return save_many(self, items, **options)
 
     def search(self, query: str, **options: Any):
         """Find memories; see `retrieval.search` for the arguments."""

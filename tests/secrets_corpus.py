@@ -47,7 +47,9 @@ def r_pem_body(nbytes: int) -> str:
 
 def r_jwt() -> str:
     header = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("=")
-    claims = f'{{"sub":"{_rng.randint(10**8, 10**9)}","name":"Jane Doe","iat":{_rng.randint(1.6e9, 1.8e9)}}}'
+    claims = (
+        f'{{"sub":"{_rng.randint(10**8, 10**9)}","name":"Jane Doe","iat":{_rng.randint(1_600_000_000, 1_800_000_000)}}}'
+    )
     payload = base64.urlsafe_b64encode(claims.encode()).decode().rstrip("=")
     return f"{header}.{payload}.{r_b64url(32)}"
 
@@ -215,7 +217,8 @@ def _cases() -> list[SecretCase]:
     add(
         "stripe_key",
         sk_test,
-        f"const stripe = require('stripe')('{sk_test}');\n\nconst session = await stripe.checkout.sessions.create({{}});\n",
+        f"const stripe = require('stripe')('{sk_test}');\n\n"
+        "const session = await stripe.checkout.sessions.create({});\n",
     )
     rk_live = "rk_live_" + r(ALNUM, 99)
     add("stripe_key", rk_live, f"[2024-09-17 10:02:03] INFO billing.sync key={rk_live} account=acct_1Nx\n")
@@ -353,7 +356,8 @@ def _cases() -> list[SecretCase]:
     add(
         "secret_assignment",
         json_secret,
-        f'{{\n  "name": "worker",\n  "auth": {{\n    "clientId": "worker-svc",\n    "secret": "{json_secret}"\n  }}\n}}\n',
+        f'{{\n  "name": "worker",\n  "auth": {{\n    "clientId": "worker-svc",\n'
+        f'    "secret": "{json_secret}"\n  }}\n}}\n',
     )
     django = "django-insecure-" + r(LOWER + DIGITS + "!@#$%^&*(-_=+)", 50).replace("'", "")
     add("secret_assignment", django, f"DEBUG = True\nSECRET_KEY = '{django}'\nALLOWED_HOSTS = []\n")
@@ -640,7 +644,8 @@ export class ConsolidationWorkerLeaseRenewalScheduler {
     texts["pytest output"] = (
         "============================= test session starts ==============================\n"
         "platform linux -- Python 3.11.7, pytest-8.3.3, pluggy-1.5.0\n"
-        "rootdir: /home/dev/projects/agentmem\nconfigfile: pyproject.toml\nplugins: timeout-2.3.1, hypothesis-6.112.1, anyio-4.4.0\n"
+        "rootdir: /home/dev/projects/agentmem\nconfigfile: pyproject.toml\n"
+        "plugins: timeout-2.3.1, hypothesis-6.112.1, anyio-4.4.0\n"
         "collected 214 items\n\n"
         "tests/test_retrieval_fusion.py ........................                          [ 11%]\n"
         "tests/test_consolidation_incremental_summaries.py ...F....                        [ 15%]\n\n"
@@ -677,7 +682,8 @@ export class ConsolidationWorkerLeaseRenewalScheduler {
     texts["styles.css"] = (
         ":root {\n  --color-primary: #1e40af;\n  --color-surface-elevated-background: #f8fafc;\n"
         "  --shadow-elevation-medium: 0 4px 6px -1px rgb(0 0 0 / 0.1), 0 2px 4px -2px rgb(0 0 0 / 0.1);\n}\n"
-        ".session-summary-card__header--collapsed { color: #0f172acc; transition: transform 150ms cubic-bezier(0.4, 0, 0.2, 1); }\n"
+        ".session-summary-card__header--collapsed { color: #0f172acc;"
+        " transition: transform 150ms cubic-bezier(0.4, 0, 0.2, 1); }\n"
         '<div class="flex items-center justify-between gap-4 rounded-lg border border-slate-200 px-4 py-2">\n'
     )
     texts["pip install"] = (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from transcript_replay import claude_code_events, cursor_events
+from .transcript_replay import claude_code_events, cursor_events
 
 from agentmem_mcp.capture.events import (
     CLAUDE_CODE_EVENTS,

@@ -65,8 +65,11 @@ def our_commands(client: str, hooks_config: dict) -> dict[str, list[str]]:
 
 def existing_settings(client: str) -> tuple[dict, dict]:
     """Realistic configs that already hold other tools' servers, hooks and settings."""
-    mcp = {"theme": "dark", "numStartups": 12,
-           "mcpServers": {"github": {"type": "stdio", "command": "npx", "args": ["-y", "gh-mcp"]}}}
+    mcp = {
+        "theme": "dark",
+        "numStartups": 12,
+        "mcpServers": {"github": {"type": "stdio", "command": "npx", "args": ["-y", "gh-mcp"]}},
+    }
     if client == "claude-code":
         hooks = {
             "$schema": "https://json.schemastore.org/claude-code-settings.json",
@@ -74,17 +77,21 @@ def existing_settings(client: str) -> tuple[dict, dict]:
             "permissions": {"allow": ["Bash(ls:*)"]},
             "hooks": {
                 "SessionStart": [{"hooks": [{"type": "command", "command": "echo hello"}]}],
-                "PostToolUse": [{"matcher": "Edit|Write",
-                                 "hooks": [{"type": "command", "command": "ruff format", "timeout": 30}]}],
+                "PostToolUse": [
+                    {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "ruff format", "timeout": 30}]}
+                ],
                 "Notification": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
             },
         }
     else:
-        hooks = {"version": 1, "hooks": {
-            "afterFileEdit": [{"command": "./scripts/format.sh"}],
-            "stop": [{"command": "audit-log", "timeout": 5}],
-            "beforeShellExecution": [{"command": "guard.sh"}],
-        }}
+        hooks = {
+            "version": 1,
+            "hooks": {
+                "afterFileEdit": [{"command": "./scripts/format.sh"}],
+                "stop": [{"command": "audit-log", "timeout": 5}],
+                "beforeShellExecution": [{"command": "guard.sh"}],
+            },
+        }
     return mcp, hooks
 
 
@@ -119,8 +126,12 @@ def test_install_into_empty_home_creates_our_entries(client, scope, dirs):
         assert all(item["timeout"] == 10 for items in hooks["hooks"].values() for item in items)
     else:
         assert hooks["hooks"]["PostToolUse"][0]["matcher"] == "*"
-        assert all(h["timeout"] == 10 and h["type"] == "command"
-                   for groups in hooks["hooks"].values() for g in groups for h in g["hooks"])
+        assert all(
+            h["timeout"] == 10 and h["type"] == "command"
+            for groups in hooks["hooks"].values()
+            for g in groups
+            for h in g["hooks"]
+        )
     assert mcp_path.read_text().startswith('{\n  "')  # 2-space indent
 
 
@@ -185,8 +196,10 @@ def test_invalid_json_raises_and_leaves_file_untouched(client, scope, dirs):
     hooks_path.parent.mkdir(parents=True, exist_ok=True)
     hooks_path.write_text('{"hooks": {,}\n')
     before = snapshot(dirs["home"].parent)
-    for planner in (lambda: plan_install(client, scope, command=COMMAND, **dirs),
-                    lambda: plan_uninstall(client, scope, **dirs)):
+    for planner in (
+        lambda: plan_install(client, scope, command=COMMAND, **dirs),
+        lambda: plan_uninstall(client, scope, **dirs),
+    ):
         with pytest.raises(InstallError) as err:
             planner()
         assert str(hooks_path) in str(err.value) and "fix" in str(err.value)
@@ -243,8 +256,7 @@ def test_python_module_command_is_split_and_recognised(dirs):
     server = load(mcp_path)["mcpServers"]["agentmem"]
     assert server["command"] == "/opt/my python/bin/python3"
     assert server["args"] == ["-m", "agentmem_mcp", "serve"]
-    assert our_commands("claude-code", load(hooks_path))["Stop"] == [
-        f"{command} hook --client claude-code Stop"]
+    assert our_commands("claude-code", load(hooks_path))["Stop"] == [f"{command} hook --client claude-code Stop"]
     assert plan_install("claude-code", "project", command=command, **dirs).changes == []
     uninstall("claude-code", "project", dirs)
     assert not mcp_path.exists() and not hooks_path.exists()
@@ -319,13 +331,14 @@ def test_agentmem_command_points_at_something_runnable():
 
 # --- plugin and hook files -------------------------------------------------------------------------
 
+
 def test_plugin_hooks_file_runs_the_script_for_every_event():
     hooks = load(REPO / "hooks" / "hooks.json")["hooks"]
     assert set(hooks) == set(CLIENT_EVENTS["claude-code"])
     for event, groups in hooks.items():
         (hook,) = [h for g in groups for h in g["hooks"]]
         assert hook["type"] == "command" and hook["timeout"] <= 30
-        assert hook["command"].endswith(f"/hooks/run-hook.sh\" claude-code {event}")
+        assert hook["command"].endswith(f'/hooks/run-hook.sh" claude-code {event}')
         script = hook["command"].split('"')[1].replace("${CLAUDE_PLUGIN_ROOT}", str(REPO))
         assert Path(script).is_file()
     assert hooks["PostToolUse"][0]["matcher"] == "*"
@@ -354,8 +367,15 @@ def test_plugin_manifest_and_marketplace():
 
 
 def _run_hook(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["sh", str(REPO / "hooks" / "run-hook.sh"), *args], input=b'{"session_id": "s1"}',
-                          capture_output=True, env=env, cwd=cwd, timeout=30, check=False)
+    return subprocess.run(
+        ["sh", str(REPO / "hooks" / "run-hook.sh"), *args],
+        input=b'{"session_id": "s1"}',
+        capture_output=True,
+        env=env,
+        cwd=cwd,
+        timeout=30,
+        check=False,
+    )
 
 
 def test_run_hook_without_agentmem_exits_zero(tmp_path):

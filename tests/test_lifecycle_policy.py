@@ -257,8 +257,7 @@ def test_composite_worked_example():
 def test_composite_reason_lists_each_part():
     [score] = CompositeStrategy().score([fact("a", 0.2, 25)], NOW)
     assert score.reason == (
-        "importance 0.20 [+0.400]; age 25.0 d (half-life 7 d) [+0.275]; "
-        "rank 1 of 1, within capacity 10000 [+0.000]"
+        "importance 0.20 [+0.400]; age 25.0 d (half-life 7 d) [+0.275]; rank 1 of 1, within capacity 10000 [+0.000]"
     )
 
 
@@ -444,18 +443,12 @@ def test_plan_never_deletes_p0_or_more_than_the_cap(strategy, memories, threshol
 
     assert sorted(s.id for s in plan.report) == sorted(by_id)
     assert [s.score for s in plan.report] == sorted((s.score for s in plan.report), reverse=True)
-    eligible = [
-        s
-        for s in plan.report
-        if s.id not in expired and by_id[s.id].priority != "P0" and s.score >= threshold
-    ]
+    eligible = [s for s in plan.report if s.id not in expired and by_id[s.id].priority != "P0" and s.score >= threshold]
     assert len(deleted) == min(len(eligible), max_deletions)
     kept = [s.score for s in eligible if s.id not in deleted]
     if kept and plan.deletions:
         assert max(kept) <= min(s.score for s in plan.deletions)
-    assert all(
-        s.reason == P0_REASON for s in plan.report if by_id[s.id].priority == "P0" and s.id not in expired
-    )
+    assert all(s.reason == P0_REASON for s in plan.report if by_id[s.id].priority == "P0" and s.id not in expired)
 
 
 def test_should_sweep():

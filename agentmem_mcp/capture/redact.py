@@ -14,11 +14,12 @@ tables are data; the logic is the short functions below them.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,13 +42,30 @@ class Finding:
 class _Rule:
     kind: str
     regex: re.Pattern[str]
-    hints: tuple[str, ...]  # one of these must occur in the lower-cased text, else the regex is skipped
     group: int  # the capture group that holds the secret
     check: Callable[[str], bool] | None  # extra test on the secret
+    lower: bool  # the pattern is written in lower case and runs on the lower-cased text
+    on_line: tuple[str, ...]  # one of these words must come earlier on the same line (a command name)
 
 
-def _rule(kind: str, pattern: str, hints: tuple[str, ...], group: int = 0, check=None, flags: int = 0) -> _Rule:
-    return _Rule(kind, re.compile(pattern, flags), hints, group, check)
+def _rule(
+    kind: str,
+    pattern: str,
+    group: int = 0,
+    check: Callable[[str], bool] | None = None,
+    lower: bool = False,
+    on_line: tuple[str, ...] = (),
+) -> _Rule:
+    return _Rule(kind, re.compile(pattern, re.DOTALL), group, check, lower, on_line)
+
+
+def _token(prefix: str, body: str, end: str = r"(?![A-Za-z0-9_\-])") -> str:
+    """A token that starts with the fixed-width `prefix` and is not glued to a word on either side.
+
+    The prefix comes first and the left boundary is checked behind it, so the regex engine can skip
+    straight to occurrences of the prefix instead of trying every position.
+    """
+    return rf"{prefix}(?<![A-Za-z0-9_\-]{prefix}){body}{end}"
 
 
 def _mixed_case(s: str) -> bool:
@@ -59,92 +77,90 @@ def _mixed_case_digit(s: str) -> bool:
 
 
 def _has_key_body(s: str) -> bool:
-    return _KEY_BODY.search(s) is not None
-
-
-_KEY_BODY = re.compile(r"[A-Za-z0-9+/=]{20}")
+    return re.search(r"[A-Za-z0-9+/=]{20}", s) is not None
 
 
 def _not_reference(s: str) -> bool:
     return not s.startswith(("[", "$", "{", "<", "%"))
 
 
-_L = r"(?<![A-Za-z0-9_\-])"  # the token does not continue to the left
-_R = r"(?![A-Za-z0-9_\-])"  # ... nor to the right
-
+_ANY = ""  # no right boundary: the body's own length limit ends the token
 # fmt: off
 _FORMAT_RULES: tuple[_Rule, ...] = (
     _rule("private_key", r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?"
-          r"(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)", ("private key",), check=_has_key_body,
-          flags=re.DOTALL),
-    _rule("aws_access_key_id", rf"{_L}(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{{16}}(?![A-Za-z0-9])",
-          ("akia", "asia", "abia", "acca", "a3t")),
-    _rule("aws_secret_access_key", r"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?[ \t]{0,5}"
-          r"[:=]{1,2}[ \t]{0,5}[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", ("secret",), 1),
-    _rule("gcp_api_key", rf"{_L}AIza[0-9A-Za-z_\-]{{35}}{_R}", ("aiza",)),
-    _rule("gcp_oauth_secret", rf"{_L}GOCSPX-[A-Za-z0-9_\-]{{20,40}}{_R}", ("gocspx",)),
-    _rule("gcp_access_token", rf"{_L}ya29\.[A-Za-z0-9_\-.]{{20,2048}}", ("ya29",)),
-    _rule("azure_storage_key", r"(?i)(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/]{20,200}={0,2})",
-          ("accountkey", "sharedaccesskey"), 1),
-    _rule("azure_sas", r"[?&]sig=([A-Za-z0-9%+/]{20,200}(?:%3D|=){0,2})", ("sig=",), 1),
-    _rule("github_token", rf"{_L}(?:gh[pousr]_[A-Za-z0-9]{{36,251}}|github_pat_[A-Za-z0-9_]{{40,240}}){_R}",
-          ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
-    _rule("gitlab_token", rf"{_L}gl(?:pat|dt|rt|ptt|cbt|imt|soat|ft|agent|oas|wt)-[A-Za-z0-9_\-]{{20,80}}",
-          ("gl",)),
-    _rule("slack_token", rf"{_L}(?:xox[abposre]|xapp)-[A-Za-z0-9\-]{{10,250}}", ("xox", "xapp-")),
-    _rule("slack_webhook", r"hooks\.slack\.com/((?:services|workflows|triggers)/[A-Za-z0-9_/\-]{10,200})",
-          ("hooks.slack.com",), 1),
-    _rule("discord_webhook", r"discord(?:app)?\.com/api/webhooks/(\d{5,30}/[A-Za-z0-9_\-]{20,100})",
-          ("webhooks",), 1),
-    _rule("stripe_key", rf"{_L}(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{{10,247}}(?![A-Za-z0-9])",
-          ("sk_live", "sk_test", "rk_live", "rk_test")),
-    _rule("stripe_webhook_secret", rf"{_L}whsec_[A-Za-z0-9]{{20,100}}", ("whsec_",)),
-    _rule("anthropic_api_key", rf"{_L}sk-ant-[A-Za-z0-9_\-]{{20,250}}", ("sk-ant-",)),
-    _rule("openai_api_key", rf"{_L}sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{{20,250}}", ("sk-",),
+          r"(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)", check=_has_key_body),
+    _rule("aws_access_key_id", _token("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", "[A-Z0-9]{16}", "(?![A-Za-z0-9])")),
+    _rule("aws_secret_access_key", r"secret_?(?:access_?)?key[\"']?[ \t]{0,5}(?:[:=]{1,2}[ \t]{0,5})?[\"']?"
+          r"([a-z0-9/+]{40})(?![a-z0-9/+=])", 1, lower=True),
+    _rule("gcp_api_key", _token("AIza", r"[0-9A-Za-z_\-]{35}")),
+    _rule("gcp_oauth_secret", _token("GOCSPX-", r"[A-Za-z0-9_\-]{20,40}")),
+    _rule("gcp_access_token", _token(r"ya29\.", r"[A-Za-z0-9_\-.]{20,2048}", _ANY)),
+    _rule("azure_storage_key", r"accountkey=([a-z0-9+/]{20,200}={0,2})", 1, lower=True),
+    _rule("azure_storage_key", r"sharedaccesskey=([a-z0-9+/]{20,200}={0,2})", 1, lower=True),
+    _rule("azure_sas", r"sig=(?<=[?&]sig=)([A-Za-z0-9%+/]{20,200}(?:%3D|=){0,2})", 1),
+    _rule("github_token", _token("gh[pousr]_", "[A-Za-z0-9]{36,251}")),
+    _rule("github_token", _token("github_pat_", "[A-Za-z0-9_]{40,240}")),
+    _rule("gitlab_token", _token("gl", r"(?:pat|dt|rt|ptt|cbt|imt|soat|ft|agent|oas|wt)-[A-Za-z0-9_\-]{20,80}", _ANY)),
+    _rule("slack_token", _token("xox[abposre]-", r"[A-Za-z0-9\-]{10,250}", _ANY)),
+    _rule("slack_token", _token("xapp-", r"[A-Za-z0-9\-]{10,250}", _ANY)),
+    _rule("slack_webhook", r"hooks\.slack\.com/((?:services|workflows|triggers)/[A-Za-z0-9_/\-]{10,200})", 1),
+    _rule("discord_webhook", r"discord(?:app)?\.com/api/webhooks/(\d{5,30}/[A-Za-z0-9_\-]{20,100})", 1),
+    _rule("stripe_key", _token("sk_(?:live|test)_", "[A-Za-z0-9]{10,247}", "(?![A-Za-z0-9])")),
+    _rule("stripe_key", _token("rk_(?:live|test)_", "[A-Za-z0-9]{10,247}", "(?![A-Za-z0-9])")),
+    _rule("stripe_webhook_secret", _token("whsec_", "[A-Za-z0-9]{20,100}", _ANY)),
+    _rule("anthropic_api_key", _token("sk-ant-", r"[A-Za-z0-9_\-]{20,250}", _ANY)),
+    _rule("openai_api_key", _token("sk-", r"(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,250}", _ANY),
           check=_mixed_case_digit),
-    _rule("huggingface_token", rf"{_L}(?:hf_|api_org_)[A-Za-z0-9]{{30,40}}(?![A-Za-z0-9])", ("hf_", "api_org_"),
-          check=_mixed_case),
-    _rule("npm_token", rf"{_L}npm_[A-Za-z0-9]{{36}}(?![A-Za-z0-9])", ("npm_",), check=_mixed_case),
-    _rule("pypi_token", rf"{_L}pypi-Ag[A-Za-z0-9_\-]{{50,400}}", ("pypi-ag",)),
-    _rule("twilio", rf"{_L}(?:AC|SK)[0-9a-f]{{32}}(?![A-Za-z0-9])", ("ac", "sk")),
-    _rule("sendgrid_api_key", rf"{_L}SG\.[A-Za-z0-9_\-]{{16,32}}\.[A-Za-z0-9_\-]{{30,64}}", ("sg.",)),
-    _rule("mailgun_api_key", rf"{_L}key-[0-9a-f]{{32}}(?![A-Za-z0-9])", ("key-",)),
-    _rule("telegram_bot_token", r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}(?![A-Za-z0-9_\-])", (":aa",)),
-    _rule("vault_token", rf"{_L}hv[sbr]\.[A-Za-z0-9_\-]{{24,200}}", ("hvs.", "hvb.", "hvr.")),
-    _rule("digitalocean_token", rf"{_L}do[por]_v1_[a-f0-9]{{64}}", ("_v1_",)),
-    _rule("shopify_token", rf"{_L}shp(?:at|ss|ca|pa)_[a-fA-F0-9]{{32}}", ("shp",)),
-    _rule("databricks_token", rf"{_L}dapi[a-f0-9]{{32}}(?:-\d)?(?![A-Za-z0-9])", ("dapi",)),
-    _rule("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}", ("age-secret-key-",)),
-    _rule("jwt", rf"{_L}eyJ[A-Za-z0-9_\-]{{8,4000}}\.eyJ[A-Za-z0-9_\-]{{8,8000}}\.[A-Za-z0-9_\-]{{0,2000}}",
-          ("eyj",)),
+    _rule("huggingface_token", _token("hf_", "[A-Za-z0-9]{30,40}", "(?![A-Za-z0-9])"), check=_mixed_case),
+    _rule("huggingface_token", _token("api_org_", "[A-Za-z0-9]{30,40}", "(?![A-Za-z0-9])"), check=_mixed_case),
+    _rule("npm_token", _token("npm_", "[A-Za-z0-9]{36}", "(?![A-Za-z0-9])"), check=_mixed_case),
+    _rule("pypi_token", _token("pypi-Ag", r"[A-Za-z0-9_\-]{50,400}", _ANY)),
+    _rule("twilio", _token("AC", "[0-9a-f]{32}", "(?![A-Za-z0-9])")),
+    _rule("twilio", _token("SK", "[0-9a-f]{32}", "(?![A-Za-z0-9])")),
+    _rule("sendgrid_api_key", _token(r"SG\.", r"[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}", _ANY)),
+    _rule("mailgun_api_key", _token("key-", "[0-9a-f]{32}", "(?![A-Za-z0-9])")),
+    _rule("telegram_bot_token", r":(?<=[0-9]{8}:)(AA[A-Za-z0-9_\-]{33})(?![A-Za-z0-9_\-])", 1),
+    _rule("vault_token", _token(r"hv[sbr]\.", r"[A-Za-z0-9_\-]{24,200}", _ANY)),
+    _rule("digitalocean_token", _token("do[por]_v1_", "[a-f0-9]{64}", _ANY)),
+    _rule("shopify_token", _token("shp(?:at|ss|ca|pa)_", "[a-fA-F0-9]{32}", _ANY)),
+    _rule("databricks_token", _token("dapi", r"[a-f0-9]{32}(?:-\d)?", "(?![A-Za-z0-9])")),
+    _rule("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}"),
+    _rule("jwt", _token("eyJ", r"[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{0,2000}", _ANY)),
 )
 
 _CONTEXT_RULES: tuple[_Rule, ...] = (
-    _rule("url_password", r"://[^\s:/@?#\"'<>\[\]]{0,256}:([^\s/@\"'<>\[\]]{1,256})@", ("://",), 1, _not_reference),
-    _rule("netrc_password", r"(?i)\blogin[ \t]+[^\s]{1,256}\s{1,20}password[ \t]+([^\s]{1,256})", ("password",),
-          1, _not_reference),
-    _rule("basic_auth", r"(?i)\b(?:curl|wget|http(?=[ \t]))\b[^\n]{0,300}?[ \t](?:-u|--user|-a|--auth)[ \t=]+"
-          r"[\"']?[^\s:\"']{1,128}:([^\s\"']{1,256})", ("curl", "wget", "http "), 1,
-          lambda s: _not_reference(s) and not s.isdigit()),
-    _rule("cli_password", r"(?i)\bsshpass\b[^\n]{0,100}?[ \t]-p[ \t]*[\"']?([^\s\"']{1,256})", ("sshpass",), 1),
-    _rule("cli_password", r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,200}?[ \t]-p[\"']?"
-          r"([^\s\"'\-][^\s\"']{0,255})", ("mysql", "mariadb"), 1, _not_reference),
-    _rule("cli_password", r"(?i)--(?:[a-z0-9]{1,20}-){0,4}(?:password|passwd|passphrase|token|secret|api-?key|"
-          r"access-key|secret-key|private-key|client-secret)[ \t]+[\"']?([^\s\"'\-$\[{<][^\s\"']{2,255})",
-          ("--",), 1, lambda s: not (s.isalpha() and s.islower())),
-    _rule("xml_secret", r"(?i)<[A-Za-z0-9_.:\-]{0,40}(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)>"
-          r"([^<\n]{1,1000})</", ("password>", "passwd>", "secret>", "token>", "key>"), 1, _not_reference),
+    _rule("url_password", r"://[^\s:/@?#\"'<>\[\]]{0,256}:([^\s/@\"'<>\[\]]{1,256})@", 1, _not_reference),
+    _rule("netrc_password", r"login(?<![a-z0-9_]login)[ \t]+[^\s]{1,256}\s{1,20}password[ \t]+([^\s]{1,256})", 1,
+          _not_reference, lower=True),
+    _rule("basic_auth", r"-(?<=[ \t]-)(?:u|-user|a|-auth)[ \t=]+[\"']?[^\s:\"']{1,128}:([^\s\"']{1,256})", 1,
+          lambda s: _not_reference(s) and not s.isdigit(), on_line=("curl", "wget", "http ")),
+    _rule("cli_password", r"-p(?<=[ \t]-p)[ \t]*[\"']?([^\s\"'\-][^\s\"']{0,255})", 1, _not_reference,
+          on_line=("sshpass", "docker login", "podman login", "nerdctl login", "az login")),
+    _rule("cli_password", r"-p(?<=[ \t]-p)[\"']?([^\s\"'\-][^\s\"']{0,255})", 1, _not_reference,
+          on_line=("mysql", "mariadb")),
+    _rule("cli_password", r"--(?:[a-z0-9]{1,20}-){0,4}(?:password|passwd|passphrase|token|secret|api-?key|"
+          r"access-key|secret-key|private-key|client-secret)[ \t]+[\"']?([^\s\"'\-$\[{<][^\s\"']{2,255})", 1,
+          lambda s: not (s.isalpha() and s.islower()), lower=True),
+    _rule("xml_secret", r"<[a-z0-9_.:\-]{0,40}(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)>"
+          r"([^<\n]{1,1000})</", 1, _not_reference, lower=True),
 )
 
-# A name that says "secret", then its separator. The value is read by `_assignment_value`.
+# A name that says "secret", then its separator; matched on the lower-cased text at the places that
+# `_ASSIGN_ANCHORS` point to. `_assignment_value` reads the value.
 _ASSIGN = re.compile(
-    r"(?i)(?:passw(?:or)?d|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|signing[_-]?key|"
-    r"encryption[_-]?key|master[_-]?key|credentials?|(?<=[_.\-])pass|(?<=[_.\-])pwd|(?<![A-Za-z])auth|cookie|"
+    r"(?:passw(?:or)?d|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|signing[_-]?key|"
+    r"encryption[_-]?key|master[_-]?key|credentials?|_pass|\.pass|-pass|_pwd|\.pwd|-pwd|;pwd|auth|cookie|"
     r"connection[_-]?string|conn[_-]?str)"
     r"(?:[_.\-]?(?:key|value|hash|b64|base64|hex|str|string|plain|data|id|base|bytes|text|\d{1,2}|v\d)){0,2}"
     r"(?:\\?[\"'`]\]?)?[ \t]{0,10}(:=|=>|:(?![:/])|=(?![=>~]))[ \t]{0,10}"
 )
-_SECRET_WORD = re.compile(r"(?i)passw|secret|token|api_?key|credential|_pass|_pwd|auth")
+# Substrings found with str.find, and how far before each one a name from `_ASSIGN` can start
+# ("key" sits 4 characters into "api_key", 11 into "encryption_key"). Cheaper than scanning with _ASSIGN.
+_ASSIGN_ANCHORS = (
+    ("pass", (1, 0)), ("pwd", (1,)), ("secret", (0,)), ("token", (0,)), ("auth", (0,)), ("cred", (0,)),
+    ("cookie", (0,)), ("conn", (0,)), ("key", (3, 4, 6, 7, 8, 10, 11)),
+)  # fmt: skip
+_SECRET_WORD = re.compile(r"(?i)passw|secret|token|api[_-]?key|credential|_pass|_pwd|auth")
 _STOP_VALUES = frozenset((
     "true false null none nil undefined yes no on off required optional include omit same-origin string str"
     " bytes int integer bool boolean any object number float unknown never void await new this self cls"
@@ -169,25 +185,30 @@ _DOC_FIELD = re.compile(r"(?:[:@](?:param|ivar|type|arg|var|cvar|raises)|Args:|A
 _STOPWORDS = frozenset("the a an to of for and or is are use with your this that in on not be by from as it".split())
 _SNAKE_WORDS = re.compile(r"[a-z]+(?:_[a-z]+)+")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _NAME_LIKE = re.compile(r"[A-Za-z_][A-Za-z_\-]*")
 _UPPER_NAME = re.compile(r"[A-Z0-9_.\-]*[A-Z][A-Z0-9_.\-]*")
 _CODE_CHARS = re.compile(r"[(){};=]")
 _SQUASH = re.compile(r"[\s_\-]")
+_COLOUR = re.compile(r"(?:^|\s)#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})\Z")
 
 
 def _squash(s: str) -> str:
     return _SQUASH.sub("", s.lower())
 
 
-def _placeholder(value: str) -> bool:
+def _placeholder(value: str, bare: bool = False) -> bool:
+    """A reference or a stand-in, not a secret: $VAR, {{ var }}, <your-token>, %s, ***, sk-...
+    Unquoted YAML/shell values can also be anchors, aliases, tags or comments (&a, *a, !Ref, #)."""
     v = value.strip()
     low = v.lower()
     return (
         not v
-        or v[0] in "$[{<%#&*!"
+        or v[0] in ("$[{<%#&*!" if bare else "$[{<%")
         or len(set(low)) <= 2
         or ("your" in low and any(w in low for w in ("key", "token", "secret", "pass")))
-        or low in ("...", "…", "changeme", "change_me", "replace_me", "todo", "example")
+        or low.endswith(("...", "…"))
+        or low in ("changeme", "change_me", "replace_me", "todo", "example")
     )
 
 
@@ -213,12 +234,27 @@ def _looks_like_code(value: str, name: str, following: str) -> bool:
         or _SNAKE_WORDS.fullmatch(value) is not None
         or (_IDENT.fullmatch(value) is not None and _SECRET_WORD.search(value) is not None)
         or (value.isdigit() and len(value) < 8)
+        or (value[:1] == "_" and _IDENT.fullmatch(value) is not None)
+        or _CONSTANT.fullmatch(value) is not None
     )
 
 
-def _assignment_findings(text: str) -> list[Finding]:
+def _assignment_matches(low: str) -> Iterator[re.Match[str]]:
+    starts = set()
+    for anchor, offsets in _ASSIGN_ANCHORS:
+        i = low.find(anchor)
+        while i >= 0:
+            starts.update(i - off for off in offsets if i >= off)
+            i = low.find(anchor, i + 1)
+    for start in sorted(starts):
+        m = _ASSIGN.match(low, start)
+        if m and not (low.startswith("auth", start) and low[start - 1 : start].isalpha()):  # oauth, BasicAuth
+            yield m
+
+
+def _assignment_findings(text: str, low: str) -> list[Finding]:
     out = []
-    for m in _ASSIGN.finditer(text):
+    for m in _assignment_matches(low):
         name_start = m.start()
         while name_start > 0 and m.start() - name_start < 64 and text[name_start - 1] in _NAME_CHARS:
             name_start -= 1
@@ -258,14 +294,18 @@ def _assignment_value(text: str, m: re.Match[str], name_start: int) -> tuple[int
         return None
     if _NAME_LIKE.fullmatch(value) and _SECRET_WORD.search(value):
         return None  # ENV_API_KEY = "ANTHROPIC_API_KEY", HEADER = "X-Auth-Token"
+    if _COLOUR.search(value):
+        return None  # a style: Token.Keyword: "bold #AB0909"
     return None if _squash(value) == _squash(name) else (q.start(1), q.end(1))
 
 
 def _bare_assignment_value(text: str, m: re.Match[str], name_start: int, name: str) -> tuple[int, int] | None:
     p = m.end()
     v = _BARE_VALUE.match(text, p)
-    value = v.group().rstrip(":.") if v else ""
-    if len(value) < 3 or _placeholder(value) or value.lower() in _STOP_VALUES:
+    if not v or _placeholder(v.group(), bare=True):
+        return None
+    value = v.group().rstrip(":.")
+    if len(value) < 3 or value.lower() in _STOP_VALUES:
         return None
     sep = m.group(1)
     shell_env = (  # NAME=value: a shell or .env assignment, where any value is meant literally
@@ -278,13 +318,16 @@ def _bare_assignment_value(text: str, m: re.Match[str], name_start: int, name: s
         return None
     end = p + len(value)
     at_line_start = _starts_line(text, name_start)
-    if sep == ":" and not at_line_start and value.isalpha() and value.islower():
-        return None  # prose: "the refresh token: when it expires"
+    word = value.split(":", 1)[0].replace("-", "")
+    if sep == ":" and word.isalpha() and word.islower() and (not at_line_start or m.end(1) == p):
+        return None  # prose ("the refresh token: when it expires") or CSS (".token:hover")
     if sep in (":", "=") and at_line_start:  # `password: two words` in YAML or INI
         eol = text.find("\n", end, end + 513)
         rest = text[end : end + 513 if eol < 0 else eol]
         rest = rest.split(" #", 1)[0]
         if rest.strip() and len(rest) <= 512 and not _CODE_CHARS.search(rest):
+            if _prose(value + rest):
+                return None  # a docstring's "token: the lease token to renew"
             end += len(rest.rstrip())
     return p, end
 
@@ -296,54 +339,59 @@ def _starts_line(text: str, pos: int) -> bool:
     return _LINE_PREFIX.fullmatch(text, nl + 1, pos) is not None
 
 
-_HEADER_AUTH = re.compile(
-    r"(?i)\b(?:proxy-)?authorization[\"']?[ \t]{0,10}[:=][ \t]{0,10}(?:[fbr](?=[\"'`]))?[\"'`]?[ \t]{0,10}"
-)
+# These run on the lower-cased text.
+_HEADER_AUTH = re.compile(r"authorization[\"']?[ \t]{0,10}[:=][ \t]{0,10}(?:[fbr](?=[\"'`]))?[\"'`]?[ \t]{0,10}")
 _AUTH_SCHEME = re.compile(
-    r"(?i)(?:bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|key|sso-key|hmac|oauth|"
+    r"(?:bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|key|sso-key|hmac|oauth|"
     r"aws4-hmac-sha256|gitlab-token)[ \t]+"
 )
 _MULTI_PARAM_SCHEMES = ("digest", "aws4-hmac-sha256", "hmac", "oauth")
 _AUTH_VALUE = re.compile(r"[A-Za-z0-9\-._~+/=:]{1,4096}")
 _AUTH_PARAMS = re.compile(r"[^\n]{1,4096}")
-_BEARER = re.compile(r"(?<![A-Za-z])[Bb]earer[ \t]+([A-Za-z0-9\-._~+/]{16,4096}=*)")
+_BEARER = re.compile(r"bearer(?<![a-z]bearer)[ \t]+([a-z0-9\-._~+/]{16,4096}=*)")
 _COOKIE = re.compile(
-    r"(?i)\b(?:set-)?cookie[\"']?[ \t]{0,10}:[ \t]{0,10}[\"']?([A-Za-z0-9_.\-]{1,128}=[^\n\"']{0,8192})"
+    r"cookie(?<![a-z0-9]cookie)[\"']?[ \t]{0,10}:[ \t]{0,10}[\"']?([a-z0-9_.\-]{1,128}=[^\n\"']{0,8192})"
 )
 
 
 def _header_findings(text: str, low: str) -> list[Finding]:
     out = []
     if "authorization" in low:
-        for m in _HEADER_AUTH.finditer(text):
+        for m in _HEADER_AUTH.finditer(low):
             p = m.end()
-            scheme = _AUTH_SCHEME.match(text, p)
+            scheme = _AUTH_SCHEME.match(low, p)
             if scheme:
                 p = scheme.end()
-            multi = scheme is not None and scheme.group().strip().lower() in _MULTI_PARAM_SCHEMES
-            v = (_AUTH_PARAMS if multi else _AUTH_VALUE).match(text, p)
+            multi = scheme is not None and scheme.group().strip() in _MULTI_PARAM_SCHEMES
+            v = (_AUTH_PARAMS if multi else _AUTH_VALUE).match(low, p)
             value = v.group().rstrip(" \t\"'`") if v else ""
             if scheme is None and (len(value) < 16 or not any(ch.isdigit() for ch in value)):
                 continue
             if len(value) >= 8 and not _placeholder(value):
                 out.append(Finding("auth_header", p, p + len(value)))
     if "bearer" in low:
-        for m in _BEARER.finditer(text):
+        for m in _BEARER.finditer(low):
             if any(ch.isdigit() for ch in m.group(1)):
                 out.append(Finding("bearer_token", m.start(1), m.end(1)))
     if "cookie" in low:
-        for m in _COOKIE.finditer(text):
-            value = m.group(1).rstrip()
+        for m in _COOKIE.finditer(low):
+            value = text[m.start(1) : m.end(1)].rstrip()
             if not _placeholder(value):
                 out.append(Finding("cookie", m.start(1), m.start(1) + len(value)))
     return out
 
 
-_CANDIDATE = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{20,}={0,3}")
+# A match can only begin where a run begins: inside a run every later start is shorter, so it fails too.
+_CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-]{20,}={0,3}")
 _HEX = re.compile(r"[0-9a-fA-F\-]+")
 _SEPARATORS = re.compile(r"[/_\-+]")
 _DIGEST_PREFIX = re.compile(r"(?i)(?:sha\d{1,3}|md5|h1|blake2b?|sri)[-:]")
+# "h1:<base64>" in go.sum, "sha256:<hex>", "--hash=sha512:<...>": the word must stand alone, so that a
+# neighbour's redaction cannot turn it into or out of a prefix (redact must be idempotent).
+_DIGEST_BEFORE = re.compile(r"(?i)(?<![A-Za-z0-9])(?:sha\d{1,3}|md5|h1|blake2b?)[-:]\Z")
 _SAMPLE = 256  # long blobs are judged on their first characters
+_DIGIT = re.compile(r"[0-9]")
+_LETTER = re.compile(r"[A-Za-z]")
 _CASE_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 # Identifiers that APIs print everywhere (tool-use, message, request and object ids): random, not secret.
 _ID_PREFIXES = (
@@ -368,37 +416,53 @@ def _ascending_run(s: str, run: int = 8) -> bool:
     return False
 
 
-def looks_random(token: str) -> bool:
+def _wordy(s: str) -> bool:
+    """Made of words: on average 3 or more characters per run of one case or of digits."""
+    return len(s) >= 3 * len(_CASE_RUN.findall(s))
+
+
+def _looks_random(token: str) -> bool:
     """True when `token` reads like a generated secret rather than a word, path, identifier or digest.
 
     Hex strings (git SHAs, digests, UUIDs) are never random here: without a name that says "secret"
     they are far more often hashes than keys.
     """
     core = token.rstrip("=")[:_SAMPLE]
-    if len(core) < 20 or _HEX.fullmatch(core) or _DIGEST_PREFIX.match(core) or core.lower().startswith(_ID_PREFIXES):
+    if len(core) < 20 or _DIGEST_PREFIX.match(core) or core.lower().startswith(_ID_PREFIXES) or _HEX.fullmatch(core):
         return False
-    if not any(ch.isdigit() for ch in core) or not any(ch.isalpha() for ch in core):
+    # Words in identifiers make long runs of one case ("BetaWebSearchTool20260318": 5 chars a run);
+    # random strings switch case and digits every 1-2 characters.
+    if _wordy(core) or not _DIGIT.search(core) or not _LETTER.search(core):
         return False
     parts = _SEPARATORS.split(core)
     longest = max(parts, key=len)
     if len(longest) < 12 or _ascending_run(longest) or all(_HEX.fullmatch(x) for x in parts if len(x) >= 12):
         return False
-    if core.count("/") >= 2 and 2 * sum(1 for part in parts if part.isalpha() or not part) >= len(parts):
-        return False
-    # Words in identifiers make long runs of one case ("BetaWebSearchTool20260318": 5 chars a run);
-    # random strings switch case and digits every 1-2 characters.
-    if len(core) >= 3 * len(_CASE_RUN.findall(core)):
-        return False
+    if core.count("/") >= 2 and 2 * sum(1 for part in parts if _wordy(part)) >= len(parts):
+        return False  # a path
     return _entropy(core) >= min(4.2, 0.8 * math.log2(len(core)))
 
 
 def _entropy_findings(text: str) -> list[Finding]:
     out = []
     for m in _CANDIDATE.finditer(text):
-        if looks_random(m.group()) and "sha" not in text[max(0, m.start() - 8) : m.start()].lower():
-            if not _DIGEST_PREFIX.search(text, max(0, m.start() - 7), m.start()):
-                out.append(Finding("high_entropy", m.start(), m.end()))
+        if _looks_random(m.group()) and not _DIGEST_BEFORE.search(text, max(0, m.start() - 12), m.start()):
+            out.append(Finding("high_entropy", m.start(), m.end()))
     return out
+
+
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+def _lower(text: str) -> str:
+    """Lower-case `text` keeping every index in place, so spans found in it apply to `text`."""
+    low = text.lower()
+    return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
+
+
+def _on_line(low: str, pos: int, words: tuple[str, ...]) -> bool:
+    line_start = max(low.rfind("\n", max(0, pos - 300), pos) + 1, pos - 300, 0)
+    return any(low.find(w, line_start, pos) >= 0 for w in words)
 
 
 def find_secrets(text: str) -> list[Finding]:
@@ -406,18 +470,19 @@ def find_secrets(text: str) -> list[Finding]:
 
     Overlapping detections merge into one finding that takes the most specific kind.
     """
-    low = text.lower()
+    low = _lower(text)
     raw: list[tuple[int, Finding]] = []
     for rank, rule in enumerate(_FORMAT_RULES + _CONTEXT_RULES):
-        if not any(h in low for h in rule.hints):
-            continue
-        for m in rule.regex.finditer(text):
-            secret = m.group(rule.group)
-            if secret and (rule.check is None or rule.check(secret)):
-                raw.append((rank, Finding(rule.kind, m.start(rule.group), m.end(rule.group))))
+        for m in rule.regex.finditer(low if rule.lower else text):
+            start, end = m.span(rule.group)
+            if end == start or (rule.check is not None and not rule.check(text[start:end])):
+                continue
+            if rule.on_line and not _on_line(low, m.start(), rule.on_line):
+                continue
+            raw.append((rank, Finding(rule.kind, start, end)))
     rank = len(_FORMAT_RULES) + len(_CONTEXT_RULES)
     raw += [(rank, f) for f in _header_findings(text, low)]
-    raw += [(rank + 1, f) for f in _assignment_findings(text)]
+    raw += [(rank + 1, f) for f in _assignment_findings(text, low)]
     raw += [(rank + 2, f) for f in _entropy_findings(text)]
     return _merge(raw)
 
@@ -459,14 +524,38 @@ def _strip_private(text: str) -> str:
     return "".join(pieces)
 
 
-def _apply(text: str, findings: list[Finding]) -> str:
+def _apply(text: str, findings: list[Finding]) -> tuple[str, list[tuple[int, int]]]:
+    """Replace each finding by its marker; return the new text and where the markers are in it."""
     pieces = []
-    pos = 0
+    markers = []
+    pos = length = 0
     for f in findings:
-        pieces += [text[pos : f.start], f"[REDACTED:{f.kind}]"]
+        marker = f"[REDACTED:{f.kind}]"
+        pieces += [text[pos : f.start], marker]
+        length += f.start - pos
+        markers.append((length, length + len(marker)))
+        length += len(marker)
         pos = f.end
     pieces.append(text[pos:])
-    return "".join(pieces)
+    return "".join(pieces), markers
+
+
+def _around(text: str, markers: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The lines next to each marker (the line before, its own, the line after), merged."""
+    line_ends = [m.start() for m in _NEWLINE.finditer(text)] + [len(text)]
+    line_starts = [0] + [end + 1 for end in line_ends[:-1]]
+    windows: list[tuple[int, int]] = []
+    for start, end in markers:
+        lo = line_starts[max(bisect.bisect_right(line_starts, start) - 2, 0)]
+        hi = line_ends[min(bisect.bisect_left(line_ends, end) + 1, len(line_ends) - 1)]
+        if windows and lo <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], max(hi, windows[-1][1]))
+        else:
+            windows.append((lo, hi))
+    return windows
+
+
+_NEWLINE = re.compile("\n")
 
 
 def redact(text: str) -> str:
@@ -476,11 +565,19 @@ def redact(text: str) -> str:
     Idempotent: redacting the result again changes nothing.
     """
     out = _strip_private(text)
-    for _ in range(4):  # a replaced secret can leave a neighbour that a boundary rule now sees whole
-        findings = find_secrets(out)
+    findings = find_secrets(out)
+    for _ in range(4):
         if not findings:
             break
-        out = _apply(out, findings)
+        out, markers = _apply(out, findings)
+        # A replacement can change what its neighbours look like: a token that was glued to a secret
+        # now stands alone, a line that was too long or held a ";" no longer does. Rules see at most
+        # the neighbouring lines, so look again there.
+        findings = [
+            Finding(f.kind, f.start + lo, f.end + lo)
+            for lo, hi in _around(out, markers)
+            for f in find_secrets(out[lo:hi])
+        ]
     return out
 
 
@@ -505,7 +602,7 @@ def is_sensitive_key(key: str) -> bool:
     )
 
 
-def redact_value(value: Any, _depth: int = 0) -> Any:
+def redact_value(value: Any) -> Any:
     """Deep-copy JSON-like data (dict, list, str, number, bool, None) with every string redacted.
 
     A non-empty string under a sensitive key (password, token, api_key, ...) becomes
@@ -513,7 +610,11 @@ def redact_value(value: Any, _depth: int = 0) -> Any:
     self-referencing structures. Tuples become lists, bytes are decoded, other objects become their
     redacted `str()`.
     """
-    if _depth >= MAX_DEPTH:
+    return _redact_value(value, 0)
+
+
+def _redact_value(value: Any, depth: int) -> Any:
+    if depth >= MAX_DEPTH:
         return TRUNCATED_DEPTH
     if value is None or isinstance(value, (bool, int, float)):
         return value
@@ -525,10 +626,10 @@ def redact_value(value: Any, _depth: int = 0) -> Any:
             if isinstance(k, str) and isinstance(v, str) and v and is_sensitive_key(k):
                 out[redact(k)] = "[REDACTED:field]"
             else:
-                out[redact(k) if isinstance(k, str) else k] = redact_value(v, _depth + 1)
+                out[redact(k) if isinstance(k, str) else k] = _redact_value(v, depth + 1)
         return out
     if isinstance(value, (list, tuple)):
-        return [redact_value(v, _depth + 1) for v in value]
+        return [_redact_value(v, depth + 1) for v in value]
     if isinstance(value, (bytes, bytearray)):
         return redact(bytes(value).decode("utf-8", errors="replace"))
     return redact(str(value))

@@ -125,6 +125,7 @@ def m001_core_tables(conn: Connection) -> None:
             memory_id TEXT NOT NULL,
             chunk_index INTEGER NOT NULL,
             text TEXT NOT NULL,
+            embedding BLOB,
             UNIQUE (memory_id, chunk_index)
         );
 

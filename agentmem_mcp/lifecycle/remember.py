@@ -172,13 +172,39 @@ def save(store: Store, content: str, *, title: str | None = None, type: str = "f
     return save_many(store, [{"content": content, **options}])[0]
 
 
-def save_many(store: Store, items: Sequence[dict[str, Any]]) -> list[SaveResult]:
+def save_many(store: Store, items: Sequence[dict[str, Any]], *, supersede_check: bool = True) -> list[SaveResult]:
     """Save several memories with one embedding batch, one transaction and one index update.
 
     Each item holds `content` and the keyword arguments of `save`. Every item is validated before
-    anything is written: one bad item raises InvalidInput and nothing is saved.
+    anything is written: one bad item raises InvalidInput and nothing is saved. supersede_check=False
+    skips the near-duplicate search (for bulk loads of records known to be distinct); exact duplicates,
+    keys and explicit `supersedes` still apply.
     """
-    prepared = []
+    prepared = prepare_saves(store, items, supersede_check=supersede_check)
+    with store.transaction() as conn:
+        results = write_prepared(conn, store, prepared)
+    store.index_soon()
+    return results
+
+
+@dataclass
+class PreparedSave:
+    """A validated, embedded memory waiting for `write_prepared`."""
+    draft: Draft
+    supersedes: str | None
+    chunks: list[str]
+    embedded: Any
+    candidates: dict[str, float | None]
+
+
+def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_check: bool = True,
+                  skip_invalid: bool = False, embed_chars: int | None = None) -> list[PreparedSave | None]:
+    """Validate and embed `items` (one embedding batch, each distinct text once) without writing.
+
+    skip_invalid: an invalid item gives None instead of raising InvalidInput. embed_chars: embed only
+    the start of each content (cheaper; BM25 still indexes all of it).
+    """
+    drafts: list[tuple[Draft, str | None] | None] = []
     for item in items:
         if not isinstance(item, dict) or "content" not in item:
             raise InvalidInput("each item needs a content")
@@ -193,22 +219,47 @@ def save_many(store: Store, items: Sequence[dict[str, Any]]) -> list[SaveResult]
             draft = _validate(store, content, now=now, **options)
         except TypeError as exc:
             raise InvalidInput(f"unknown option for a memory: {exc}") from None
+        except InvalidInput:
+            if not skip_invalid:
+                raise
+            drafts.append(None)
+            continue
         if supersedes is not None:
             supersedes = store.latest_version(check_memory_id(supersedes)).id
-        prepared.append((draft, supersedes, vectors.chunk_text(_embedding_text(draft))))
-    flat = [chunk for _, _, chunks in prepared for chunk in chunks]
-    embedded_flat = store.embedder.embed(flat) if flat else None
-    plans = []
+        drafts.append((draft, supersedes))
+    chunked = [vectors.chunk_text(entry[0].content[:embed_chars] if embed_chars else _embedding_text(entry[0]))
+               if entry else [] for entry in drafts]
+    embedded_flat = _embed(store, [chunk for chunks in chunked for chunk in chunks])
+    prepared: list[PreparedSave | None] = []
     offset = 0
-    for draft, supersedes, chunks in prepared:
+    for entry, chunks in zip(drafts, chunked):
+        if entry is None:
+            prepared.append(None)
+            continue
+        draft, supersedes = entry
         embedded = embedded_flat[offset:offset + len(chunks)] if embedded_flat else None
         offset += len(chunks)
-        candidates = _candidates(store, draft, embedded[0] if embedded else None) if supersedes is None else {}
-        plans.append((draft, supersedes, chunks, embedded, candidates))
-    with store.transaction() as conn:
-        results = [_write(conn, store, *plan) for plan in plans]
-    store.index_soon()
-    return results
+        wants_candidates = supersede_check and supersedes is None and draft.tier in SUPERSEDING_TIERS
+        candidates = _candidates(store, draft, embedded[0] if embedded else None) if wants_candidates else {}
+        prepared.append(PreparedSave(draft, supersedes, chunks, embedded, candidates))
+    return prepared
+
+
+def write_prepared(conn: Any, store: Store, prepared: Sequence[PreparedSave | None]) -> list[SaveResult | None]:
+    """Write prepared saves inside the caller's write transaction (the caller indexes after it commits),
+    so memories commit together with the caller's own rows, e.g. the worker's "compressed" marks."""
+    return [_write(conn, store, p.draft, p.supersedes, p.chunks, p.embedded, p.candidates) if p else None
+            for p in prepared]
+
+
+def _embed(store: Store, texts: list[str]) -> list[Any] | None:
+    """Vectors for `texts`: each distinct text once, shortest first, so that batches pad to similar
+    lengths (the model's cost is in the padded tokens). None without a model."""
+    if not texts or not store.embedder.ready:
+        return None
+    unique = sorted(set(texts), key=len)
+    by_text = dict(zip(unique, store.embedder.embed(unique) or []))
+    return [by_text[text] for text in texts] if len(by_text) == len(unique) else None
 
 
 def _write(conn: Any, store: Store, draft: Draft, supersedes: str | None, chunks: list[str], embedded: Any,

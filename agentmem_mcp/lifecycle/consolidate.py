@@ -1,0 +1,486 @@
+"""Consolidation by rules, across a project's sessions: semantic and procedural memories from observations.
+
+A command run in 3+ sessions becomes a workflow (procedural); an error seen more than once, fixed by
+editing files before the same command passed, becomes a bug; the files edited in several sessions and
+the tools and packages in use become facts. (With an LLM, `summarize` adds merged facts and reflections.)
+
+Every derived memory has a stable key, links to its sources (one observation per session, plus the
+session summaries, linked `derived_from`) and starts at confidence 0.5. Re-running updates it: the
+same text with other sources updates its sources in place; a changed text becomes a new version of
+the same memory; nothing new writes nothing. A derived memory only ever replaces the memory with the
+same key, never a user's memory that happens to be similar.
+
+Also here, shared by the worker and the summariser: how an observation row reads once compressed
+(`parse_observation`, `normalize_command`) and saving memories inside the caller's transaction
+(`prepare_saves`, `write_saves`), so that results and "done" marks commit together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..db import audit
+from ..index import graph, vectors
+from ..index.entities import extract_entities
+from ..models import InvalidInput, SaveResult
+from . import remember
+
+if TYPE_CHECKING:
+    from ..db.connection import Connection
+    from ..store import Store
+
+WORKFLOW_MIN_SESSIONS = 3
+BUG_MIN_FAILURES = 2
+HOT_FILE_MIN_SESSIONS = 2
+HOT_FILES = 8
+MAX_OBS_SOURCES = 30
+MAX_SUMMARY_SOURCES = 20
+COMMAND_TOOLS = frozenset({"bash", "shell", "run_terminal_cmd", "terminal"})
+TRIVIAL_PROGRAMS = frozenset(
+    "ls cat head tail echo cd pwd grep rg find sed awk which wc sort uniq cut tr mkdir rm cp mv touch chmod "
+    "sleep true false printf env export source less more diff file stat du df ps kill date clear history "
+    "set unset type command time timeout xargs tee open code vim nano".split())
+INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "bash", "sh", "perl", "php", "deno", "bun"})
+_SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:_.-]*$")
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_SEGMENTS = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+_TEST = re.compile(r"\b(?:test|tests|pytest|jest|vitest|mocha|rspec|phpunit|ctest|tox|nox)\b")
+_CATEGORIES = (
+    ("test", _TEST, "Run the tests"),
+    ("lint", re.compile(r"\b(?:credo|lint|ruff|eslint|flake8|clippy|mypy|pyright|dialyzer|rubocop|check|vet)\b"),
+     "Check the code"),
+    ("format", re.compile(r"\b(?:format|fmt|prettier|black|isort)\b"), "Format the code"),
+    ("build", re.compile(r"\b(?:build|compile|tsc|webpack|make)\b"), "Build"),
+    ("deps", re.compile(r"\b(?:install|deps\.get|sync|add|ci)\b"), "Install dependencies"),
+)
+_FACT_PREFIXES = ("command:", "purpose:", "exit code:", "status:", "result:")
+
+
+# -- observations as the miners see them -------------------------------------------------------------
+
+def normalize_command(command: str | None) -> str | None:
+    """The identity of a shell command, for grouping: `cd x && mix test foo_test.exs 2>&1 | tail` -> `mix
+    test`. None for empty commands and for trivial shell utilities (ls, cat, grep, ...)."""
+    if not command or not command.strip():
+        return None
+    first_line = command.strip().splitlines()[0]
+    for segment in _SEGMENTS.split(first_line):
+        try:
+            tokens = shlex.split(segment)
+        except ValueError:
+            tokens = segment.split()
+        tokens = [t for t in tokens if not _ENV_ASSIGN.match(t) and "<" not in t and ">" not in t]
+        if not tokens or tokens[0] in ("cd", "export", "source", ".", "sudo", "time", "env"):
+            continue
+        program = tokens[0].rsplit("/", 1)[-1]
+        if program in TRIVIAL_PROGRAMS or not _SUBCOMMAND.match(program.lower()):
+            return None
+        key = [program]
+        rest = tokens[1:]
+        if program in INTERPRETERS and rest:
+            if rest[0] == "-m" and len(rest) > 1:
+                key += rest[:2]
+                rest = rest[2:]
+            elif not rest[0].startswith("-"):
+                key.append(rest[0])
+                rest = rest[1:]
+        if rest and _SUBCOMMAND.match(rest[0]):
+            key.append(rest[0])
+            if rest[0] in ("run", "exec", "x") and len(rest) > 1 and _SUBCOMMAND.match(rest[1]):
+                key.append(rest[1])
+        return " ".join(key)[:80]
+    return None
+
+
+def is_test_command(key: str) -> bool:
+    return bool(_TEST.search(key))
+
+
+def command_label(key: str) -> str:
+    return next((label for _, pattern, label in _CATEGORIES if pattern.search(key)), "Run")
+
+
+@dataclass
+class ObsRecord:
+    """A compressed observation, parsed for the miners and the session summariser."""
+    id: int
+    session_id: str
+    project: str | None
+    kind: str
+    tool: str | None
+    title: str
+    facts: list[str]
+    files: list[str]
+    importance: float
+    created_at: float
+    count: int = 1
+    command: str | None = None
+    key: str | None = None
+    failed: bool = False
+    reason: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_edit(self) -> bool:
+        return self.kind in ("file_edit", "file_write") and bool(self.files)
+
+
+def parse_observation(row: Any) -> ObsRecord:
+    """An ObsRecord from an `observations` row (status compressed)."""
+    facts = _json(row["facts"], [])
+    record = ObsRecord(
+        id=row["id"], session_id=row["session_id"], project=row["project"], kind=row["kind"] or "other",
+        tool=row["tool"], title=row["title"] or "", facts=[f for f in facts if isinstance(f, str)],
+        files=[f for f in _json(row["files"], []) if isinstance(f, str)], importance=row["importance"] or 0.0,
+        created_at=row["created_at"], count=row["count"] or 1)
+    if (row["tool"] or "").lower() in COMMAND_TOOLS:
+        tool_input = _json(row["input"], {})
+        command = tool_input.get("command") if isinstance(tool_input, dict) else None
+        record.command = command if isinstance(command, str) else None
+        record.key = normalize_command(record.command)
+        record.failed = record.kind == "error" or "status: failed" in record.facts
+        if record.failed:
+            record.reason = _failure_reason(record)
+    elif record.kind == "error":
+        record.failed = True
+        record.reason = _failure_reason(record)
+    if row["tool"] and "memory_save" in row["tool"]:
+        tool_input = _json(row["input"], {})
+        record.extra = tool_input if isinstance(tool_input, dict) else {}
+    return record
+
+
+OBS_COLUMNS = "id, session_id, project, event, tool, input, files, kind, title, facts, importance, created_at, count"
+
+
+def _json(text: Any, default: Any) -> Any:
+    try:
+        return json.loads(text) if text else default
+    except (TypeError, ValueError):
+        return default
+
+
+def _failure_reason(record: ObsRecord) -> str:
+    for fact in record.facts:
+        low = fact.lower()
+        if low.startswith(_FACT_PREFIXES) or re.match(r"(error:\s*)?exit code:?\s*-?\d+$", low):
+            continue
+        return _tidy(fact)
+    match = re.search(r"\((?:exit -?\d+: )?([^)]*)\)$|failed: (.*)$", record.title)
+    return _tidy(match.group(1) or match.group(2) or record.title) if match else _tidy(record.title)
+
+
+def _tidy(message: str) -> str:
+    """One line of an error message: no 'error:' prefix, escaped newlines flattened."""
+    message = re.sub(r"^(?:error:\s*)+", "", message.replace("\\n", " "), flags=re.IGNORECASE)
+    return " ".join(message.split())[:200]
+
+
+def error_signature(reason: str) -> str:
+    """An error message with its variable parts (numbers, hex ids, line numbers) blanked."""
+    text = re.sub(r"0x[0-9a-f]+|\b[0-9a-f]{8,}\b", "H", reason.lower())
+    text = re.sub(r"\d+", "N", text)
+    return " ".join(text.split())[:160]
+
+
+# -- saving derived memories inside the caller's transaction ---------------------------------------
+
+@dataclass
+class PreparedSave:
+    """A validated, embedded memory waiting for `write_saves` (inside the caller's transaction)."""
+    draft: remember.Draft
+    chunks: list[str]
+    embedded: Any
+
+
+def prepare_saves(store: Store, items: list[dict[str, Any]], *,
+                  embed_chars: int | None = None) -> list[PreparedSave | None]:
+    """Validate and embed `items` (the keyword arguments of `Store.save`) in one batch; an invalid item
+    gives None. `embed_chars` embeds only the first characters of the content (cheaper, for raw events)."""
+    drafts: list[remember.Draft | None] = []
+    for item in items:
+        options = dict(item)
+        content = options.pop("content")
+        created_at = options.pop("created_at", None)
+        try:
+            drafts.append(remember._validate(store, content, now=store.now() if created_at is None else created_at,
+                                             **options))
+        except InvalidInput:
+            drafts.append(None)
+    chunked = [(d, vectors.chunk_text(d.content[:embed_chars] if embed_chars else remember._embedding_text(d)))
+               if d else None for d in drafts]
+    flat = [chunk for entry in chunked if entry for chunk in entry[1]]
+    embedded = embed_texts(store, flat)
+    prepared: list[PreparedSave | None] = []
+    offset = 0
+    for entry in chunked:
+        if entry is None:
+            prepared.append(None)
+            continue
+        draft, chunks = entry
+        prepared.append(PreparedSave(draft, chunks, embedded[offset:offset + len(chunks)] if embedded else None))
+        offset += len(chunks)
+    return prepared
+
+
+def embed_texts(store: Store, texts: list[str]) -> list[Any] | None:
+    """Vectors for `texts` (None without a model): each distinct text once, shortest first, so that a
+    batch pads to similar lengths (the model's cost is in the padded tokens)."""
+    if not texts or not store.embedder.ready:
+        return None
+    unique = sorted(set(texts), key=len)
+    vectors_of = dict(zip(unique, store.embedder.embed(unique) or []))
+    return [vectors_of[text] for text in texts] if len(vectors_of) == len(unique) else None
+
+
+def write_saves(conn: Connection, store: Store, prepared: list[PreparedSave | None]) -> list[SaveResult | None]:
+    """Write prepared memories inside the caller's write transaction (the caller drains the outbox after).
+    A keyed memory becomes the next version of the latest memory with that key; nothing else is superseded."""
+    return [remember._write(conn, store, p.draft, None, p.chunks, p.embedded, {}) if p else None for p in prepared]
+
+
+# -- mining -------------------------------------------------------------------------------------------
+
+@dataclass
+class Derived:
+    """A memory consolidation wants to exist, identified by its key."""
+    key: str
+    tier: str
+    type: str
+    title: str
+    content: str
+    sessions: list[str]
+    obs_ids: list[int]
+    files: list[str] = field(default_factory=list)
+    importance: float = 0.5
+    memory_sources: list[str] = field(default_factory=list)
+
+
+def mine(records: list[ObsRecord], project: str | None) -> list[Derived]:
+    """Workflows, bugs, hot files and the toolchain, from a project's compressed observations (pure)."""
+    by_session: dict[str, list[ObsRecord]] = {}
+    for record in sorted(records, key=lambda r: r.id):
+        by_session.setdefault(record.session_id, []).append(record)
+    derived = _workflows(by_session) + _bugs(by_session) + _hot_files(by_session, project)
+    toolchain = _toolchain(by_session)
+    return derived + ([toolchain] if toolchain else [])
+
+
+def _first_per_session(by_session: dict[str, list[ObsRecord]], match: Any) -> dict[str, int]:
+    found = {}
+    for session, records in by_session.items():
+        first = next((r.id for r in records if match(r)), None)
+        if first is not None:
+            found[session] = first
+    return dict(sorted(found.items(), key=lambda item: item[1]))
+
+
+def _workflows(by_session: dict[str, list[ObsRecord]]) -> list[Derived]:
+    sessions_of: dict[str, set[str]] = {}
+    for session, records in by_session.items():
+        for record in records:
+            if record.key and not record.failed:
+                sessions_of.setdefault(record.key, set()).add(session)
+    out = []
+    for key, sessions in sorted(sessions_of.items()):
+        if len(sessions) < WORKFLOW_MIN_SESSIONS:
+            continue
+        firsts = _first_per_session({s: by_session[s] for s in sessions}, lambda r, k=key: r.key == k)
+        label = command_label(key)
+        out.append(Derived(
+            key=f"workflow:{key}", tier="procedural", type="workflow", title=f"{label} with `{key}`",
+            content=f"{label} in this project with `{key}`: a recurring command, used across sessions.",
+            sessions=list(firsts), obs_ids=list(firsts.values()), importance=0.6 if label != "Run" else 0.45))
+    return out
+
+
+def _bugs(by_session: dict[str, list[ObsRecord]]) -> list[Derived]:
+    failures: Counter[str] = Counter()
+    fixes: dict[str, dict[str, Any]] = {}
+    for session, records in by_session.items():
+        open_failures: dict[str, tuple[str, str, int, list[str]]] = {}
+        for record in records:
+            if record.key and record.failed:
+                signature = error_signature(record.reason or record.title)
+                failures[signature] += record.count
+                open_failures[record.key] = (signature, record.reason, record.id, [])
+            elif record.is_edit:
+                for failure in open_failures.values():
+                    failure[3].extend(record.files)
+            elif record.key and record.key in open_failures:
+                signature, reason, obs_id, files = open_failures.pop(record.key)
+                if files:
+                    fix = fixes.setdefault(signature, {"reason": reason, "command": record.key, "files": set(),
+                                                       "sessions": {}})
+                    fix["files"].update(files)
+                    fix["sessions"].setdefault(session, obs_id)
+    out = []
+    for signature, fix in sorted(fixes.items()):
+        if failures[signature] < BUG_MIN_FAILURES:
+            continue
+        files = sorted(fix["files"])[:10]
+        shown = ", ".join(f.rsplit("/", 1)[-1] for f in files)
+        out.append(Derived(
+            key=f"bug:{hashlib.sha256(signature.encode()).hexdigest()[:16]}", tier="semantic", type="bug",
+            title=f"Bug: {fix['reason'][:90]}",
+            content=f"`{fix['command']}` failed with: {fix['reason']}. This error recurs. What fixed it: editing "
+                    f"{shown}, after which `{fix['command']}` passed.",
+            sessions=list(fix["sessions"]), obs_ids=list(fix["sessions"].values()), files=files, importance=0.6))
+    return out
+
+
+def _hot_files(by_session: dict[str, list[ObsRecord]], project: str | None) -> list[Derived]:
+    sessions_of: dict[str, set[str]] = {}
+    edits: Counter[str] = Counter()
+    for session, records in by_session.items():
+        for record in records:
+            if record.is_edit:
+                for path in record.files:
+                    sessions_of.setdefault(path, set()).add(session)
+                    edits[path] += record.count
+    hot = [p for p in sessions_of if len(sessions_of[p]) >= HOT_FILE_MIN_SESSIONS]
+    hot = sorted(sorted(hot, key=lambda p: (-len(sessions_of[p]), -edits[p], p))[:HOT_FILES])
+    if not hot:
+        return []
+    shown = [_relative(path, project) for path in hot]
+    sessions = sorted({s for p in hot for s in sessions_of[p]})
+    firsts = _first_per_session({s: by_session[s] for s in sessions}, lambda r: r.is_edit and set(r.files) & set(hot))
+    return [Derived(
+        key="hot-files", tier="semantic", type="fact", title="Files changed most often in this project",
+        content="Files changed most often in this project (edited in several sessions): " + ", ".join(shown) + ".",
+        sessions=list(firsts), obs_ids=list(firsts.values()), files=hot, importance=0.5)]
+
+
+def _toolchain(by_session: dict[str, list[ObsRecord]]) -> Derived | None:
+    uses: dict[str, set[str]] = {}
+    subcommands: dict[str, set[str]] = {}
+    packages: set[str] = set()
+    for session, records in by_session.items():
+        for record in records:
+            if not record.key:
+                continue
+            program, *rest = record.key.split()
+            uses.setdefault(program, set()).add(session)
+            if rest and program not in INTERPRETERS:
+                subcommands.setdefault(program, set()).add(rest[0])
+            packages.update(name for kind, name in extract_entities(record.command or "") if kind == "package")
+    tools = sorted(p for p, sessions in uses.items() if len(sessions) >= 2)
+    if not tools:
+        return None
+    described = [f"{t} ({', '.join(sorted(subcommands[t])[:6])})" if subcommands.get(t) else t for t in tools]
+    content = "Tools in use in this project: " + "; ".join(described) + "."
+    if packages:
+        content += " Packages installed: " + ", ".join(sorted(packages)[:20]) + "."
+    sessions = sorted({s for t in tools for s in uses[t]})
+    firsts = _first_per_session({s: by_session[s] for s in sessions}, lambda r: bool(r.key))
+    return Derived(key="toolchain", tier="semantic", type="fact", title="Tools and packages in use",
+                   content=content, sessions=list(firsts), obs_ids=list(firsts.values()), importance=0.45)
+
+
+def _relative(path: str, project: str | None) -> str:
+    if project and path.startswith(project.rstrip("/") + "/"):
+        return path[len(project.rstrip("/")) + 1:]
+    return path
+
+
+# -- writing ------------------------------------------------------------------------------------------
+
+def upsert_derived(store: Store, project: str | None, items: list[Derived], *,
+                   summaries: dict[str, str] | None = None) -> int:
+    """Create, update or leave alone each derived memory; returns how many were written.
+
+    `summaries` maps session ids to their summary memory ids (sources, linked derived_from).
+    """
+    summaries = summaries or {}
+    conn = store.conn
+    saves: list[dict[str, Any]] = []
+    touches: list[tuple[str, list[str]]] = []
+    for item in items:
+        sessions = item.sessions[-MAX_OBS_SOURCES:]
+        obs_ids = item.obs_ids[-MAX_OBS_SOURCES:]
+        summary_ids = [summaries[s] for s in sessions if s in summaries][-MAX_SUMMARY_SOURCES:]
+        sources = [f"obs:{i}" for i in obs_ids] + list(dict.fromkeys(summary_ids + item.memory_sources))
+        old = conn.execute("SELECT * FROM memories WHERE key = ? AND project IS ? AND is_latest = 1",
+                           (item.key, project)).fetchone()
+        try:
+            content = remember.check_content(item.content)
+        except InvalidInput:
+            continue
+        if old is not None and old["content_hash"] == remember.content_hash(content) and old["title"] == item.title:
+            if set(json.loads(old["source_ids"])) != set(sources):
+                touches.append((old["id"], sources))
+            continue
+        saves.append({"content": content, "title": item.title, "tier": item.tier, "type": item.type,
+                      "project": project, "files": item.files, "source": "consolidation",
+                      "importance": item.importance, "key": item.key, "source_ids": sources,
+                      "confidence": old["confidence"] if old is not None else None})
+    if not saves and not touches:
+        return 0
+    prepared = prepare_saves(store, saves)
+    now = store.now()
+    with store.transaction() as tx:
+        written = sum(1 for r in write_saves(tx, store, prepared) if r and r.action != "duplicate")
+        for memory_id, sources in touches:
+            set_sources(tx, memory_id, project, sources, now)
+    store.drain_outbox()
+    return written + len(touches)
+
+
+def set_sources(conn: Connection, memory_id: str, project: str | None, sources: list[str], now: float) -> None:
+    """Replace a memory's sources in place (inside a transaction), keeping its derived_from links in step."""
+    conn.execute("UPDATE memories SET source_ids = ?, updated_at = ? WHERE id = ?",
+                 (json.dumps(sources), now, memory_id))
+    linked = [s for s in sources if s.startswith("m_")]
+    marks = ",".join("?" * len(linked)) or "''"
+    conn.execute(f"DELETE FROM memory_links WHERE src_id = ? AND relation = 'derived_from' AND dst_id NOT IN "
+                 f"({marks})", [memory_id, *linked])
+    for source in linked:
+        graph.add_link(conn, memory_id, source, "derived_from", now)
+    audit.append(conn, "update_sources", memory_id, project, {"sources": len(sources)}, at=now)
+
+
+def consolidate_project(store: Store, project: str | None) -> int:
+    """Mine one project's observations by rules and write what changed; returns how many were written."""
+    conn = store.conn
+    rows = conn.execute(
+        f"SELECT {OBS_COLUMNS} FROM observations WHERE project IS ? AND status = 'compressed' "
+        "AND kind IN ('command', 'error', 'file_edit', 'file_write') ORDER BY id", (project,)).fetchall()
+    records = [parse_observation(row) for row in rows]
+    summaries = {row[0]: row[1] for row in conn.execute(
+        "SELECT id, summary_memory_id FROM sessions WHERE project IS ? AND summary_memory_id IS NOT NULL",
+        (project,))}
+    return upsert_derived(store, project, mine(records, project), summaries=summaries)
+
+
+def dirty_projects(conn: Connection) -> list[tuple[str | None, str]]:
+    """Projects with compressed observations or summaries newer than their last consolidation, with
+    the mark to record once they are consolidated."""
+    out = []
+    for project, last_obs, summaries in conn.execute(
+        "SELECT o.project, MAX(o.id), (SELECT COUNT(*) FROM sessions s WHERE s.project IS o.project "
+        "AND s.summary_memory_id IS NOT NULL) FROM observations o WHERE o.status = 'compressed' GROUP BY o.project"):
+        mark = f"{last_obs}:{summaries}"
+        if get_meta(conn, mark_key(project)) != mark:
+            out.append((project, mark))
+    return out
+
+
+def mark_key(project: str | None) -> str:
+    return f"consolidated:{project or ''}"
+
+
+def get_meta(conn: Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(store: Store, key: str, value: str) -> None:
+    with store.transaction() as tx:
+        tx.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                   (key, value))

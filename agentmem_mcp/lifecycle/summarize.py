@@ -1,0 +1,354 @@
+"""Summaries: one episodic memory per session, and with an LLM, merged knowledge and reflections.
+
+A session gets its summary when it stops or ends (the hook sets `sessions.needs_summary`) or after it
+has been idle for a while. The summary is incremental: the running state (goal, files changed,
+commands and their outcomes, errors and whether a later run of the same command passed, memories
+saved) is kept in `meta` with the id of the last observation folded in (`sessions.summarized_upto`),
+so a later Stop folds in only the new observations. The summary is a memory with the key
+`session-summary:<session id>`: each update is a new version of the same memory.
+
+With an LLM the summary also gets a short narrative; `merge_summaries` turns the latest 20 session
+summaries of a project (once it has 5) into facts and workflows, and `reflect` draws insights in the
+manner of Generative Agents once enough has happened. Without one, the rules' text is complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import remember
+from .consolidate import (
+    OBS_COLUMNS,
+    Derived,
+    ObsRecord,
+    get_meta,
+    is_test_command,
+    parse_observation,
+    prepare_saves,
+    set_meta,
+    upsert_derived,
+    write_saves,
+)
+
+if TYPE_CHECKING:
+    from ..llm import LLM
+    from ..store import Store
+
+SUMMARY_MAX_CHARS = 1200
+IDLE_SECONDS = 1800.0
+FOLD_BATCH = 5000
+MAX_SOURCES = 60
+SUMMARY_CONFIDENCE = 0.8  # a record of what happened, drawn from the observations themselves
+STOP_EVENTS = ("stop", "session_end", "pre_compact")
+NARRATIVE_SYSTEM = """You write the memory a coding agent keeps of one work session. From the facts given, write
+what the session was about and what came of it, in at most 3 factual sentences (no praise, no guesses).
+Return {"title": "<at most 12 words>", "narrative": "<at most 400 characters>"}"""
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+@dataclass
+class SessionState:
+    """What a session did so far, folded from its compressed observations in id order."""
+    upto: int = 0
+    events: int = 0
+    prompts: list[str] = field(default_factory=list)
+    files: dict[str, int] = field(default_factory=dict)
+    commands: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tool_errors: int = 0
+    saved: list[str] = field(default_factory=list)
+    sources: list[int] = field(default_factory=list)
+    last_at: float = 0.0
+
+    @classmethod
+    def from_json(cls, text: str | None) -> SessionState:
+        try:
+            return cls(**json.loads(text)) if text else cls()
+        except (TypeError, ValueError):
+            return cls()
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    def fold(self, record: ObsRecord) -> None:
+        self.upto = max(self.upto, record.id)
+        self.events += record.count
+        self.last_at = max(self.last_at, record.created_at)
+        if record.kind == "prompt":
+            text = record.facts[0] if record.facts else record.title.removeprefix("Prompt: ")
+            if len(text.split()) >= 3 and len(self.prompts) < 3:
+                self.prompts.append(_clip(text, 200))
+        elif record.key:
+            self._command(record)
+        elif record.failed:
+            self.tool_errors += 1
+        if record.is_edit:
+            for path in record.files:
+                self.files[path] = self.files.get(path, 0) + record.count
+        if record.extra and len(self.saved) < 5:
+            said = record.extra.get("title") or record.extra.get("content")
+            if isinstance(said, str) and said.strip():
+                self.saved.append(_clip(said, 80))
+        if record.importance >= 0.4 and len(self.sources) < MAX_SOURCES:
+            self.sources.append(record.id)
+
+    def _command(self, record: ObsRecord) -> None:
+        entry = self.commands.setdefault(record.key, {"runs": 0, "fails": 0, "ok": True, "result": ""})
+        entry["runs"] += record.count
+        entry["ok"] = not record.failed
+        result = next((f.removeprefix("result: ") for f in record.facts if f.startswith("result: ")), "")
+        entry["result"] = _clip(result or record.reason, 80)
+        if record.failed:
+            entry["fails"] += 1
+            self.errors[record.key] = {"reason": _clip(record.reason or record.title, 70), "fixed": False}
+        elif record.key in self.errors:
+            self.errors[record.key]["fixed"] = True
+
+    @property
+    def says_something(self) -> bool:
+        return bool(self.prompts or self.files or self.commands or self.errors or self.saved)
+
+
+def render(state: SessionState, cwd: str | None, saved: list[str] = ()) -> tuple[str, str]:
+    """(title, content) of a session summary, by rules: compact and factual (< SUMMARY_MAX_CHARS)."""
+    def rel(path: str) -> str:
+        return path[len(cwd.rstrip("/")) + 1:] if cwd and path.startswith(cwd.rstrip("/") + "/") else path
+
+    files = sorted(state.files.items(), key=lambda item: -item[1])
+    tests = {k: v for k, v in state.commands.items() if is_test_command(k)}
+    others = sorted(((k, v) for k, v in state.commands.items() if k not in tests), key=lambda item: -item[1]["runs"])
+    lines = []
+    if state.prompts:
+        lines.append(_clip("Goal: " + " / ".join(state.prompts), 240))
+    if files:
+        shown: list[str] = []
+        for path, n in files:
+            entry = rel(path) + (f" ({n} edits)" if n > 1 else "")
+            if sum(len(s) + 2 for s in shown) + len(entry) > 320:
+                break
+            shown.append(entry)
+        more = f", and {len(files) - len(shown)} more" if len(files) > len(shown) else ""
+        lines.append("Files changed: " + ", ".join(shown) + more)
+    if tests:
+        lines.append(_clip("Tests: " + "; ".join(
+            f"`{k}` run {v['runs']}x, last run {'passed' if v['ok'] else 'failed'}"
+            + (f" ({v['result']})" if v["result"] else "") for k, v in tests.items()), 200))
+    if others:
+        lines.append(_clip("Commands: " + ", ".join(f"`{k}` x{v['runs']}" for k, v in others[:8]), 180))
+    if state.errors or state.tool_errors:
+        errors = [f"`{k}` failed: {e['reason']} ({'fixed: a later run passed' if e['fixed'] else 'not fixed'})"
+                  for k, e in state.errors.items()]
+        if state.tool_errors:
+            errors.append(f"{state.tool_errors} tool call(s) failed")
+        lines.append(_clip("Errors: " + "; ".join(errors), 220))
+    named = list(dict.fromkeys([*state.saved, *saved]))
+    if named:
+        lines.append(_clip("Memories saved: " + "; ".join(named), 150))
+    if state.prompts:
+        title = "Session: " + _clip(state.prompts[0], 90)
+    elif files:
+        title = "Session: edited " + ", ".join(rel(p).rsplit("/", 1)[-1] for p, _ in files[:3])
+    else:
+        title = "Session: ran " + ", ".join(f"`{k}`" for k in list(state.commands)[:3])
+    return title, "\n".join(lines)[:SUMMARY_MAX_CHARS]
+
+
+def due_sessions(conn: Any, now: float, limit: int = 20) -> list[Any]:
+    """Sessions to summarise: asked for (stop / end / compaction) or idle with observations not yet folded in."""
+    return conn.execute(
+        "SELECT * FROM sessions s WHERE s.needs_summary = 1 OR (s.last_event_at < ? AND EXISTS (SELECT 1 FROM "
+        "observations o WHERE o.session_id = s.id AND o.id > s.summarized_upto AND o.status = 'compressed')) "
+        "ORDER BY s.last_event_at LIMIT ?", (now - IDLE_SECONDS, limit)).fetchall()
+
+
+def summarize_session(store: Store, session: Any, *, llm: LLM | None = None) -> bool:
+    """Fold a session's new observations into its summary; returns whether a summary was written.
+
+    The summary, the session's new `summarized_upto` and the running state commit in one transaction,
+    guarded by the old `summarized_upto`, so a concurrent or repeated run never folds anything twice.
+    """
+    conn = store.conn
+    session_id = session["id"]
+    expected = session["summarized_upto"]
+    state = SessionState.from_json(get_meta(conn, f"summary-state:{session_id}"))
+    if state.upto != expected:  # the state was lost: fold again from the start
+        state = SessionState()
+    before = state.upto
+    for row in conn.execute(f"SELECT {OBS_COLUMNS}, status FROM observations WHERE session_id = ? AND id > ? "
+                            "ORDER BY id LIMIT ?", (session_id, state.upto, FOLD_BATCH)).fetchall():
+        if row["status"] == "pending":
+            break  # keep the order: wait until it is compressed
+        if row["status"] == "compressed":
+            state.fold(parse_observation(row))
+        state.upto = max(state.upto, row["id"])
+    if state.upto == before and not session["needs_summary"]:
+        return False
+    saved = [r[0] for r in conn.execute(
+        "SELECT title FROM memories WHERE session_id = ? AND tier IN ('semantic', 'procedural') AND source != "
+        "'consolidation' AND is_latest = 1 LIMIT 5", (session_id,))]
+    prepared = []
+    if state.says_something and state.upto != before:
+        title, content = render(state, session["cwd"], saved)
+        if llm is not None:
+            title, content = _narrate(llm, title, content)
+        prepared = prepare_saves(store, [{
+            "content": content, "title": title, "tier": "episodic", "type": "summary", "project": session["project"],
+            "session_id": session_id, "source": "consolidation", "confidence": SUMMARY_CONFIDENCE, "importance": 0.6,
+            "key": f"session-summary:{session_id}", "source_ids": [f"obs:{i}" for i in state.sources],
+            "files": [p for p, _ in sorted(state.files.items(), key=lambda item: -item[1])[:20]],
+            "created_at": state.last_at or store.now(), "valid_from": session["started_at"]}])
+    with store.transaction() as tx:
+        current = tx.execute("SELECT summarized_upto FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if current is None or current[0] != expected:
+            return False
+        results = write_saves(tx, store, prepared)
+        memory_id = results[0].id if results and results[0] else None
+        again = tx.execute("SELECT EXISTS (SELECT 1 FROM observations WHERE session_id = ? AND id > ? AND event IN "
+                           "(?, ?, ?))", (session_id, state.upto, *STOP_EVENTS)).fetchone()[0]
+        tx.execute("UPDATE sessions SET summarized_upto = ?, needs_summary = ?, summary_memory_id = COALESCE(?, "
+                   "summary_memory_id) WHERE id = ?", (state.upto, int(bool(again)), memory_id, session_id))
+        tx.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
+                   "excluded.value", (f"summary-state:{session_id}", state.to_json()))
+    store.drain_outbox()
+    return bool(results) and results[0] is not None and results[0].action != "duplicate"
+
+
+def summarize_due(store: Store, *, llm: LLM | None = None, now: float | None = None) -> int:
+    """Summarise every session that is due; returns how many summaries were written."""
+    now = store.now() if now is None else now
+    return sum(summarize_session(store, session, llm=llm) for session in due_sessions(store.conn, now))
+
+
+def _narrate(llm: LLM, title: str, content: str) -> tuple[str, str]:
+    from ..llm import need, need_text
+
+    def validate(answer: Any) -> tuple[str, str]:
+        answer = need(answer, dict, "the answer")
+        return need_text(answer.get("title"), "title", 100, 3), need_text(answer.get("narrative"), "narrative", 450, 10)
+
+    told = llm.ask_json("summary", NARRATIVE_SYSTEM, content, validate, max_tokens=300)
+    if told is None:
+        return title, content
+    return "Session: " + told[0], f"{told[1]}\n{content}"[:SUMMARY_MAX_CHARS]
+
+
+# -- with an LLM: merging summaries, reflection -----------------------------------------------------
+
+MERGE_MIN_SUMMARIES = 5
+MERGE_LATEST = 20
+REFLECT_THRESHOLD = 20.0  # summed importance (0..1 each) of the observations since the last reflection
+FACT_TYPES = ("fact", "pattern", "decision", "architecture", "preference")
+MERGE_SYSTEM = """You consolidate a coding agent's long-term memory of one software project. From the session
+summaries given, extract durable knowledge that will help in later sessions: facts, conventions, architecture,
+decisions, preferences, and workflows (how things are done here, as steps). Keep only what the summaries
+support; cite the summary ids each item comes from. To update an existing item, reuse its exact title.
+Return {"facts": [{"title": "...", "content": "...", "type": "fact|pattern|decision|architecture|preference",
+"sources": ["m_..."]}], "workflows": [{"title": "...", "steps": "...", "sources": ["m_..."]}]}"""
+QUESTIONS_SYSTEM = """You help a coding agent reflect on its recent work in one project. Given its recent memories,
+what are the 3 most salient high-level questions that can be answered from them (about how the project works,
+recurring problems, the user's preferences)? Return {"questions": ["...", "...", "..."]}"""
+INSIGHTS_SYSTEM = """You help a coding agent reflect. For each question, statements from its memory are given with
+their ids. Write up to 5 high-level insights these statements support, each citing the ids it rests on.
+Return {"insights": [{"content": "...", "sources": ["m_..."]}]}"""
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "item"
+
+
+def merge_summaries(store: Store, project: str | None, llm: LLM) -> int:
+    """Semantic merge of the latest 20 session summaries (once there are 5+) into facts and workflows."""
+    from ..llm import need, need_ids, need_text
+
+    rows = store.conn.execute(
+        "SELECT id, title, content FROM memories WHERE project IS ? AND tier = 'episodic' AND type = 'summary' "
+        "AND is_latest = 1 ORDER BY created_at DESC LIMIT ?", (project, MERGE_LATEST)).fetchall()
+    mark_name = f"merged:{project or ''}"
+    mark = hashlib.sha256(" ".join(r["id"] for r in rows).encode()).hexdigest()
+    if len(rows) < MERGE_MIN_SUMMARIES or get_meta(store.conn, mark_name) == mark:
+        return 0
+    ids = [r["id"] for r in rows]
+    existing = [r[0] for r in store.conn.execute(
+        "SELECT title FROM memories WHERE project IS ? AND is_latest = 1 AND (key LIKE 'merge:%' OR key LIKE "
+        "'workflow:llm:%')", (project,))]
+    prompt = "Session summaries:\n" + "\n\n".join(f"[{r['id']}] {r['content'][:900]}" for r in rows)
+    if existing:
+        prompt += "\n\nExisting items (reuse a title to update it):\n" + "\n".join(f"- {t}" for t in existing[:40])
+
+    def validate(answer: Any) -> list[Derived]:
+        answer = need(answer, dict, "the answer")
+        items = []
+        for fact in need(answer.get("facts", []), list, "facts")[:12]:
+            fact = need(fact, dict, "a fact")
+            kind = fact.get("type") if fact.get("type") in FACT_TYPES else "fact"
+            title = need_text(fact.get("title"), "title", 120, 3)
+            items.append(Derived(f"merge:{slug(title)}", "semantic", kind, title,
+                                 need_text(fact.get("content"), "content", 800, 10), [], [],
+                                 memory_sources=need_ids(fact.get("sources"), ids, "sources")))
+        for flow in need(answer.get("workflows", []), list, "workflows")[:6]:
+            flow = need(flow, dict, "a workflow")
+            title = need_text(flow.get("title"), "title", 120, 3)
+            items.append(Derived(f"workflow:llm:{slug(title)}", "procedural", "workflow", title,
+                                 need_text(flow.get("steps"), "steps", 1200, 10), [], [], importance=0.6,
+                                 memory_sources=need_ids(flow.get("sources"), ids, "sources")))
+        return items
+
+    calls = llm.calls
+    items = llm.ask_json("merge", MERGE_SYSTEM, prompt, validate, max_tokens=2000)
+    if llm.calls > calls:  # asked (answered or not): not again until the summaries change
+        set_meta(store, mark_name, mark)
+    return upsert_derived(store, project, items) if items else 0
+
+
+def reflect(store: Store, project: str | None, llm: LLM) -> int:
+    """When enough has happened since the last reflection, ask high-level questions about the recent
+    memories, answer them from retrieved memories, and store the insights with their sources."""
+    from ..llm import need, need_ids, need_text
+
+    conn = store.conn
+    mark_name = f"reflected:{project or ''}"
+    since = int(get_meta(conn, mark_name) or 0)
+    total, last = conn.execute("SELECT COALESCE(SUM(importance), 0), MAX(id) FROM observations WHERE project IS ? "
+                               "AND status = 'compressed' AND id > ?", (project, since)).fetchone()
+    if last is None or total < REFLECT_THRESHOLD:
+        return 0
+    recent = conn.execute("SELECT id, title, content FROM memories WHERE project IS ? AND is_latest = 1 AND "
+                          "tier != 'working' ORDER BY created_at DESC LIMIT 30", (project,)).fetchall()
+    if not recent:
+        return 0
+    calls = llm.calls
+    questions = llm.ask_json(
+        "reflect", QUESTIONS_SYSTEM, "Recent memories:\n" + "\n".join(f"- {r['content'][:400]}" for r in recent),
+        lambda a: [need_text(q, "question", 300, 5) for q in need(need(a, dict, "answer").get("questions"),
+                                                                   list, "questions")[:3]], max_tokens=400)
+    evidence: dict[str, str] = {}
+    for question in questions or []:
+        for hit in store.search(question, project=project, limit=6, record_access=False).hits:
+            evidence.setdefault(hit.id, f"{hit.title}: {hit.snippet}")
+    insights = None
+    if evidence:
+        prompt = "Questions:\n" + "\n".join(f"- {q}" for q in questions or []) + "\n\nStatements:\n" + "\n".join(
+            f"[{i}] {text[:400]}" for i, text in evidence.items())
+
+        def validate(answer: Any) -> list[Derived]:
+            found = []
+            for insight in need(need(answer, dict, "answer").get("insights"), list, "insights")[:5]:
+                insight = need(insight, dict, "an insight")
+                content = need_text(insight.get("content"), "content", 600, 10)
+                found.append(Derived(f"insight:{slug(content)}", "semantic", "pattern",
+                                     remember.derive_title(content), content, [], [], importance=0.6,
+                                     memory_sources=need_ids(insight.get("sources"), evidence, "sources")))
+            return found
+
+        insights = llm.ask_json("reflect", INSIGHTS_SYSTEM, prompt, validate, max_tokens=1200)
+    if llm.calls > calls:
+        set_meta(store, mark_name, str(last))
+    return upsert_derived(store, project, insights) if insights else 0

@@ -1,0 +1,437 @@
+"""The background worker: compress observations, summarise sessions, consolidate knowledge, prune.
+
+It runs inside whichever `agentmem serve` holds the worker lease (`serve_worker_loop`), and on demand as
+`agentmem worker --once | --forever` (`run_cli`). Work is claimed idempotently: a batch of pending
+observations is claimed (claimed_by / claimed_until, attempts + 1) in one BEGIN IMMEDIATE transaction,
+and its results (the compressed columns and one working-tier memory per observation) commit in one
+transaction with the "compressed" marks, only for rows the worker still holds. A worker that dies
+mid-batch loses nothing: its claim expires (at once, on the same host, when its process is gone) and
+the batch is claimed again. An observation that keeps failing is parked as `failed` after
+MAX_ATTEMPTS (`agentmem doctor` reports them; `agentmem worker --retry-failed` resets them).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import lease
+from .capture.compress import CompressedObservation, compress
+from .lifecycle import consolidate, summarize
+from .lifecycle.consolidate import prepare_saves, write_saves
+from .llm import LLM, need, need_text, need_unit
+
+if TYPE_CHECKING:
+    from .db.connection import Connection
+    from .store import Store
+
+log = logging.getLogger("agentmem.worker")
+
+BATCH_SIZE = 128
+CLAIM_SECONDS = 120.0
+MAX_ATTEMPTS = 5
+RETENTION_DAYS = 30
+PRUNE_BELOW_IMPORTANCE = 0.5
+PRUNE_EVERY_SECONDS = 3600.0
+MAINTENANCE_EVERY_SECONDS = 60.0
+CONSOLIDATE_EVERY_SECONDS = 600.0  # a project's mining reads all its observations: not after every batch
+PASS_SECONDS = 10.0
+EMBED_CHARS = 120  # a working memory's vector covers its title (the model's cost grows with the text)
+WORKING_CONTENT_CHARS = 2000
+MAX_WORKING_SOURCES = 200
+IDLE_SLEEP = (2.0, 30.0)
+LLM_COMPRESS_BATCH = 20
+COMPRESS_SYSTEM = """You compress a coding agent's tool calls into records for its long-term memory. For each
+observation give a precise title (at most 100 characters) saying what was done to what, up to 5 short facts worth
+remembering (errors, results, decisions), and an importance from 0 to 1 (0.1 routine reads, 0.5 edits and
+prompts, 0.8 errors and decisions). Return {"observations": [{"id": 1, "title": "...", "facts": ["..."],
+"importance": 0.5}]}"""
+
+
+@dataclass
+class Report:
+    """What a worker run did."""
+    compressed: int = 0
+    summaries: int = 0
+    consolidated: int = 0
+    pruned: int = 0
+    failed: int = 0
+    claimed: int = 0
+
+    def add(self, other: Report) -> None:
+        for name, value in asdict(other).items():
+            setattr(self, name, getattr(self, name) + value)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.claimed or self.summaries or self.consolidated or self.pruned)
+
+    def text(self) -> str:
+        return (f"compressed {self.compressed}, summaries {self.summaries}, consolidated {self.consolidated}, "
+                f"pruned {self.pruned}, failed {self.failed}")
+
+
+def backoff_seconds(attempts: int) -> float:
+    """How long a failed item waits before its next attempt: 10 s, 20 s, 40 s, ... at most an hour."""
+    return min(10.0 * 2 ** max(attempts - 1, 0), 3600.0)
+
+
+class Worker:
+    """One process's worker: `run_pass` does a slice of every kind of work; `run_until_idle` all of it."""
+
+    def __init__(self, store: Store, *, holder: str | None = None, llm: LLM | None = None,
+                 batch_size: int = BATCH_SIZE, sweep: bool = True) -> None:
+        self.store = store
+        self.holder = holder or lease.new_holder()
+        self.llm = llm
+        self.batch_size = batch_size
+        self.sweep = sweep
+        self._last_maintenance = 0.0
+        self._consolidated_at: dict[str | None, float] = {}
+
+    # one pass ------------------------------------------------------------------------------------
+
+    def run_pass(self, *, seconds: float = PASS_SECONDS, should_stop: Callable[[], bool] = lambda: False,
+                 consolidate_every: float = CONSOLIDATE_EVERY_SECONDS) -> Report:
+        """Compress batches for up to `seconds`, then (once the backlog is gone) summarise due sessions,
+        consolidate projects that changed (each at most every `consolidate_every` seconds) and do the
+        periodic upkeep."""
+        report = Report()
+        deadline = time.monotonic() + seconds
+        while not should_stop():
+            batch = self.compress_batch()
+            report.add(batch)
+            if not batch.claimed or time.monotonic() >= deadline:
+                break
+        if should_stop() or (report.claimed and time.monotonic() >= deadline):
+            return report  # a backlog remains: summaries and consolidation wait until it is compressed
+        report.summaries += summarize.summarize_due(self.store, llm=self.llm)
+        report.consolidated += self.consolidate(every=consolidate_every)
+        if time.time() - self._last_maintenance >= MAINTENANCE_EVERY_SECONDS:
+            self._last_maintenance = time.time()
+            report.pruned += self.maintain()
+        return report
+
+    def run_until_idle(self) -> Report:
+        """Pass after pass until nothing is left to do, then the upkeep (prune, sweep, vectors, index)."""
+        total = Report()
+        self._last_maintenance = time.time()  # the upkeep runs once, at the end
+        while True:
+            report = self.run_pass(seconds=60.0, consolidate_every=0.0)
+            total.add(report)
+            if not report.busy:
+                break
+        total.pruned += self.maintain(force=True)
+        return total
+
+    # compression ---------------------------------------------------------------------------------
+
+    def claim(self) -> tuple[list[int], int]:
+        """Claim up to batch_size pending observations; returns (ids, how many were parked as failed)."""
+        now = self.store.now()
+        with self.store.transaction() as tx:
+            for (holder,) in tx.execute("SELECT DISTINCT claimed_by FROM observations WHERE status = 'pending' AND "
+                                        "claimed_until >= ? AND claimed_by IS NOT ?", (now, self.holder)).fetchall():
+                if lease.holder_alive(holder) is False:
+                    tx.execute("UPDATE observations SET claimed_until = NULL WHERE claimed_by = ? AND status = "
+                               "'pending'", (holder,))
+            parked = tx.execute(
+                "UPDATE observations SET status = 'failed', claimed_by = NULL, claimed_until = NULL, error = "
+                "COALESCE(error, 'the worker stopped while processing it, every time') WHERE status = 'pending' "
+                "AND attempts >= ? AND (claimed_until IS NULL OR claimed_until < ?)", (MAX_ATTEMPTS, now)).rowcount
+            ids = [row[0] for row in tx.execute(
+                "SELECT id FROM observations WHERE status = 'pending' AND (claimed_until IS NULL OR claimed_until < ?) "
+                "AND (next_attempt_at IS NULL OR next_attempt_at <= ?) ORDER BY id LIMIT ?",
+                (now, now, self.batch_size))]
+            if ids:
+                tx.execute(f"UPDATE observations SET claimed_by = ?, claimed_until = ?, attempts = attempts + 1 "
+                           f"WHERE id IN ({','.join('?' * len(ids))})", [self.holder, now + CLAIM_SECONDS, *ids])
+        return ids, parked
+
+    def compress_batch(self) -> Report:
+        """Claim a batch and compress it; a batch that fails is retried one observation at a time."""
+        ids, parked = self.claim()
+        report = Report(claimed=len(ids), failed=parked)
+        if not ids:
+            return report
+        try:
+            report.compressed += self._compress(ids)
+        except Exception as exc:
+            log.warning("compressing a batch of %d failed (%s: %s); retrying one by one", len(ids),
+                        type(exc).__name__, exc)
+            for obs_id in ids:
+                try:
+                    report.compressed += self._compress([obs_id])
+                except Exception as one:
+                    log.exception("observation %d could not be compressed", obs_id)
+                    report.failed += self._fail(obs_id, one)
+        return report
+
+    def _compress(self, ids: list[int]) -> int:
+        conn = self.store.conn
+        marks = ",".join("?" * len(ids))
+        rows = conn.execute(f"SELECT o.*, s.cwd AS session_cwd FROM observations o LEFT JOIN sessions s ON "
+                            f"s.id = o.session_id WHERE o.id IN ({marks}) AND o.claimed_by = ? AND o.status = "
+                            f"'pending' ORDER BY o.id", [*ids, self.holder]).fetchall()
+        results = {row["id"]: _compress_row(row) for row in rows}
+        if self.llm is not None:
+            self._refine(rows, results)
+        saving = [row for row in rows if results[row["id"]].kind != "session" or results[row["id"]].facts]
+        prepared = prepare_saves(self.store, [_working_memory(row, results[row["id"]]) for row in saving],
+                                 embed_chars=EMBED_CHARS)
+        now = self.store.now()
+        with self.store.transaction() as tx:
+            owned = {r[0] for r in tx.execute(f"SELECT id FROM observations WHERE id IN ({marks}) AND claimed_by = ? "
+                                              f"AND status = 'pending'", [*ids, self.holder])}
+            plans = [p if row["id"] in owned else None for row, p in zip(saving, prepared)]
+            for row, result in zip(saving, write_saves(tx, self.store, plans)):
+                if result is not None and result.action == "duplicate":
+                    _add_working_source(tx, result.id, row["id"])
+            tx.executemany(
+                "UPDATE observations SET status = 'compressed', kind = ?, title = ?, facts = ?, importance = ?, "
+                "claimed_by = NULL, claimed_until = NULL, next_attempt_at = NULL, error = NULL, updated_at = ? "
+                "WHERE id = ? AND claimed_by = ?",
+                [(c.kind, c.title, json.dumps(c.facts, ensure_ascii=False), c.importance, now, obs_id, self.holder)
+                 for obs_id, c in results.items() if obs_id in owned])
+        self.store.drain_outbox()
+        return len(owned & set(results))
+
+    def _fail(self, obs_id: int, exc: BaseException) -> int:
+        """Release a failed observation for a later attempt, or park it; returns 1 if parked."""
+        now = self.store.now()
+        with self.store.transaction() as tx:
+            row = tx.execute("SELECT attempts FROM observations WHERE id = ? AND claimed_by = ?",
+                             (obs_id, self.holder)).fetchone()
+            if row is None:
+                return 0
+            parked = row["attempts"] >= MAX_ATTEMPTS
+            tx.execute("UPDATE observations SET status = ?, claimed_by = NULL, claimed_until = NULL, "
+                       "next_attempt_at = ?, error = ? WHERE id = ?",
+                       ("failed" if parked else "pending", now + backoff_seconds(row["attempts"]),
+                        f"{type(exc).__name__}: {exc}"[:500], obs_id))
+        return int(parked)
+
+    def _refine(self, rows: list[Any], results: dict[int, CompressedObservation]) -> None:
+        """With an LLM: better titles, facts and importance, a batch per call; the rules' result otherwise."""
+        for start in range(0, len(rows), LLM_COMPRESS_BATCH):
+            chunk = rows[start:start + LLM_COMPRESS_BATCH]
+            ids = {row["id"] for row in chunk}
+            prompt = "\n".join(json.dumps({
+                "id": row["id"], "event": row["event"], "tool": row["tool"], "input": (row["input"] or "")[:400],
+                "output": (row["output"] or "")[:600], "prompt": (row["prompt"] or "")[:400],
+                "rules_title": results[row["id"]].title}, ensure_ascii=False) for row in chunk)
+
+            def validate(answer: Any, ids: set[int] = ids) -> dict[int, tuple[str, list[str], float]]:
+                found = {}
+                for item in need(need(answer, dict, "the answer").get("observations"), list, "observations"):
+                    item = need(item, dict, "an observation")
+                    if item.get("id") not in ids:
+                        raise ValueError("an observation id that was not asked about")
+                    facts = [need_text(f, "a fact", 240) for f in need(item.get("facts", []), list, "facts")[:8]]
+                    found[item["id"]] = (need_text(item.get("title"), "title", 120, 3), facts,
+                                         need_unit(item.get("importance"), "importance"))
+                if not found:
+                    raise ValueError("no observation in the answer")
+                return found
+
+            answer = self.llm.ask_json("compress", COMPRESS_SYSTEM, prompt, validate, max_tokens=250 * len(chunk))
+            for obs_id, (title, facts, importance) in (answer or {}).items():
+                result = results[obs_id]
+                result.title, result.facts, result.importance = title, facts, importance
+
+    def retry_failed(self) -> int:
+        """Give every parked observation a fresh set of attempts; returns how many."""
+        with self.store.transaction() as tx:
+            return tx.execute("UPDATE observations SET status = 'pending', attempts = 0, next_attempt_at = NULL, "
+                              "claimed_by = NULL, claimed_until = NULL, error = NULL WHERE status = 'failed'").rowcount
+
+    # consolidation and upkeep --------------------------------------------------------------------
+
+    def consolidate(self, *, every: float = 0.0) -> int:
+        """Consolidate each project whose observations or summaries changed; returns memories written."""
+        written = 0
+        for project, mark in consolidate.dirty_projects(self.store.conn):
+            if time.monotonic() - self._consolidated_at.get(project, -every) < every:
+                continue
+            self._consolidated_at[project] = time.monotonic()
+            try:
+                written += consolidate.consolidate_project(self.store, project)
+                if self.llm is not None:
+                    written += summarize.merge_summaries(self.store, project, self.llm)
+                    written += summarize.reflect(self.store, project, self.llm)
+            except Exception:  # one project's failure must not stop the others; it is tried again next pass
+                log.exception("consolidating project %s failed", project)
+                continue
+            consolidate.set_meta(self.store, consolidate.mark_key(project), mark)
+        return written
+
+    def maintain(self, *, force: bool = False) -> int:
+        """Prune old observations (hourly), run the forgetting sweep when due, embed what lacks vectors and
+        flush the index outbox. Returns how many observations were pruned."""
+        pruned = 0
+        last = consolidate.get_meta(self.store.conn, "last_prune")
+        now = self.store.now()
+        if force or last is None or now - float(last) >= PRUNE_EVERY_SECONDS:
+            pruned = prune_observations(self.store, now=now)
+            consolidate.set_meta(self.store, "last_prune", repr(now))
+        if self.sweep:
+            from .lifecycle.sweep import maybe_sweep
+
+            maybe_sweep(self.store)
+        self.store.embed_pending()
+        self.store.drain_outbox()
+        return pruned
+
+
+def _compress_row(row: Any) -> CompressedObservation:
+    try:
+        extra = json.loads(row["extra"] or "{}")
+    except ValueError:
+        extra = {}
+    extra = {**(extra if isinstance(extra, dict) else {}), "cwd": row["session_cwd"]}
+    return compress(row["event"], row["tool"], row["input"], row["output"], row["prompt"], extra)
+
+
+def _working_memory(row: Any, result: CompressedObservation) -> dict[str, Any]:
+    files = list(dict.fromkeys([*result.files, *json.loads(row["files"] or "[]")]))[:50]
+    return {"content": "\n".join([result.title, *result.facts])[:WORKING_CONTENT_CHARS], "title": result.title,
+            "tier": "working", "type": "context", "source": "hook", "project": row["project"],
+            "session_id": row["session_id"], "files": files, "importance": result.importance,
+            "source_ids": [f"obs:{row['id']}"], "created_at": row["created_at"]}
+
+
+def _add_working_source(conn: Connection, memory_id: str, obs_id: int) -> None:
+    """The same event text seen again: the existing working memory lists this observation too."""
+    row = conn.execute("SELECT tier, source_ids FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    if row is None or row["tier"] != "working":
+        return
+    sources = json.loads(row["source_ids"])
+    if f"obs:{obs_id}" not in sources and len(sources) < MAX_WORKING_SOURCES:
+        conn.execute("UPDATE memories SET source_ids = ? WHERE id = ?", (json.dumps([*sources, f"obs:{obs_id}"]),
+                                                                       memory_id))
+
+
+def prune_observations(store: Store, *, now: float | None = None, days: float = RETENTION_DAYS,
+                       below: float = PRUNE_BELOW_IMPORTANCE) -> int:
+    """Delete compressed observations older than `days` with importance under `below`, with their working
+    memories, except those a summary or another derived memory names as a source."""
+    from .lifecycle.forget import delete_memories
+
+    now = store.now() if now is None else now
+    conn = store.conn
+    cutoff = now - days * 86400
+    old = [r[0] for r in conn.execute("SELECT id FROM observations WHERE status = 'compressed' AND created_at < ? "
+                                      "AND COALESCE(importance, 0) < ? ORDER BY id LIMIT 5000", (cutoff, below))]
+    if not old:
+        return 0
+    kept = {r[0] for r in conn.execute("SELECT DISTINCT j.value FROM memories m, json_each(m.source_ids) j "
+                                       "WHERE m.tier != 'working' AND j.value LIKE 'obs:%'")}
+    doomed = [i for i in old if f"obs:{i}" not in kept]
+    gone = {f"obs:{i}" for i in doomed}
+    delete, trim = [], []
+    for start in range(0, len(doomed), 500):
+        names = [f"obs:{i}" for i in doomed[start:start + 500]]
+        for row in conn.execute(
+            f"SELECT DISTINCT m.id, m.project, m.type, m.version, m.source_ids FROM memories m, "
+            f"json_each(m.source_ids) j WHERE m.tier = 'working' AND j.value IN ({','.join('?' * len(names))})",
+            names):
+            left = [s for s in json.loads(row["source_ids"]) if s not in gone]
+            if left:
+                trim.append((json.dumps(left), row["id"]))
+            else:
+                delete.append(row)
+    delete = list({row["id"]: row for row in delete}.values())
+    if delete:
+        delete_memories(store, delete, f"its observation was pruned (older than {days:g} days, low importance)",
+                        now, action="prune")
+    with store.transaction() as tx:
+        tx.executemany("UPDATE memories SET source_ids = ? WHERE id = ?", trim)
+        for start in range(0, len(doomed), 500):
+            part = doomed[start:start + 500]
+            tx.execute(f"DELETE FROM observations WHERE id IN ({','.join('?' * len(part))})", part)
+        tx.execute("DELETE FROM meta WHERE key LIKE 'summary-state:%' AND substr(key, 15) IN (SELECT id FROM "
+                   "sessions WHERE last_event_at < ? AND needs_summary = 0)", (cutoff,))
+    return len(doomed)
+
+
+# -- running it -----------------------------------------------------------------------------------
+
+async def serve_worker_loop(state: Any) -> None:
+    """The worker inside `agentmem serve`: works while this server holds the lease; never raises.
+
+    `state` is the server's AppState (`.store()` opens the store, `.stopping` is a threading.Event)."""
+    import anyio
+
+    keeper: lease.LeaseKeeper | None = None
+    try:
+        store = await anyio.to_thread.run_sync(state.store)
+        keeper = lease.LeaseKeeper(lambda: store.conn).start()
+        worker = Worker(store, holder=keeper.holder, llm=LLM.from_store(store))
+
+        def stopped() -> bool:
+            return state.stopping.is_set() or not keeper.held.is_set()
+
+        idle = IDLE_SLEEP[0]
+        while not state.stopping.is_set():
+            try:
+                if keeper.held.is_set():
+                    report = await anyio.to_thread.run_sync(lambda: worker.run_pass(should_stop=stopped))
+                    if report.busy:
+                        log.info("worker: %s", report.text())
+                    idle = IDLE_SLEEP[0] if report.busy else min(idle * 2, IDLE_SLEEP[1])
+                else:
+                    idle = lease.RENEW_EVERY
+            except Exception:
+                log.exception("worker pass failed; retrying later")
+                idle = IDLE_SLEEP[1]
+            waited = 0.0
+            while waited < idle and not state.stopping.is_set():
+                await anyio.sleep(0.5)
+                waited += 0.5
+    except Exception:
+        log.exception("the background worker stopped")
+    finally:
+        if keeper is not None:
+            keeper.stop()
+
+
+def run_cli(args: Any) -> int:
+    """`agentmem worker [--once | --forever] [--retry-failed]`."""
+    from .logs import setup_logging
+    from .store import Store
+
+    store = Store.open(project=None)
+    setup_logging(store.settings)
+    with store:
+        worker = Worker(store, llm=LLM.from_store(store))
+        if getattr(args, "retry_failed", False):
+            print(f"reset {worker.retry_failed()} failed observations for another try")
+        if getattr(args, "forever", False):
+            return _forever(store, worker)
+        print(worker.run_until_idle().text())
+    return 0
+
+
+def _forever(store: Store, worker: Worker) -> int:
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    keeper = lease.LeaseKeeper(lambda: store.conn, worker.holder).start()
+    idle = IDLE_SLEEP[0]
+    try:
+        while not stop.is_set():
+            if keeper.held.wait(timeout=1.0) and not stop.is_set():
+                report = worker.run_pass(should_stop=lambda: stop.is_set() or not keeper.held.is_set())
+                if report.busy:
+                    print(report.text(), flush=True)
+                idle = IDLE_SLEEP[0] if report.busy else min(idle * 2, IDLE_SLEEP[1])
+                stop.wait(idle if not report.busy else 0)
+    finally:
+        keeper.stop()
+    return 0

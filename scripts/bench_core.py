@@ -1,0 +1,162 @@
+"""Benchmark the core store: search latency at 10k and 100k memories, save latency (embedding included).
+
+    python scripts/bench_core.py [--sizes 10000,100000] [--queries 200] [--saves 200] [--model PATH] [--json OUT]
+
+Builds each store in a temporary home with the real write path (save_many in batches, the real model),
+then times `Store.search` (query embedding, BM25, vectors, graph, SQLite join, access update) and
+single `Store.save` calls. Reports medians and percentiles measured in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from agentmem_mcp.config import load_settings  # noqa: E402
+from agentmem_mcp.index.embedder import Embedder  # noqa: E402
+from agentmem_mcp.store import Store  # noqa: E402
+
+DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+NOUNS = ("cache", "queue", "worker", "parser", "router", "session", "token", "upload", "migration", "schema",
+         "config", "logger", "scheduler", "client", "server", "index", "report", "payment", "invoice", "user",
+         "account", "webhook", "build", "release", "deploy", "test", "fixture", "lint", "docker", "cluster")
+VERBS = ("retries", "validates", "serialises", "caches", "streams", "batches", "rejects", "logs", "signs",
+         "compresses", "throttles", "parses", "renders", "indexes", "migrates", "schedules")
+TOOLS = ("pytest", "ruff", "mypy", "docker", "kubectl", "npm", "pnpm", "cargo", "make", "alembic", "terraform")
+TYPES = ("decision", "pattern", "preference", "architecture", "bug", "workflow", "fact")
+QUERIES = (
+    "how do we run the tests", "why does the upload fail", "which port does the server use",
+    "where is the config parsed", "how are migrations applied", "what retry policy does the queue use",
+    "deploy to staging", "parseConfig", "webhook signature", "docker build cache", "session token expiry",
+    "who decided to use pnpm", "lint rules", "payment invoice rendering bug", "scheduler throttling",
+)
+
+
+def memory_text(rng: random.Random, n: int) -> dict:
+    a, b = rng.sample(NOUNS, 2)
+    verb = rng.choice(VERBS)
+    tool = rng.choice(TOOLS)
+    module = f"src/{a}/{b}_{n % 97}.py"
+    symbol = f"{a}{b.capitalize()}{n}"
+    kind = rng.choice(TYPES)
+    sentences = [
+        f"The {a} {verb} every {b} before it reaches {module}; see {symbol}().",
+        f"We use {tool} for this step (decision #{n}).",
+        f"Port {3000 + n % 5000} serves the {b} endpoint in the {rng.choice(NOUNS)} service.",
+    ]
+    if n % 7 == 0:
+        sentences.append(f"Bug {n}: the {b} {verb} twice when the {a} times out; fixed by an idempotency key.")
+    return {"content": " ".join(sentences), "type": kind, "importance": round(rng.uniform(0.2, 0.9), 2),
+            "files": [module]}
+
+
+def build(store: Store, size: int, seed: int, batch: int = 500) -> float:
+    rng = random.Random(seed)
+    started = time.perf_counter()
+    for start in range(0, size, batch):
+        items = [memory_text(rng, n) for n in range(start, min(size, start + batch))]
+        store.save_many(items, supersede_check=False)
+        if (start // batch) % 20 == 0:
+            print(f"  built {start + len(items):,}/{size:,}", file=sys.stderr, flush=True)
+    store.flush()
+    return time.perf_counter() - started
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def time_searches(store: Store, count: int, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    for query in QUERIES[:5]:
+        store.search(query)
+    timings = []
+    for _ in range(count):
+        query = rng.choice(QUERIES)
+        started = time.perf_counter()
+        store.search(query, limit=10)
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def time_saves(store: Store, count: int, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    timings = []
+    for n in range(count):
+        item = memory_text(rng, 10_000_000 + n)
+        started = time.perf_counter()
+        store.save(item.pop("content"), **item)
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def summary(values: list[float]) -> dict:
+    return {"n": len(values), "p50_ms": round(statistics.median(values), 2),
+            "p95_ms": round(percentile(values, 0.95), 2), "max_ms": round(max(values), 2)}
+
+
+def machine() -> str:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, {platform.system()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--saves", type=int, default=200)
+    parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH", DEFAULT_MODEL)))
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args(argv)
+    embedder = Embedder(MODEL_NAME, args.model)
+    if not embedder.load():
+        print(f"cannot load the model from {args.model}: {embedder.error}", file=sys.stderr)
+        return 1
+    results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
+               "command": "python scripts/bench_core.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+               "sizes": {}}
+    for size in [int(s) for s in args.sizes.split(",") if s]:
+        with tempfile.TemporaryDirectory() as tmp:
+            settings = load_settings(env={}, home=Path(tmp) / "home", embed_model_path=args.model)
+            with Store.open(settings, project="/bench/project", embedder=embedder) as store:
+                print(f"building {size:,} memories", file=sys.stderr)
+                build_s = build(store, size, seed=size)
+                search = summary(time_searches(store, args.queries, seed=1))
+                save = summary(time_saves(store, args.saves, seed=2))
+                search_after = summary(time_searches(store, args.queries, seed=3))
+                results["sizes"][size] = {"build_s": round(build_s, 1), "build_per_s": round(size / build_s),
+                                          "search": search, "save": save, "search_after_saves": search_after}
+                print(json.dumps({size: results["sizes"][size]}), flush=True)
+    print(f"\n{results['date']} | {results['machine']}\n{results['command']}")
+    print(f"{'memories':>9} | {'search p50':>10} | {'search p95':>10} | {'save p50':>8} | {'save p95':>8} | build/s")
+    for size, row in results["sizes"].items():
+        print(f"{size:>9,} | {row['search']['p50_ms']:>8} ms | {row['search']['p95_ms']:>8} ms | "
+              f"{row['save']['p50_ms']:>5} ms | {row['save']['p95_ms']:>5} ms | {row['build_per_s']}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
