@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from .transcript_replay import claude_code_events, cursor_events
 
 from agentmem_mcp.capture.compress import KINDS, CompressedObservation, compress
 from agentmem_mcp.capture.events import parse_hook_event
+
+from .transcript_replay import claude_code_events, cursor_events
 
 TRANSCRIPT = (
     Path(__file__).resolve().parents[2]

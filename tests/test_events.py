@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from .transcript_replay import claude_code_events, cursor_events
 
 from agentmem_mcp.capture.events import (
     CLAUDE_CODE_EVENTS,
@@ -22,6 +21,8 @@ from agentmem_mcp.capture.events import (
     event_fingerprint,
     parse_hook_event,
 )
+
+from .transcript_replay import claude_code_events, cursor_events
 
 TRANSCRIPT = (
     Path(__file__).resolve().parents[2]
