@@ -3,12 +3,14 @@ so `agentmem hook` stays fast."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def _project(args: argparse.Namespace) -> str | None:
@@ -232,6 +234,8 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     from .models import PRIORITIES, SOURCES, TIERS, TYPES
 
     parser = argparse.ArgumentParser(prog="agentmem", description="Long-term memory for coding agents.")

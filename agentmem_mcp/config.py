@@ -13,11 +13,6 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 
 class ConfigError(ValueError):
     """A setting has a value agentmem cannot use."""
@@ -135,6 +130,10 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Set
     config_path = Path(env["AGENTMEM_CONFIG"]) if env.get("AGENTMEM_CONFIG") else home / "config.toml"
     file_values: dict[str, Any] = {}
     if config_path.is_file():
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover
+            import tomli as tomllib
         try:
             file_values = tomllib.loads(config_path.read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from .index import graph, vectors
 from .index.tokenize import index_text
-from .lifecycle.retention import confidence_on_access, retention, strengthen
+from .lifecycle.access import note_access
+from .lifecycle.retention import retention
 from .models import TIERS, TYPES, InvalidInput, SearchHit, SearchResult, check_choice
 from .ranking import Fused, estimate_tokens, fuse_rankings, humanize_age, state_factor
 from .store import memory_text
@@ -262,17 +263,3 @@ def _why(entry: Fused, graph_reason: str | None, row: Any) -> str:
     if not row["is_latest"]:
         parts.append(f"superseded version {row['version']}")
     return "; ".join(parts)
-
-
-def note_access(conn: Any, memory_ids: Sequence[str], now: float) -> None:
-    """A hit is a use: refresh last access, count it, strengthen retention, nudge confidence.
-    Call inside a write transaction."""
-    marks = ",".join("?" * len(memory_ids))
-    rows = conn.execute(f"SELECT id, strength, confidence FROM memories WHERE id IN ({marks})",
-                        list(memory_ids)).fetchall()
-    conn.executemany(
-        "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, strength = ?, "
-        "confidence = ? WHERE id = ?",
-        [(now, min(strengthen(r["strength"]), 1e6), confidence_on_access(r["confidence"]), r["id"])
-         for r in rows])
-

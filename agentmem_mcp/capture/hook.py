@@ -8,12 +8,9 @@ file under the home directory).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 from typing import IO, Any
-
-log = logging.getLogger("agentmem.hook")
 
 MAX_STDIN_BYTES = 64 * 1024 * 1024
 CONTEXT_EVENTS = ("session_start", "prompt")
@@ -86,7 +83,7 @@ def _prompt_context(conn: Any, settings: Any, prompt: str, project: str | None) 
         import time
 
         from ..db.connection import write_transaction
-        from ..retrieval import note_access
+        from ..lifecycle.access import note_access
 
         with write_transaction(conn):
             note_access(conn, ids, time.time())
@@ -119,11 +116,14 @@ def run_hook(client: str, event_name: str, stdin: IO[bytes] | None = None, stdou
 
 def _log_failure(client: str, event_name: str, exc: BaseException) -> None:
     try:
+        import logging
+
         from ..config import load_settings
         from ..logs import setup_logging
 
         setup_logging(load_settings())
-        log.warning("hook %s %s failed: %s: %s", client, event_name, type(exc).__name__, str(exc)[:500])
+        logging.getLogger("agentmem.hook").warning("hook %s %s failed: %s: %s", client, event_name,
+                                                   type(exc).__name__, str(exc)[:500])
     except BaseException:
         pass
 

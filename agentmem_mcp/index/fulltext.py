@@ -67,7 +67,8 @@ class FulltextIndex:
         self.index = tantivy.Index(_schema(), path=str(self.path), reuse=True)
         self.analyzer = build_analyzer()
         self.index.register_tokenizer(ANALYZER_NAME, self.analyzer)
-        marker.write_text(SCHEMA_VERSION)
+        if not marker.exists():
+            marker.write_text(SCHEMA_VERSION)
 
     def _wipe_dir(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

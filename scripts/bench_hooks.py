@@ -1,0 +1,160 @@
+"""Benchmark what the agent waits for: hook processes and server start-up.
+
+    python scripts/bench_hooks.py [--runs 40] [--memories 10000] [--model PATH] [--json OUT]
+
+- PostToolUse hook, whole process (`agentmem hook PostToolUse` as installed), 8 kB payload, beside bare
+  `python -c pass` on the same machine in the same run;
+- SessionStart hook with N memories in the project (context built and printed);
+- UserPromptSubmit hook (BM25 in the hook process) with the same store;
+- `agentmem serve`: spawn to the `initialize` response, and RSS once the embedding model has loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from bench_core import DEFAULT_MODEL, MODEL_NAME, build, machine, percentile  # noqa: E402
+
+from agentmem_mcp.config import load_settings  # noqa: E402
+from agentmem_mcp.index.embedder import Embedder  # noqa: E402
+from agentmem_mcp.store import Store  # noqa: E402
+
+PYTEST_LINE = "tests/test_api.py::test_case_{n} PASSED [ {p}%] in 0.0{n}s — checked response schema for /v1/items\n"
+
+
+def agentmem_bin() -> list[str]:
+    script = Path(sys.executable).with_name("agentmem")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "agentmem_mcp"]
+
+
+def payload_8k(n: int, project: Path) -> bytes:
+    lines, size = [], 0
+    while size < 8000:
+        line = PYTEST_LINE.format(n=len(lines) + n, p=len(lines) % 100)
+        lines.append(line)
+        size += len(line)
+    return json.dumps({
+        "session_id": "bench-session", "transcript_path": "/tmp/t.jsonl", "cwd": str(project),
+        "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": f"toolu_{n}",
+        "tool_input": {"command": f"pytest -q tests/test_api.py -k case_{n}", "description": "run tests"},
+        "tool_response": {"stdout": "".join(lines), "stderr": "", "interrupted": False},
+    }).encode()
+
+
+def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
+    started = time.perf_counter()
+    done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, check=False)
+    elapsed = (time.perf_counter() - started) * 1000
+    if done.returncode != 0:
+        raise SystemExit(f"{cmd} failed: {done.stderr.decode()[-500:]}")
+    return elapsed, done.stdout
+
+
+def stats(values: list[float]) -> dict:
+    return {"n": len(values), "p50_ms": round(statistics.median(values), 1),
+            "p95_ms": round(percentile(values, 0.95), 1)}
+
+
+def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
+    spawn_ms, rss_mb = [], []
+    for run in range(runs):
+        started = time.perf_counter()
+        proc = subprocess.Popen([*agentmem_bin(), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+        proc.stdin.write(init.encode() + b"\n")
+        proc.stdin.flush()
+        proc.stdout.readline()
+        spawn_ms.append((time.perf_counter() - started) * 1000)
+        if run == runs - 1:
+            proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            deadline = time.time() + 120
+            request_id = 2
+            while time.time() < deadline:
+                call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                        "params": {"name": "memory_search", "arguments": {"query": "tests"}}}
+                proc.stdin.write(json.dumps(call).encode() + b"\n")
+                proc.stdin.flush()
+                answer = proc.stdout.readline().decode()
+                request_id += 1
+                if '\\"mode\\": \\"hybrid\\"' in answer or '"mode": "hybrid"' in answer:
+                    break
+                time.sleep(0.5)
+            time.sleep(1.0)
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            rss_mb.append(int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024)
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return {"spawn_to_initialize": stats(spawn_ms), "rss_after_model_mb": round(rss_mb[-1], 1) if rss_mb else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--memories", type=int, default=10000)
+    parser.add_argument("--serve-runs", type=int, default=7)
+    parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH", DEFAULT_MODEL)))
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
+               "command": "python scripts/bench_hooks.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+    with tempfile.TemporaryDirectory() as tmp:
+        home, project = Path(tmp) / "home", Path(tmp) / "project"
+        (project / ".git").mkdir(parents=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+        env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(args.model))
+        embedder = Embedder(MODEL_NAME, args.model)
+        embedder.load()
+        settings = load_settings(env={}, home=home, embed_model_path=args.model)
+        with Store.open(settings, project=str(project), embedder=embedder) as store:
+            print(f"building {args.memories:,} memories", file=sys.stderr)
+            build(store, args.memories, seed=7)
+            store.save("Run the API tests with pytest -q tests/test_api.py before pushing", type="workflow",
+                       priority="P0")
+
+        hook = [*agentmem_bin(), "hook", "--client", "claude-code"]
+        bare, post, start, prompt = [], [], [], []
+        for n in range(args.runs):  # interleaved, so load changes hit every series alike
+            bare.append(timed([sys.executable, "-c", "pass"], b"", env)[0])
+            post.append(timed([*hook, "PostToolUse"], payload_8k(n, project), env)[0])
+            start_payload = json.dumps({"session_id": f"s{n}", "cwd": str(project), "source": "startup",
+                                        "hook_event_name": "SessionStart"}).encode()
+            elapsed, out = timed([*hook, "SessionStart"], start_payload, env)
+            start.append(elapsed)
+            if n == 0:
+                context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+                results["session_start_context_chars"] = len(context)
+            prompt_payload = json.dumps({"session_id": f"s{n}", "cwd": str(project), "hook_event_name":
+                                         "UserPromptSubmit", "prompt": "how do I run the api tests?"}).encode()
+            prompt.append(timed([*hook, "UserPromptSubmit"], prompt_payload, env)[0])
+        results["bare_python"] = stats(bare)
+        results["post_tool_use_8kb"] = stats(post)
+        results["session_start"] = {**stats(start), "memories": args.memories}
+        results["user_prompt_submit"] = stats(prompt)
+        results["post_minus_bare_p50_ms"] = round(
+            results["post_tool_use_8kb"]["p50_ms"] - results["bare_python"]["p50_ms"], 1)
+        results["serve"] = bench_serve(env, project, args.serve_runs)
+    print(json.dumps(results, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
