@@ -37,8 +37,13 @@ def _output(client: str, ev_event: str | None, raw_event: str, context: str) -> 
     return None
 
 
-def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None = None) -> dict[str, Any] | None:
-    """Process one hook call; returns what to print. Raises on errors (the caller logs them)."""
+def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None = None, *,
+           close: bool = True) -> dict[str, Any] | None:
+    """Process one hook call; returns what to print. Raises on errors (the caller logs them).
+
+    close=False leaves the connection open for a process that is about to exit: closing the last
+    connection to a WAL database checkpoints it, which costs more than the rest of the hook.
+    """
     from ..config import load_settings
     from .events import decode_payload, parse_hook_event
 
@@ -65,7 +70,8 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
         elif ev.event == "prompt" and ev.prompt and client == "claude-code":
             context = _prompt_context(conn, settings, ev.prompt, project)
     finally:
-        conn.close()
+        if close:
+            conn.close()
     return _output(ev.client, ev.event, ev.raw_event, context)
 
 
@@ -91,7 +97,7 @@ def _prompt_context(conn: Any, settings: Any, prompt: str, project: str | None) 
 
 
 def run_hook(client: str, event_name: str, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None) -> int:
-    """Handle a hook call end to end; always returns 0."""
+    """Handle a hook call end to end in a process that exits right after; always returns 0."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout
     answer: dict[str, Any] | None = {} if client == "cursor" else None
@@ -100,7 +106,7 @@ def run_hook(client: str, event_name: str, stdin: IO[bytes] | None = None, stdou
         if os.environ.get("AGENTMEM_DISABLE", "").strip().lower() in ("1", "true", "yes", "on"):
             answer = {"continue": True} if client == "cursor" and event_name == "beforeSubmitPrompt" else answer
         else:
-            answer = handle(client, event_name, raw)
+            answer = handle(client, event_name, raw, close=False)
     except BaseException as exc:  # the agent must never see our failure
         _log_failure(client, event_name, exc)
         if client == "cursor" and event_name == "beforeSubmitPrompt":
@@ -144,4 +150,8 @@ def main(argv: list[str]) -> int:
     if event is None:
         _log_failure(client, "?", ValueError("agentmem hook needs an EVENT argument"))
         return 0
-    return run_hook(client, event)
+    run_hook(client, event)
+    # Every write is committed: skip interpreter teardown, and with it the WAL checkpoint that closing
+    # the last database connection would run (the server or a later writer checkpoints instead).
+    sys.stdout.flush()
+    os._exit(0)
