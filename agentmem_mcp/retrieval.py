@@ -140,7 +140,9 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
     for name, job in jobs.items():
         try:
             result = job.result()
-        except Exception as exc:  # one broken retriever degrades the answer, never fails it
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # one broken retriever (even a tantivy panic) degrades the answer
             notes.append(f"{name} retriever failed: {type(exc).__name__}: {exc}")
             if name == "vector":
                 vector_ran = False

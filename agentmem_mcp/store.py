@@ -59,7 +59,7 @@ class Store:
         self._connections: list[Connection] = []
         self._conn_lock = threading.Lock()
         migrate(self.conn)
-        self.fulltext = FulltextIndex(settings.fulltext_dir)
+        self.fulltext = self._open_fulltext()
         self.embedder = embedder or Embedder(settings.embed_model, settings.embed_model_path,
                                              enabled=settings.embeddings)
         self._pool: ThreadPoolExecutor | None = None
@@ -67,6 +67,29 @@ class Store:
             self.embedder.wait()
             self.prepare_vectors()
         self.drain_outbox()
+
+    def _open_fulltext(self) -> FulltextIndex:
+        """Open the BM25 index; if it is missing, corrupt or empty while SQLite holds memories, rebuild it
+        from SQLite (it is derived data) before answering anything."""
+        try:
+            index = FulltextIndex(self.settings.fulltext_dir)
+            indexed = index.count()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # tantivy raises ValueError/OSError, or panics, on a damaged directory
+            log.warning("BM25 index at %s is unreadable (%s); rebuilding it from SQLite",
+                        self.settings.fulltext_dir, exc)
+            FulltextIndex.wipe(self.settings.fulltext_dir)
+            index = FulltextIndex(self.settings.fulltext_dir)
+            indexed = 0
+        stored = self.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+        if indexed == 0 and stored:
+            log.warning("BM25 index is empty but %d memories exist; rebuilding it", stored)
+            with write_transaction(self.conn) as conn:
+                conn.execute("DELETE FROM index_outbox")
+                conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) "
+                             "SELECT id, 'upsert', ? FROM memories", (time.time(),))
+        return index
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, project: str | None = None, load_embedder: bool = True,

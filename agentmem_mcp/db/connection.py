@@ -85,8 +85,17 @@ def load_vector_extension(conn: Connection) -> None:
 
 @contextmanager
 def write_transaction(conn: Connection) -> Iterator[Connection]:
-    """BEGIN IMMEDIATE ... COMMIT, rolling back on any error."""
-    conn.execute("BEGIN IMMEDIATE")
+    """BEGIN IMMEDIATE ... COMMIT, rolling back on any error. A lock held by another process past the
+    busy timeout raises StoreBusy (nothing was written)."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except OperationalError as exc:
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            raise
+        from ..models import StoreBusy
+
+        raise StoreBusy("the memory database is locked by another process (a long write or a stuck program); "
+                        "nothing was saved, retry in a moment. `agentmem doctor` shows who holds it") from exc
     try:
         yield conn
     except BaseException:

@@ -71,8 +71,13 @@ class FulltextIndex:
             marker.write_text(SCHEMA_VERSION)
 
     def _wipe_dir(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
-        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.wipe(self.path)
+
+    @staticmethod
+    def wipe(path: Path) -> None:
+        """Delete an index directory and recreate it empty."""
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
 
     def _writer(self) -> tantivy.IndexWriter:
         deadline = time.monotonic() + self.lock_timeout

@@ -1,0 +1,102 @@
+"""Recovery from damaged derived data and from a database held locked by another process."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.store import Store
+
+from .conftest import REPO
+
+
+def ids(result) -> list[str]:
+    return [hit.id for hit in result.hits]
+
+
+@pytest.fixture
+def seeded(settings, embedder):
+    with Store.open(settings, project="/repo/a", embedder=embedder) as store:
+        kept = store.save("the deploy script lives in scripts/deploy.sh and needs AWS_PROFILE")
+        gone = store.save("database migrations used to run with flyway")
+        store.forget(ids=[gone.id])
+    return kept.id, gone.id
+
+
+def damage_segments(path) -> None:
+    for file in path.iterdir():
+        if file.suffix in (".idx", ".term", ".store", ".pos", ".fieldnorm"):
+            file.write_bytes(b"garbage" * 10)
+
+
+@pytest.mark.parametrize("damage", ["deleted", "segments", "meta"])
+def test_the_bm25_index_is_rebuilt_at_the_next_start(settings, embedder, seeded, damage):
+    kept, gone = seeded
+    directory = settings.fulltext_dir
+    if damage == "deleted":
+        shutil.rmtree(directory)
+    elif damage == "segments":
+        damage_segments(directory)
+    else:
+        (directory / "meta.json").write_text("{broken")
+    with Store.open(settings, project="/repo/a", embedder=embedder) as store:
+        assert ids(store.search("deploy script", retrievers=("bm25",))) == [kept]
+        assert gone not in ids(store.search("flyway migrations", include_history=True))
+        store.flush()
+        assert store.fulltext.ids() == {kept}
+
+
+def test_the_index_deleted_under_a_running_store(settings, embedder, seeded):
+    # (Truncating segment files that this process has memory-mapped would kill it with SIGBUS; deleting
+    # them, as a user cleaning up would, leaves the open files readable until the next start rebuilds.)
+    kept, _ = seeded
+    with Store.open(settings, project="/repo/a", embedder=embedder) as store:
+        shutil.rmtree(settings.fulltext_dir)
+        assert ids(store.search("deploy script"))[0] == kept
+    with Store.open(settings, project="/repo/a", embedder=embedder) as store:
+        assert ids(store.search("deploy script", retrievers=("bm25",))) == [kept]
+
+
+HOLD_LOCK = textwrap.dedent("""
+    import sys, time, sqlean
+    conn = sqlean.connect(sys.argv[1], isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    print("locked", flush=True)
+    time.sleep(float(sys.argv[2]))
+    conn.execute("ROLLBACK")
+""")
+
+
+def test_a_save_waits_for_a_lock_held_by_another_process(settings, embedder, seeded):
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(settings.database), "3"],
+                              stdout=subprocess.PIPE, text=True, cwd=REPO)
+    assert holder.stdout.readline().strip() == "locked"
+    with Store.open(settings, project="/repo/a", embedder=embedder, load_embedder=False) as store:
+        started = time.monotonic()
+        saved = store.save("the staging cluster is called blue-harbor")
+        assert time.monotonic() - started >= 1.5
+        assert store.get(saved.id)
+    holder.wait(timeout=30)
+
+
+def test_a_lock_held_past_the_timeout_is_a_clear_error(home, model_path, embedder, seeded):
+    settings = load_settings(env={}, home=home, embed_model_path=model_path, busy_timeout_ms=1000)
+    with Store.open(settings, project="/repo/a", embedder=embedder) as store:
+        before = store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+        holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(settings.database), "4"],
+                                  stdout=subprocess.PIPE, text=True, cwd=REPO)
+        assert holder.stdout.readline().strip() == "locked"
+        from agentmem_mcp.models import StoreBusy
+
+        with pytest.raises(StoreBusy) as error:
+            store.save("the staging cluster is called blue-harbor")
+        assert "locked" in str(error.value) and "retry" in str(error.value)
+        holder.wait(timeout=30)
+        assert store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == before
+        assert store.save("the staging cluster is called blue-harbor").action == "created"
