@@ -1,0 +1,578 @@
+"""Shared pieces of the retrieval evaluations: metrics, baselines, an embedding cache, temporary stores,
+latency statistics, report printing, and the prototypes of ranking changes (clearly marked: they are
+measured beside the product, they are not the product). One module so that both scripts and the tests
+import the same definitions.
+
+The metric functions are pure and follow the definitions of the benchmarks' own code (LongMemEval's
+src/retrieval/eval_utils.py, LoCoMo's evidence recall); `tests/test_eval.py` pins them on hand-made
+rankings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import platform
+import re
+import shlex
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.index.embedder import Embedder
+from agentmem_mcp.store import Store
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED = REPO_ROOT.parent / "shared"
+DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_MODEL_PATH = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
+DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agentmem-eval"
+EVAL_PROJECT = "eval"
+
+
+# metrics -----------------------------------------------------------------------------------------
+
+def recall_any(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
+    """1.0 if any relevant id is in the top k (0.0 when nothing is relevant)."""
+    top = set(ranked[:k])
+    return float(any(doc in top for doc in relevant))
+
+
+def recall_all(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
+    """1.0 if every relevant id is in the top k (1.0 when nothing is relevant, as upstream)."""
+    top = set(ranked[:k])
+    return float(all(doc in top for doc in relevant))
+
+
+def _dcg(gains: Sequence[float], variant: str) -> float:
+    if variant == "longmemeval":  # rel_1 + sum_{i>=2} rel_i / log2(i): ranks 1 and 2 weigh the same
+        return sum(g if i == 0 else g / math.log2(i + 1) for i, g in enumerate(gains))
+    return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+
+
+def ndcg(ranked: Sequence[str], relevant: Iterable[str], k: int, variant: str = "standard") -> float:
+    """Binary-relevance NDCG@k; 0.0 when nothing is relevant.
+
+    variant "standard" discounts rank r by log2(r + 1); "longmemeval" is LongMemEval's own DCG
+    (rank 1 undiscounted, rank r >= 2 divided by log2(r)), which its ndcg_any figures use.
+    """
+    wanted = set(relevant)
+    if not wanted:
+        return 0.0
+    gains = [1.0 if doc in wanted else 0.0 for doc in ranked[:k]]
+    ideal = _dcg([1.0] * min(k, len(wanted)), variant)
+    return _dcg(gains, variant) / ideal
+
+
+def mrr(ranked: Sequence[str], relevant: Iterable[str]) -> float:
+    """Reciprocal rank of the first relevant id (0.0 if none is ranked)."""
+    wanted = set(relevant)
+    for rank, doc in enumerate(ranked, start=1):
+        if doc in wanted:
+            return 1.0 / rank
+    return 0.0
+
+
+def evidence_recall(ranked: Sequence[str], evidence: Iterable[str], k: int) -> float:
+    """LoCoMo's retrieval recall: the share of evidence ids in the top k; 1.0 when there is no evidence."""
+    wanted = list(dict.fromkeys(evidence))
+    if not wanted:
+        return 1.0
+    top = set(ranked[:k])
+    return sum(1 for doc in wanted if doc in top) / len(wanted)
+
+
+def unique(items: Iterable[str]) -> list[str]:
+    """Items in first-seen order without repeats (a turn ranking -> a session ranking)."""
+    return list(dict.fromkeys(items))
+
+
+def mean(values: Iterable[float]) -> float | None:
+    values = list(values)
+    return sum(values) / len(values) if values else None
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0..100) with linear interpolation, as numpy's default."""
+    if not values:
+        return None
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def latency_summary(seconds: Sequence[float]) -> dict[str, Any]:
+    ms = [s * 1000 for s in seconds]
+    return {"count": len(ms), "p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95),
+            "mean_ms": mean(ms), "max_ms": max(ms) if ms else None}
+
+
+# baselines over the same documents ---------------------------------------------------------------
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def bm25_tokens(text: str) -> list[str]:
+    return [t.lower() for t in _TOKEN.findall(text)]
+
+
+class BM25:
+    """Plain Okapi BM25 (k1 = 1.2, b = 0.75, Lucene's idf): lowercase word tokens, no stemming, no stop list."""
+
+    def __init__(self, docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.lengths = []
+        for index, doc in enumerate(docs):
+            counts = Counter(bm25_tokens(doc))
+            self.lengths.append(sum(counts.values()))
+            for term, tf in counts.items():
+                self.postings[term].append((index, tf))
+        self.n = len(docs)
+        self.avgdl = (sum(self.lengths) / self.n) if self.n else 1.0
+
+    def scores(self, query: str) -> np.ndarray:
+        scores = np.zeros(self.n)
+        for term in set(bm25_tokens(query)):
+            posting = self.postings.get(term)
+            if not posting:
+                continue
+            idf = math.log(1 + (self.n - len(posting) + 0.5) / (len(posting) + 0.5))
+            for index, tf in posting:
+                norm = self.k1 * (1 - self.b + self.b * self.lengths[index] / self.avgdl)
+                scores[index] += idf * tf * (self.k1 + 1) / (tf + norm)
+        return scores
+
+    def rank(self, query: str) -> list[int]:
+        scores = self.scores(query)
+        order = np.argsort(-scores, kind="stable")
+        return [int(i) for i in order if scores[i] > 0]
+
+
+class DenseIndex:
+    """Brute-force cosine over chunk vectors; a document scores its best chunk."""
+
+    def __init__(self, chunk_vectors: np.ndarray, chunk_doc: Sequence[int], n_docs: int) -> None:
+        self.vectors = chunk_vectors.astype(np.float32)
+        self.chunk_doc = np.asarray(chunk_doc, dtype=np.int64)
+        self.n_docs = n_docs
+
+    def rank(self, query_vector: np.ndarray) -> list[int]:
+        if not len(self.vectors):
+            return []
+        sims = self.vectors @ query_vector.astype(np.float32)
+        best = np.full(self.n_docs, -np.inf)
+        np.maximum.at(best, self.chunk_doc, sims)
+        order = np.argsort(-best, kind="stable")
+        return [int(i) for i in order if np.isfinite(best[i])]
+
+
+def rrf(rankings: Sequence[Sequence[Any]], k: int = 60, weights: Sequence[float] | None = None) -> list[Any]:
+    """Plain (weighted) reciprocal rank fusion of several rankings."""
+    weights = weights or [1.0] * len(rankings)
+    scores: dict[Any, float] = defaultdict(float)
+    for weight, ranking in zip(weights, rankings):
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] += weight / (k + rank)
+    return sorted(scores, key=lambda item: -scores[item])
+
+
+def store_chunk_vectors(store: Store, memory_ids: Sequence[str]) -> tuple[np.ndarray, list[int]]:
+    """The float vectors agentmem stored for these memories' chunks, and each chunk's index in `memory_ids`:
+    the dense baseline searches exactly the vectors the product searches (read from
+    `memory_chunks.embedding`, or from the vec0 table when it holds the floats)."""
+    position = {memory_id: i for i, memory_id in enumerate(memory_ids)}
+    dim = store.embedder.dimension or 384
+    columns = {row[1] for row in store.conn.execute("PRAGMA table_info(memory_chunks)")}
+    sql = ("SELECT memory_id, embedding FROM memory_chunks" if "embedding" in columns else
+           "SELECT c.memory_id, v.embedding FROM memory_chunks c JOIN memory_vectors v ON v.chunk_id = c.id")
+    vectors, owners = [], []
+    for memory_id, blob in store.conn.execute(sql).fetchall():
+        if memory_id in position and blob is not None and len(blob) == dim * 4:
+            vectors.append(np.frombuffer(blob, dtype=np.float32))
+            owners.append(position[memory_id])
+    return (np.vstack(vectors) if vectors else np.zeros((0, dim), np.float32)), owners
+
+
+# the embedding cache -----------------------------------------------------------------------------
+
+class EmbeddingCache:
+    """Vectors by (model, text) hash, in memory and optionally in a SQLite file, so a re-run (or another
+    experiment on the same texts) does not pay for the model again. Vectors are the model's own output."""
+
+    def __init__(self, path: Path | None, model_id: str) -> None:
+        self.model_id = model_id
+        self.memory: dict[bytes, np.ndarray] = {}
+        self.db: sqlite3.Connection | None = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)")
+            self.db.commit()
+
+    def key(self, text: str) -> bytes:
+        return hashlib.sha1(f"{self.model_id}\x00{text}".encode()).digest()
+
+    def get_many(self, texts: Sequence[str]) -> list[np.ndarray | None]:
+        keys = [self.key(t) for t in texts]
+        missing = [k for k in dict.fromkeys(keys) if k not in self.memory]
+        if missing and self.db is not None:
+            for start in range(0, len(missing), 500):
+                part = missing[start:start + 500]
+                marks = ",".join("?" * len(part))
+                for key, blob in self.db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", part):
+                    self.memory[bytes(key)] = np.frombuffer(blob, dtype=np.float32)
+        return [self.memory.get(k) for k in keys]
+
+    def put_many(self, texts: Sequence[str], vectors: Sequence[np.ndarray]) -> None:
+        rows = []
+        for text, vector in zip(texts, vectors):
+            key = self.key(text)
+            self.memory[key] = np.asarray(vector, dtype=np.float32)
+            rows.append((key, self.memory[key].tobytes()))
+        if self.db is not None and rows:
+            self.db.executemany("INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)", rows)
+            self.db.commit()
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+
+class CachingEmbedder(Embedder):
+    """The product's Embedder (same model, same query path) whose passage vectors are memoised.
+
+    Misses are embedded in length-sorted batches of `batch_size` (less padding: ~1.5x faster on a small
+    CPU than the product's batches of 32). Query embeddings are never cached, so search latency is real.
+    """
+
+    def __init__(self, model_name: str, model_path: Path | None, cache: EmbeddingCache, batch_size: int = 8) -> None:
+        super().__init__(model_name, model_path)
+        self.cache = cache
+        self.batch_size = batch_size
+        self.computed = 0
+        self.compute_seconds = 0.0
+
+    def embed(self, texts: Sequence[str]) -> list[Any] | None:
+        if not self.ready or not texts:
+            return None if not self.ready else []
+        found = self.cache.get_many(texts)
+        missing = list(dict.fromkeys(t for t, v in zip(texts, found) if v is None))
+        if missing:
+            self.compute(missing)
+            found = self.cache.get_many(texts)
+        return list(found)
+
+    def compute(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> None:
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        step = max(self.batch_size * 32, 256)
+        for start in range(0, len(order), step):
+            part = [texts[i] for i in order[start:start + step]]
+            began = time.perf_counter()
+            vectors = [v.astype("float32") for v in self._model.embed(part, batch_size=self.batch_size)]
+            self.compute_seconds += time.perf_counter() - began
+            self.computed += len(part)
+            self.cache.put_many(part, vectors)
+            if progress:
+                progress(min(start + step, len(order)), len(order))
+
+    def prefill(self, texts: Iterable[str], progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed, ahead of ingestion, every text not yet cached; returns how many were computed."""
+        texts = list(dict.fromkeys(texts))
+        found = self.cache.get_many(texts)
+        missing = [t for t, v in zip(texts, found) if v is None]
+        if missing:
+            self.compute(missing, progress)
+        return len(missing)
+
+
+def embedding_chunks(content: str, title: str | None = None) -> list[str]:
+    """The chunk texts agentmem's write path embeds for a memory (to prefill the cache; a mismatch after a
+    product change only costs time: the write path embeds whatever it misses)."""
+    from agentmem_mcp.index.vectors import chunk_text
+    from agentmem_mcp.lifecycle.remember import check_content, derive_title
+    from agentmem_mcp.store import memory_text
+
+    body = check_content(content)
+    return chunk_text(memory_text(title or derive_title(body), body))
+
+
+def make_embedder(model_path: Path, cache_dir: Path | None, model_name: str = DEFAULT_MODEL_NAME) -> CachingEmbedder:
+    cache = EmbeddingCache(cache_dir / "embeddings.sqlite" if cache_dir else None, model_name)
+    embedder = CachingEmbedder(model_name, model_path, cache)
+    if not embedder.load():
+        raise SystemExit(f"cannot load the embedding model from {model_path}: {embedder.error}\n"
+                         "Pass --model-path DIR (a fastembed-compatible all-MiniLM-L6-v2 folder).")
+    return embedder
+
+
+def setting_overrides(pairs: Sequence[str]) -> dict[str, str]:
+    """`--set rrf_k=10` (or `--set AGENTMEM_RRF_K=10`) -> {"AGENTMEM_RRF_K": "10"}, checked against the settings."""
+    from agentmem_mcp.config import SETTINGS
+
+    by_name = {f.name: f.metadata["env"] for f in SETTINGS} | {f.metadata["env"]: f.metadata["env"] for f in SETTINGS}
+    env = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or name.strip() not in by_name:
+            raise SystemExit(f"--set {pair!r}: expected NAME=VALUE with NAME one of {', '.join(sorted(by_name))}")
+        env[by_name[name.strip()]] = value.strip()
+    load_settings(env=env, home=Path(tempfile.gettempdir()))  # fail early on a bad value
+    return env
+
+
+@contextlib.contextmanager
+def temp_store(embedder: Embedder, model_path: Path, project: str = EVAL_PROJECT,
+               env: dict[str, str] | None = None) -> Iterator[Store]:
+    """A fresh store in a temporary home with default settings, except the `env` overrides (AGENTMEM_* names);
+    the caller's own AGENTMEM_* environment and config file are ignored."""
+    home = Path(tempfile.mkdtemp(prefix="agentmem-eval-"))
+    store = None
+    try:
+        settings = load_settings(env=env or {}, home=home, embed_model_path=model_path)
+        store = Store.open(settings, project=project, embedder=embedder)
+        yield store
+    finally:
+        if store is not None:
+            store.close()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def timed_search(store: Store, query: str, latencies: list[float], **options: Any):
+    began = time.perf_counter()
+    result = store.search(query, record_access=False, **options)
+    latencies.append(time.perf_counter() - began)
+    return result
+
+
+# what a budgeted answer shows --------------------------------------------------------------------
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+def visible_fraction(content: str, span: tuple[int, int], shown: Sequence[str]) -> float:
+    """The share of content[span] (in whitespace-normalised form) that appears in the shown pieces of text
+    (hit titles and snippets, ellipses removed), each located in the normalised content."""
+    start, end = span
+    normal = _normal(content)
+    text_start = len(_normal(content[:start])) + (1 if start and content[start - 1].isspace() else 0)
+    piece = _normal(content[start:end])
+    text_start = normal.find(piece, max(0, text_start - 2)) if piece else -1
+    if text_start < 0 or not piece:
+        return 0.0
+    text_end = text_start + len(piece)
+    covered: list[tuple[int, int]] = []
+    for raw in shown:
+        core = _normal(raw.strip("…").strip())
+        if len(core) < 8:
+            continue
+        at = normal.find(core)
+        while at >= 0:
+            covered.append((max(at, text_start), min(at + len(core), text_end)))
+            at = normal.find(core, at + 1)
+    covered = sorted((a, b) for a, b in covered if b > a)
+    total, reach = 0, text_start
+    for a, b in covered:
+        if b > reach:
+            total += b - max(a, reach)
+            reach = b
+    return total / len(piece)
+
+
+# reporting ---------------------------------------------------------------------------------------
+
+def machine_info() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {"date": dt.datetime.now().astimezone().isoformat(timespec="seconds"), "nproc": os.cpu_count(),
+            "cpu": cpu, "python": platform.python_version(), "platform": platform.platform(),
+            "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+            "command": " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv])}
+
+
+def print_header(title: str, info: dict[str, Any]) -> None:
+    print(f"# {title}")
+    print(f"date: {info['date']}   machine: {info['nproc']} cpus, {info['cpu']}   python {info['python']}   "
+          f"load average at start: {info['load_average']}")
+    print(f"command: {info['command']}")
+
+
+def fmt(value: Any, percent: bool = True) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value * 100:.1f}" if percent else f"{value:.3f}"
+    return str(value)
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for n, row in enumerate(cells):
+        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def write_json(path: Path | None, payload: dict[str, Any]) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def progress_printer(label: str, every: float = 10.0) -> Callable[[int, int], None]:
+    began = time.perf_counter()
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= every or done == total:
+            last[0] = now
+            rate = done / max(now - began, 1e-9)
+            eta = (total - done) / rate if rate else 0
+            print(f"  {label}: {done}/{total} ({rate:.1f}/s, {eta:.0f}s left)", file=sys.stderr, flush=True)
+    return report
+
+
+# prototype (not product): neighbouring-turn context for BM25 + score fusion ---------------------
+
+_STAMP = re.compile(r"^\[[^\]]*\]\s*")
+
+
+def context_documents(texts: Sequence[str], groups: Sequence[str], before: int = 2) -> list[str]:
+    """Each text followed by the `before` texts that precede it in the same group (session), without their
+    "[date] " prefix: what a chat turn means often lives in the turns just before it ("Is that your third
+    one?"). Only earlier turns, so a deployment can build it when the turn is saved."""
+    out = []
+    for i, text in enumerate(texts):
+        context = [_STAMP.sub("", texts[j]) for j in range(max(0, i - before), i) if groups[j] == groups[i]]
+        out.append("\n".join([text, *context]))
+    return out
+
+
+class ContextFusionPrototype:
+    """PROTOTYPES of product changes, computed from the same store (its vectors, its BM25 analyzer):
+
+    `rrf10`: the product's own BM25 and vector rankings fused by reciprocal rank with k = 10 and equal
+    weights (the product uses k = 60, weights 0.4 / 0.6), no other change;
+    `ctx_rrf10`: the same with BM25 over documents that carry neighbouring-turn context (below);
+    `fused`: the product's BM25 and vector scores fused by value (below), no context, no dates;
+    `proto`: (1) BM25 documents carry the two previous turns of the same session (neighbouring-turn
+    context); (2) BM25 and vector scores fused by value (each divided by its best score; BM25 weight
+    `alpha`) instead of by rank; (3) when the question names a time ("10 days ago", "last Saturday") and
+    the caller passes `now`, memories from that time weigh twice as much (`date_boosted`).
+    """
+
+    def __init__(self, store: Store, memory_ids: Sequence[str], texts: Sequence[str], groups: Sequence[str],
+                 alpha: float = 0.4, depth: int = 100, before: int = 2) -> None:
+        from agentmem_mcp.index.fulltext import FulltextDoc, FulltextIndex
+
+        self.store, self.alpha, self.depth = store, alpha, depth
+        self.home = Path(tempfile.mkdtemp(prefix="agentmem-eval-proto-"))
+        self.index = FulltextIndex(self.home)
+        docs = context_documents(texts, groups, before)
+        self.index.apply([FulltextDoc(m, store.project, "episodic", "context", True, text)
+                          for m, text in zip(memory_ids, docs)], [])
+        self.created = dict(store.conn.execute("SELECT id, created_at FROM memories").fetchall())
+
+    def rank(self, query: str, query_vector: np.ndarray, now: float | None = None) -> dict[str, list[str]]:
+        from agentmem_mcp.index import vectors
+
+        projects = [self.store.project, None]
+        plain = self.store.fulltext.search(query, projects=projects, limit=self.depth)
+        lexical = dict(self.index.search(query, projects=projects, limit=self.depth))
+        dense_hits = vectors.knn(self.store.conn, query_vector, projects=projects, latest_only=True, k=self.depth)
+        dense = dict(dense_hits)
+        top_lexical = max(lexical.values(), default=0.0) or 1.0
+        top_dense = max(dense.values(), default=0.0) or 1.0
+        scores = {m: self.alpha * lexical.get(m, 0.0) / top_lexical + (1 - self.alpha) * dense.get(m, 0.0) / top_dense
+                  for m in set(lexical) | set(dense)}
+        plain_scores = dict(plain)
+        top_plain = max(plain_scores.values(), default=0.0) or 1.0
+        fused = {m: self.alpha * plain_scores.get(m, 0.0) / top_plain + (1 - self.alpha) * dense.get(m, 0.0) / top_dense
+                 for m in set(plain_scores) | set(dense)}
+        window = time_window(query, now) if now is not None else None
+        if window is not None:
+            scores = {m: v * (2.0 if window[0] <= self.created.get(m, -1) <= window[1] else 1.0)
+                      for m, v in scores.items()}
+        dense_ranking = [m for m, _ in dense_hits]
+        return {"rrf10": rrf([[m for m, _ in plain], dense_ranking], k=10),
+                "ctx_rrf10": rrf([list(lexical), dense_ranking], k=10),
+                "fused": sorted(fused, key=lambda m: (-fused[m], m)),
+                "proto": sorted(scores, key=lambda m: (-scores[m], m))}
+
+    def close(self) -> None:
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+# prototype (not product): date-aware ranking ------------------------------------------------------
+
+_COUNT = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+          "nine": 9, "ten": 10, "a couple of": 2, "couple of": 2, "a few": 3, "few": 3, "several": 3}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_N = r"(\d+|a couple of|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+_AGO = re.compile(rf"\b{_N}\s+(day|week|month|year)s?\s+ago\b")
+_WITHIN = re.compile(rf"\b(?:in|during|over|within|for)\s+the\s+(?:last|past)\s+(?:{_N}\s+)?(day|week|month|year)s?\b")
+_LAST = re.compile(r"\blast\s+(week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend)\b")
+DAY = 86400.0
+
+
+def _count(word: str | None) -> float:
+    if not word:
+        return 1
+    return float(word) if word.isdigit() else _COUNT.get(word, 1)
+
+
+def time_window(query: str, now: float) -> tuple[float, float] | None:
+    """The span of time a question points at, from relative expressions ("10 days ago", "in the past four
+    months", "last Saturday", "yesterday"), as (start, end) unix times; None when it names none."""
+    text = query.lower()
+    if m := _AGO.search(text):
+        days = _count(m.group(1)) * _UNIT_DAYS[m.group(2)]
+        half = max(1.5, 0.2 * days)
+        return now - (days + half) * DAY, now - (days - half) * DAY
+    if m := _WITHIN.search(text):
+        return now - (_count(m.group(1)) * _UNIT_DAYS[m.group(2)] + 1) * DAY, now
+    if "yesterday" in text:
+        return now - 2 * DAY, now
+    if m := _LAST.search(text):
+        word = m.group(1)
+        if word in _WEEKDAYS or word == "weekend":
+            weekday = 5 if word == "weekend" else _WEEKDAYS.index(word)
+            today = dt.datetime.fromtimestamp(now, dt.timezone.utc).weekday()
+            back = (today - weekday) % 7 or 7
+            return now - (back + 1.5) * DAY, now - (back - 1.5) * DAY
+        days = _UNIT_DAYS[word]
+        return now - 2 * days * DAY, now
+    return None
+
+
+def date_boosted(hits: Sequence[Any], created_at: dict[str, float], window: tuple[float, float] | None,
+                 boost: float = 2.0) -> list[str]:
+    """PROTOTYPE: re-order search hits (their product scores) so that memories from the time the question
+    points at weigh `boost` times more."""
+    if window is None:
+        return [hit.id for hit in hits]
+    start, end = window
+    scored = [(hit.score * (boost if start <= created_at.get(hit.id, -1) <= end else 1.0), n, hit.id)
+              for n, hit in enumerate(hits)]
+    return [memory_id for _, _, memory_id in sorted(scored, key=lambda item: (-item[0], item[1]))]
