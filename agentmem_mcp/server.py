@@ -60,6 +60,7 @@ class AppState:
         if store.embedder.load():
             try:
                 store.prepare_vectors()
+                store.search("warm up the retrievers", record_access=False)  # first-search costs, paid now
             except Exception:
                 log.exception("could not embed pending memories")
 

@@ -111,26 +111,27 @@ def set_latest(conn: Connection, memory_id: str, latest: bool) -> None:
 
 
 def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, latest_only: bool,
-        k: int = 50) -> list[tuple[str, float]]:
-    """Memory ids with their best cosine similarity, best first."""
+        k: int = 50, candidates: int | None = None) -> list[tuple[str, float]]:
+    """Memory ids with their best cosine similarity, best first. `candidates`: how many binary-code
+    neighbours to re-score exactly (default: max(400, 8k))."""
     import numpy as np
 
     if not table_exists(conn):
         return []
     sql = (f"SELECT chunk_id FROM {TABLE} WHERE embedding MATCH vec_quantize_binary(?) AND k = ?")
-    args: list[Any] = [query.tobytes(), max(MIN_CANDIDATES, k * CANDIDATES_PER_RESULT)]
+    args: list[Any] = [query.tobytes(), candidates or max(MIN_CANDIDATES, k * CANDIDATES_PER_RESULT)]
     if projects is not None:
         keys = sorted({p or "" for p in projects})
         sql += f" AND project IN ({','.join('?' * len(keys))})"
         args.extend(keys)
     if latest_only:
         sql += " AND latest = 1"
-    candidates = [row[0] for row in conn.execute(sql, args)]
-    if not candidates:
+    chunk_ids = [row[0] for row in conn.execute(sql, args)]
+    if not chunk_ids:
         return []
     rows = conn.execute(
-        f"SELECT memory_id, embedding FROM memory_chunks WHERE id IN ({','.join('?' * len(candidates))})",
-        candidates).fetchall()
+        f"SELECT memory_id, embedding FROM memory_chunks WHERE id IN ({','.join('?' * len(chunk_ids))})",
+        chunk_ids).fetchall()
     matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
     similarities = matrix @ query
     best: dict[str, float] = {}

@@ -353,7 +353,9 @@ def _candidates(store: Store, draft: Draft, vector: Any) -> dict[str, float | No
     for memory_id in store.pending_index_ids(limit=200):
         found.setdefault(memory_id, None)
     if vector is not None:
-        for memory_id, similarity in vectors.knn(store.conn, vector, projects=projects, latest_only=True, k=5):
+        # Only near-identical vectors matter here, and they sit at the top of the binary ranking too.
+        for memory_id, similarity in vectors.knn(store.conn, vector, projects=projects, latest_only=True, k=5,
+                                                 candidates=48):
             found[memory_id] = similarity
     return found
 
