@@ -102,7 +102,7 @@ SETTINGS = [f for f in fields(Settings)]
 def _coerce(name: str, raw: Any, annotation: str) -> Any:
     try:
         if "Path" in annotation:
-            return Path(os.path.expanduser(str(raw))) if raw not in (None, "") else None
+            return Path(os.path.expanduser(str(raw))).absolute() if raw not in (None, "") else None
         if "bool" in annotation:
             if isinstance(raw, bool):
                 return raw
@@ -126,7 +126,7 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Set
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
     home_raw = overrides.get("home") or env.get("AGENTMEM_HOME")
-    home = Path(os.path.expanduser(str(home_raw))) if home_raw else default_home()
+    home = Path(os.path.expanduser(str(home_raw))).absolute() if home_raw else default_home()
     config_path = Path(env["AGENTMEM_CONFIG"]) if env.get("AGENTMEM_CONFIG") else home / "config.toml"
     file_values: dict[str, Any] = {}
     if config_path.is_file():

@@ -28,7 +28,7 @@ def require_shared(path: Path, what: str) -> Path:
 
 @pytest.fixture(scope="session")
 def model_path() -> Path:
-    path = Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL)
+    path = Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL).resolve()
     return require_shared(path, "the embedding model (set AGENTMEM_EMBED_MODEL_PATH)")
 
 
