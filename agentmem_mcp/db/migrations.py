@@ -114,7 +114,7 @@ def m001_core_tables(conn: Connection) -> None:
             key TEXT
         );
         CREATE INDEX memories_latest ON memories(project, is_latest, created_at);
-        CREATE INDEX memories_hash ON memories(content_hash);
+        CREATE INDEX memories_hash ON memories(content_hash, project);
         CREATE INDEX memories_root ON memories(root_id, version);
         CREATE INDEX memories_session ON memories(session_id);
         CREATE INDEX memories_forget_after ON memories(forget_after) WHERE forget_after IS NOT NULL;

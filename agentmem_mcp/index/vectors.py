@@ -95,11 +95,13 @@ def delete(conn: Connection, memory_ids: Sequence[str]) -> None:
     if not memory_ids:
         return
     marks = ",".join("?" * len(memory_ids))
+    chunk_ids = [row[0] for row in conn.execute(
+        f"SELECT id FROM memory_chunks WHERE memory_id IN ({marks})", list(memory_ids))]
+    if not chunk_ids:
+        return
     if table_exists(conn):
-        conn.execute(
-            f"DELETE FROM {TABLE} WHERE chunk_id IN (SELECT id FROM memory_chunks WHERE memory_id IN ({marks}))",
-            list(memory_ids),
-        )
+        # One rowid lookup per chunk: vec0 would scan the whole table for `chunk_id IN (subquery)`.
+        conn.executemany(f"DELETE FROM {TABLE} WHERE chunk_id = ?", [(chunk_id,) for chunk_id in chunk_ids])
     conn.execute(f"DELETE FROM memory_chunks WHERE memory_id IN ({marks})", list(memory_ids))
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..db import audit
-from ..index import graph, vectors
+from ..index import graph
 from ..index.entities import extract_entities
 from ..models import InvalidInput, SaveResult
 from . import remember
@@ -191,58 +191,17 @@ def error_signature(reason: str) -> str:
 
 # -- saving derived memories inside the caller's transaction ---------------------------------------
 
-@dataclass
-class PreparedSave:
-    """A validated, embedded memory waiting for `write_saves` (inside the caller's transaction)."""
-    draft: remember.Draft
-    chunks: list[str]
-    embedded: Any
-
-
 def prepare_saves(store: Store, items: list[dict[str, Any]], *,
-                  embed_chars: int | None = None) -> list[PreparedSave | None]:
-    """Validate and embed `items` (the keyword arguments of `Store.save`) in one batch; an invalid item
-    gives None. `embed_chars` embeds only the first characters of the content (cheaper, for raw events)."""
-    drafts: list[remember.Draft | None] = []
-    for item in items:
-        options = dict(item)
-        content = options.pop("content")
-        created_at = options.pop("created_at", None)
-        try:
-            drafts.append(remember._validate(store, content, now=store.now() if created_at is None else created_at,
-                                             **options))
-        except InvalidInput:
-            drafts.append(None)
-    chunked = [(d, vectors.chunk_text(d.content[:embed_chars] if embed_chars else remember._embedding_text(d)))
-               if d else None for d in drafts]
-    flat = [chunk for entry in chunked if entry for chunk in entry[1]]
-    embedded = embed_texts(store, flat)
-    prepared: list[PreparedSave | None] = []
-    offset = 0
-    for entry in chunked:
-        if entry is None:
-            prepared.append(None)
-            continue
-        draft, chunks = entry
-        prepared.append(PreparedSave(draft, chunks, embedded[offset:offset + len(chunks)] if embedded else None))
-        offset += len(chunks)
-    return prepared
+                  embed_chars: int | None = None) -> list[remember.PreparedSave | None]:
+    """Validate and embed derived memories in one batch; an invalid item gives None. Derived memories
+    never supersede by similarity, only the memory with their own key."""
+    return remember.prepare_saves(store, items, supersede_check=False, skip_invalid=True, embed_chars=embed_chars)
 
 
-def embed_texts(store: Store, texts: list[str]) -> list[Any] | None:
-    """Vectors for `texts` (None without a model): each distinct text once, shortest first, so that a
-    batch pads to similar lengths (the model's cost is in the padded tokens)."""
-    if not texts or not store.embedder.ready:
-        return None
-    unique = sorted(set(texts), key=len)
-    vectors_of = dict(zip(unique, store.embedder.embed(unique) or []))
-    return [vectors_of[text] for text in texts] if len(vectors_of) == len(unique) else None
-
-
-def write_saves(conn: Connection, store: Store, prepared: list[PreparedSave | None]) -> list[SaveResult | None]:
-    """Write prepared memories inside the caller's write transaction (the caller drains the outbox after).
-    A keyed memory becomes the next version of the latest memory with that key; nothing else is superseded."""
-    return [remember._write(conn, store, p.draft, None, p.chunks, p.embedded, {}) if p else None for p in prepared]
+def write_saves(conn: Connection, store: Store,
+                prepared: list[remember.PreparedSave | None]) -> list[SaveResult | None]:
+    """Write prepared memories inside the caller's write transaction (the caller indexes after it commits)."""
+    return remember.write_prepared(conn, store, prepared)
 
 
 # -- mining -------------------------------------------------------------------------------------------

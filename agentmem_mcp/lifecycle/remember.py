@@ -266,7 +266,8 @@ def _write(conn: Any, store: Store, draft: Draft, supersedes: str | None, chunks
            candidates: dict[str, float | None]) -> SaveResult:
     now = draft.created_at
     duplicate = conn.execute(
-        "SELECT id, version FROM memories WHERE content_hash = ? AND is_latest = 1 AND project IS ?",
+        "SELECT id, version FROM memories INDEXED BY memories_hash "
+        "WHERE content_hash = ? AND is_latest = 1 AND project IS ?",
         (draft.content_hash, draft.project)).fetchone()
     if duplicate is not None:
         return SaveResult(duplicate["id"], "duplicate", duplicate["version"],
