@@ -19,8 +19,8 @@ from ..db.connection import Connection
 TABLE = "memory_vectors"
 CHUNK_CHARS = 900
 CHUNK_OVERLAP = 150
-MIN_CANDIDATES = 400
-CANDIDATES_PER_RESULT = 8
+MIN_CANDIDATES = 160
+CANDIDATES_PER_RESULT = 2
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s+")
 
@@ -115,7 +115,7 @@ def set_latest(conn: Connection, memory_id: str, latest: bool) -> None:
 def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, latest_only: bool,
         k: int = 50, candidates: int | None = None) -> list[tuple[str, float]]:
     """Memory ids with their best cosine similarity, best first. `candidates`: how many binary-code
-    neighbours to re-score exactly (default: max(400, 8k))."""
+    neighbours to re-score exactly (default: max(160, 2k); the scan costs ~0.13 ms per candidate at 100k)."""
     import numpy as np
 
     if not table_exists(conn):
