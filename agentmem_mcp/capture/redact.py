@@ -41,7 +41,8 @@ class Finding:
 @dataclass(frozen=True)
 class _Rule:
     kind: str
-    regex: re.Pattern[str]
+    pattern: str
+    hint: str | None  # a lower-case literal every match contains: without it in the text, skip the rule
     group: int  # the capture group that holds the secret
     check: Callable[[str], bool] | None  # extra test on the secret
     lower: bool  # the pattern is written in lower case and runs on the lower-cased text
@@ -56,7 +57,47 @@ def _rule(
     lower: bool = False,
     on_line: tuple[str, ...] = (),
 ) -> _Rule:
-    return _Rule(kind, re.compile(pattern, re.DOTALL), group, check, lower, on_line)
+    return _Rule(kind, pattern, _literal_prefix(pattern), group, check, lower, on_line)
+
+
+_COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def _regex(rule: _Rule) -> re.Pattern[str]:
+    """Rules compile on first use: a hook process pays only for the rules its text can match."""
+    regex = _COMPILED.get(rule.pattern)
+    if regex is None:
+        regex = _COMPILED[rule.pattern] = re.compile(rule.pattern, re.DOTALL)
+    return regex
+
+
+def _literal_prefix(pattern: str) -> str | None:
+    """The literal text every match of `pattern` starts with (lower-cased), if it has 3+ characters and
+    the pattern has no top-level alternation."""
+    depth, escaped, in_class = 0, False, False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            return None
+    prefix = ""
+    for index, char in enumerate(pattern):
+        if char in "\\[](){}.*+?|^$":
+            break
+        if index + 1 < len(pattern) and pattern[index + 1] in "?*{":
+            break
+        prefix += char
+    return prefix.lower() if len(prefix) >= 3 else None
 
 
 def _token(prefix: str, body: str, end: str = r"(?![A-Za-z0-9_\-])") -> str:
@@ -473,7 +514,9 @@ def find_secrets(text: str) -> list[Finding]:
     low = _lower(text)
     raw: list[tuple[int, Finding]] = []
     for rank, rule in enumerate(_FORMAT_RULES + _CONTEXT_RULES):
-        for m in rule.regex.finditer(low if rule.lower else text):
+        if rule.hint is not None and rule.hint not in low:
+            continue
+        for m in _regex(rule).finditer(low if rule.lower else text):
             start, end = m.span(rule.group)
             if end == start or (rule.check is not None and not rule.check(text[start:end])):
                 continue
