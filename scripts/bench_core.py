@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import statistics
 import sys
@@ -22,6 +21,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from machine import describe_machine  # noqa: E402
 
 from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.index.embedder import Embedder  # noqa: E402
@@ -136,18 +138,6 @@ def summary(values: list[float]) -> dict:
             "p95_ms": round(percentile(values, 0.95), 2), "max_ms": round(max(values), 2)}
 
 
-def machine() -> str:
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, {platform.system()}"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000,100000")
@@ -162,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     if not embedder.load():
         print(f"cannot load the model from {args.model}: {embedder.error}", file=sys.stderr)
         return 1
-    results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
+    results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
                "command": "python scripts/bench_core.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                "sizes": {}}
     for size in [int(s) for s in args.sizes.split(",") if s]:

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from machine import cpu_model
+
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.db.connection import connect
 from agentmem_mcp.lifecycle.sweep import sweep
@@ -124,16 +126,6 @@ def summary(label: str, timings: list[Timing]) -> str:
     walls = [t.wall for t in timings]
     return (f"{label}: median {statistics.median(walls):.2f} s over {len(walls)} runs (min {min(walls):.2f}, "
             f"max {max(walls):.2f}; CPU median {statistics.median(t.cpu for t in timings):.2f} s)")
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main(argv: list[str] | None = None) -> int:

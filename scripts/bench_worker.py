@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import shlex
 import statistics
@@ -25,6 +24,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from machine import describe_machine
 
 from agentmem_mcp.capture.events import HookEvent, parse_hook_event
 from agentmem_mcp.capture.observations import ObservationStore, scrub
@@ -122,20 +123,6 @@ def one_run(events: list[HookEvent], embedder: TimedEmbedder) -> dict[str, float
                     "summaries": report.summaries, "consolidated": report.consolidated}
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    load = ", load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()) if hasattr(os, "getloadavg") else ""
-    return (f"{platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} CPUs{load}, "
-            f"Python {platform.python_version()}")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--observations", type=int, default=2000)
@@ -165,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         "observations": runs[0]["observations"], "runs": len(runs),
         "source": f"replay of {args.replay}" if args.replay else "synthetic, all different",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine(),
+        "machine": describe_machine(),
         "command": " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv]),
     }, indent=2))
     return 0

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from machine import cpu_model
 
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.index.embedder import Embedder
@@ -396,12 +397,7 @@ def visible_fraction(content: str, span: tuple[int, int], shown: Sequence[str]) 
 # reporting ---------------------------------------------------------------------------------------
 
 def machine_info() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+    cpu = cpu_model()
     return {"date": dt.datetime.now().astimezone().isoformat(timespec="seconds"), "nproc": os.cpu_count(),
             "cpu": cpu, "python": platform.python_version(), "platform": platform.platform(),
             "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
