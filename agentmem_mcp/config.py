@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -28,56 +27,117 @@ def default_home() -> Path:
     return Path(base) / "agentmem"
 
 
-@dataclass(frozen=True)
+class Setting:
+    """One setting: its attribute name, type (as written), default, environment variable and meaning.
+    A default that is a function is called when the setting is built (e.g. the platform's data dir)."""
+
+    __slots__ = ("name", "type", "default", "env", "doc")
+
+    def __init__(self, name: str, type: str, default: Any, env: str, doc: str) -> None:
+        self.name, self.type, self.default, self.env, self.doc = name, type, default, env, doc
+
+
+# A plain table rather than a dataclass: hooks import this module, and `dataclasses` costs them ~8 ms.
+SETTINGS: tuple[Setting, ...] = (
+    Setting("home", "Path", default_home, "AGENTMEM_HOME",
+            "Directory holding the database, index and logs (created 0700)."),
+    Setting("db_path", "Path | None", None, "AGENTMEM_DB",
+            "SQLite database file. Default: `<home>/agentmem.db`."),
+    Setting("index_dir", "Path | None", None, "AGENTMEM_INDEX_DIR",
+            "Tantivy BM25 index directory. Default: `<home>/fulltext`."),
+    Setting("embed_model", "str", "sentence-transformers/all-MiniLM-L6-v2", "AGENTMEM_EMBED_MODEL",
+            "fastembed model name used for vectors."),
+    Setting("embed_model_path", "Path | None", None, "AGENTMEM_EMBED_MODEL_PATH",
+            "Local folder with the model files (no download). Unset: fastembed downloads and caches it."),
+    Setting("embeddings", "bool", True, "AGENTMEM_EMBEDDINGS",
+            "Set to 0 to run on BM25 + graph only (no model is loaded)."),
+    Setting("weight_bm25", "float", 0.4, "AGENTMEM_WEIGHT_BM25",
+            "Weight of the BM25 ranking in reciprocal rank fusion."),
+    Setting("weight_vector", "float", 0.6, "AGENTMEM_WEIGHT_VECTOR",
+            "Weight of the vector ranking in reciprocal rank fusion."),
+    Setting("weight_graph", "float", 0.3, "AGENTMEM_WEIGHT_GRAPH",
+            "Weight of the entity-graph ranking in reciprocal rank fusion."),
+    Setting("rrf_k", "int", 60, "AGENTMEM_RRF_K",
+            "The k constant of reciprocal rank fusion."),
+    Setting("search_budget_tokens", "int", 2000, "AGENTMEM_SEARCH_BUDGET",
+            "Default token budget of one `memory_search` answer."),
+    Setting("context_budget_tokens", "int", 1500, "AGENTMEM_CONTEXT_BUDGET",
+            "Hard token budget of the session-start context."),
+    Setting("prompt_budget_tokens", "int", 300, "AGENTMEM_PROMPT_BUDGET",
+            "Token budget of memories injected for a user prompt."),
+    Setting("prompt_min_score", "float", 0.35, "AGENTMEM_PROMPT_MIN_SCORE",
+            "Relevance threshold (0..1, share of query terms matched) for prompt-time injection."),
+    Setting("supersede_jaccard", "float", 0.7, "AGENTMEM_SUPERSEDE_JACCARD",
+            "Word-set Jaccard similarity above which a new memory supersedes an old one."),
+    Setting("supersede_cosine", "float", 0.92, "AGENTMEM_SUPERSEDE_COSINE",
+            "Vector cosine similarity above which a paraphrase supersedes an old memory."),
+    Setting("busy_timeout_ms", "int", 10000, "AGENTMEM_BUSY_TIMEOUT_MS",
+            "How long a writer waits for SQLite's lock."),
+    Setting("max_output_chars", "int", 12000, "AGENTMEM_MAX_OUTPUT_CHARS",
+            "Captured tool outputs longer than this keep head + tail."),
+    Setting("llm", "str", "off", "AGENTMEM_LLM",
+            "`off` (default) or `anthropic` (needs `ANTHROPIC_API_KEY`)."),
+    Setting("llm_model", "str", "claude-haiku-4-5", "AGENTMEM_LLM_MODEL",
+            "Anthropic model used when the LLM is on."),
+    Setting("llm_daily_tokens", "int", 200000, "AGENTMEM_LLM_DAILY_TOKENS",
+            "Daily LLM token budget; past it the rules take over."),
+    Setting("disabled", "bool", False, "AGENTMEM_DISABLE",
+            "Kill switch: `1` makes every hook a no-op."),
+)  # fmt: skip
+_DEFAULTS = {s.name: s.default for s in SETTINGS}
+
+
 class Settings:
-    home: Path = field(default_factory=default_home, metadata={
-        "env": "AGENTMEM_HOME", "doc": "Directory holding the database, index and logs (created 0700)."})
-    db_path: Path | None = field(default=None, metadata={
-        "env": "AGENTMEM_DB", "doc": "SQLite database file. Default: `<home>/agentmem.db`."})
-    index_dir: Path | None = field(default=None, metadata={
-        "env": "AGENTMEM_INDEX_DIR", "doc": "Tantivy BM25 index directory. Default: `<home>/fulltext`."})
-    embed_model: str = field(default="sentence-transformers/all-MiniLM-L6-v2", metadata={
-        "env": "AGENTMEM_EMBED_MODEL", "doc": "fastembed model name used for vectors."})
-    embed_model_path: Path | None = field(default=None, metadata={
-        "env": "AGENTMEM_EMBED_MODEL_PATH",
-        "doc": "Local folder with the model files (no download). Unset: fastembed downloads and caches it."})
-    embeddings: bool = field(default=True, metadata={
-        "env": "AGENTMEM_EMBEDDINGS", "doc": "Set to 0 to run on BM25 + graph only (no model is loaded)."})
-    weight_bm25: float = field(default=0.4, metadata={
-        "env": "AGENTMEM_WEIGHT_BM25", "doc": "Weight of the BM25 ranking in reciprocal rank fusion."})
-    weight_vector: float = field(default=0.6, metadata={
-        "env": "AGENTMEM_WEIGHT_VECTOR", "doc": "Weight of the vector ranking in reciprocal rank fusion."})
-    weight_graph: float = field(default=0.3, metadata={
-        "env": "AGENTMEM_WEIGHT_GRAPH", "doc": "Weight of the entity-graph ranking in reciprocal rank fusion."})
-    rrf_k: int = field(default=60, metadata={
-        "env": "AGENTMEM_RRF_K", "doc": "The k constant of reciprocal rank fusion."})
-    search_budget_tokens: int = field(default=2000, metadata={
-        "env": "AGENTMEM_SEARCH_BUDGET", "doc": "Default token budget of one `memory_search` answer."})
-    context_budget_tokens: int = field(default=1500, metadata={
-        "env": "AGENTMEM_CONTEXT_BUDGET", "doc": "Hard token budget of the session-start context."})
-    prompt_budget_tokens: int = field(default=300, metadata={
-        "env": "AGENTMEM_PROMPT_BUDGET", "doc": "Token budget of memories injected for a user prompt."})
-    prompt_min_score: float = field(default=0.35, metadata={
-        "env": "AGENTMEM_PROMPT_MIN_SCORE",
-        "doc": "Relevance threshold (0..1, share of query terms matched) for prompt-time injection."})
-    supersede_jaccard: float = field(default=0.7, metadata={
-        "env": "AGENTMEM_SUPERSEDE_JACCARD",
-        "doc": "Word-set Jaccard similarity above which a new memory supersedes an old one."})
-    supersede_cosine: float = field(default=0.92, metadata={
-        "env": "AGENTMEM_SUPERSEDE_COSINE",
-        "doc": "Vector cosine similarity above which a paraphrase supersedes an old memory."})
-    busy_timeout_ms: int = field(default=10000, metadata={
-        "env": "AGENTMEM_BUSY_TIMEOUT_MS", "doc": "How long a writer waits for SQLite's lock."})
-    max_output_chars: int = field(default=12000, metadata={
-        "env": "AGENTMEM_MAX_OUTPUT_CHARS", "doc": "Captured tool outputs longer than this keep head + tail."})
-    llm: str = field(default="off", metadata={
-        "env": "AGENTMEM_LLM", "doc": "`off` (default) or `anthropic` (needs `ANTHROPIC_API_KEY`)."})
-    llm_model: str = field(default="claude-haiku-4-5", metadata={
-        "env": "AGENTMEM_LLM_MODEL", "doc": "Anthropic model used when the LLM is on."})
-    llm_daily_tokens: int = field(default=200000, metadata={
-        "env": "AGENTMEM_LLM_DAILY_TOKENS", "doc": "Daily LLM token budget; past it the rules take over."})
-    disabled: bool = field(default=False, metadata={
-        "env": "AGENTMEM_DISABLE", "doc": "Kill switch: `1` makes every hook a no-op."})
+    """Resolved settings (immutable). Build them with `load_settings`; `replace` gives a changed copy."""
+
+    __slots__ = tuple(_DEFAULTS)
+    home: Path
+    db_path: Path | None
+    index_dir: Path | None
+    embed_model: str
+    embed_model_path: Path | None
+    embeddings: bool
+    weight_bm25: float
+    weight_vector: float
+    weight_graph: float
+    rrf_k: int
+    search_budget_tokens: int
+    context_budget_tokens: int
+    prompt_budget_tokens: int
+    prompt_min_score: float
+    supersede_jaccard: float
+    supersede_cosine: float
+    busy_timeout_ms: int
+    max_output_chars: int
+    llm: str
+    llm_model: str
+    llm_daily_tokens: int
+    disabled: bool
+
+    def __init__(self, **values: Any) -> None:
+        unknown = set(values) - set(_DEFAULTS)
+        if unknown:
+            raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
+        for name, default in _DEFAULTS.items():
+            value = values[name] if name in values else (default() if callable(default) else default)
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Settings are immutable: use settings.replace(...)")
+
+    def replace(self, **changes: Any) -> Settings:
+        return Settings(**({name: getattr(self, name) for name in _DEFAULTS} | changes))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Settings):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in _DEFAULTS)
+
+    def __hash__(self) -> int:
+        return hash(tuple(str(getattr(self, n)) for n in _DEFAULTS))
+
+    def __repr__(self) -> str:
+        return "Settings(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in _DEFAULTS) + ")"
 
     @property
     def database(self) -> Path:
@@ -95,8 +155,6 @@ class Settings:
     def config_file(self) -> Path:
         return self.home / "config.toml"
 
-
-SETTINGS = [f for f in fields(Settings)]
 
 
 def _coerce(name: str, raw: Any, annotation: str) -> Any:
@@ -139,15 +197,14 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Set
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read {config_path}: {exc}. Fix or remove the file.") from None
     for f in SETTINGS:
-        annotation = str(f.type)
         if f.name in overrides:
             values[f.name] = overrides[f.name]
             continue
-        raw = env.get(f.metadata["env"])
+        raw = env.get(f.env)
         if raw is None:
             raw = file_values.get(f.name)
         if raw is not None:
-            values[f.name] = _coerce(f.metadata["env"], raw, annotation)
+            values[f.name] = _coerce(f.env, raw, f.type)
     values["home"] = home
     settings = Settings(**values)
     if not 0 < settings.supersede_jaccard <= 1:
@@ -159,6 +216,6 @@ def settings_table() -> str:
     """The Markdown table of every setting (used for the README)."""
     rows = ["| Variable | TOML key | Default | Meaning |", "|---|---|---|---|"]
     for f in SETTINGS:
-        default = f.default if f.default_factory is MISSING else "platform data dir"
-        rows.append(f"| `{f.metadata['env']}` | `{f.name}` | `{default}` | {f.metadata['doc']} |")
+        default = "platform data dir" if callable(f.default) else f.default
+        rows.append(f"| `{f.env}` | `{f.name}` | `{default}` | {f.doc} |")
     return "\n".join(rows)

@@ -324,7 +324,7 @@ def setting_overrides(pairs: Sequence[str]) -> dict[str, str]:
     """`--set rrf_k=10` (or `--set AGENTMEM_RRF_K=10`) -> {"AGENTMEM_RRF_K": "10"}, checked against the settings."""
     from agentmem_mcp.config import SETTINGS
 
-    by_name = {f.name: f.metadata["env"] for f in SETTINGS} | {f.metadata["env"]: f.metadata["env"] for f in SETTINGS}
+    by_name = {f.name: f.env for f in SETTINGS} | {f.env: f.env for f in SETTINGS}
     env = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")

@@ -21,11 +21,17 @@ sessionStart `session_id`, `is_background_agent`, `composer_mode`; beforeSubmitP
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+try:  # the interpreter's own SHA-256: hashlib would load OpenSSL first (~3 ms of every hook's start-up)
+    from _sha2 import sha256  # CPython >= 3.12
+except ImportError:  # pragma: no cover - depends on the interpreter
+    try:
+        from _sha256 import sha256  # CPython 3.10, 3.11
+    except ImportError:
+        from hashlib import sha256
 
 __all__ = [
     "CLAUDE_CODE_EVENTS",
@@ -90,21 +96,38 @@ _EXTRA_KEYS = (
 )  # fmt: skip
 
 
-@dataclass
 class HookEvent:
-    """One hook call, with the client's field names mapped to ours."""
+    """One hook call, with the client's field names mapped to ours.
 
-    client: str
-    event: str
-    raw_event: str
-    session_id: str
-    cwd: str | None = None
-    tool: str | None = None
-    tool_input: Any = None
-    tool_output: str | None = None
-    prompt: str | None = None
-    files: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
+    A plain class, not a dataclass: every hook process imports this module, and `dataclasses`
+    (with `inspect`) costs ~8 ms of start-up."""
+
+    __slots__ = _FIELDS = ("client", "event", "raw_event", "session_id", "cwd", "tool", "tool_input",
+                           "tool_output", "prompt", "files", "extra")
+
+    def __init__(self, client: str, event: str, raw_event: str, session_id: str, cwd: str | None = None,
+                 tool: str | None = None, tool_input: Any = None, tool_output: str | None = None,
+                 prompt: str | None = None, files: list[str] | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
+        self.client, self.event, self.raw_event, self.session_id = client, event, raw_event, session_id
+        self.cwd, self.tool, self.tool_input, self.tool_output = cwd, tool, tool_input, tool_output
+        self.prompt = prompt
+        self.files: list[str] = [] if files is None else files
+        self.extra: dict[str, Any] = {} if extra is None else extra
+
+    def replace(self, **changes: Any) -> HookEvent:
+        """A copy with some fields changed."""
+        return HookEvent(**({name: getattr(self, name) for name in self._FIELDS} | changes))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HookEvent):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self._FIELDS)
+
+    __hash__ = None  # mutable, like the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return "HookEvent(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self._FIELDS) + ")"
 
 
 def decode_payload(raw: bytes) -> Any:
@@ -164,7 +187,7 @@ def event_fingerprint(ev: HookEvent) -> str:
     events, different when the command, input or output differ."""
     body = [ev.event, ev.tool, ev.tool_input, ev.tool_output, ev.prompt, ev.files]
     text = json.dumps(body, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=repr)
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
+    return sha256(text.encode("ascii")).hexdigest()
 
 
 def render_tool_output(response: Any) -> tuple[str | None, dict[str, Any]]:
@@ -226,7 +249,7 @@ def _session_id(payload: dict, keys: tuple[str, ...]) -> str:
             value = value.strip()
             if _SESSION_ID_RE.fullmatch(value):
                 return value
-            return hashlib.sha256(value.encode("utf-8")).hexdigest()[:32]
+            return sha256(value.encode("utf-8")).hexdigest()[:32]
         if value is not None and not isinstance(value, str):
             wrong = wrong or (key, type(value).__name__)
     if wrong:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import replace
 from typing import Any
 
 from ..db.connection import Connection, IntegrityError, write_transaction
@@ -46,8 +45,8 @@ def scrub(ev: HookEvent, max_output_chars: int) -> HookEvent:
         output = truncate_middle(output, max_output_chars)
     prompt = redact(truncate_middle(ev.prompt, MAX_PROMPT_CHARS)) if ev.prompt else ev.prompt
     extra = redact_value(ev.extra)
-    return replace(ev, tool_input=tool_input, tool_output=output, prompt=prompt, extra=extra,
-                   files=[redact(f) for f in ev.files])
+    return ev.replace(tool_input=tool_input, tool_output=output, prompt=prompt, extra=extra,
+                      files=[redact(f) for f in ev.files])
 
 
 class ObservationStore:

@@ -20,8 +20,9 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+
+from ..lazy_regex import lazy
 
 REDACTED = "[REDACTED]"
 PRIVATE = "[PRIVATE]"
@@ -29,8 +30,7 @@ TRUNCATED_DEPTH = "[TRUNCATED:depth]"
 MAX_DEPTH = 64
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """A secret in a text: its kind (e.g. "github_token") and its span `text[start:end]`."""
 
     kind: str
@@ -38,8 +38,7 @@ class Finding:
     end: int
 
 
-@dataclass(frozen=True)
-class _Rule:
+class _Rule(NamedTuple):
     kind: str
     pattern: str
     hint: str | None  # a lower-case literal every match contains: without it in the text, skip the rule
@@ -188,7 +187,7 @@ _CONTEXT_RULES: tuple[_Rule, ...] = (
 
 # A name that says "secret", then its separator; matched on the lower-cased text at the places that
 # `_ASSIGN_ANCHORS` point to. `_assignment_value` reads the value.
-_ASSIGN = re.compile(
+_ASSIGN = lazy(
     r"(?:passw(?:or)?d|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|signing[_-]?key|"
     r"encryption[_-]?key|master[_-]?key|credentials?|_pass|\.pass|-pass|_pwd|\.pwd|-pwd|;pwd|auth|cookie|"
     r"connection[_-]?string|conn[_-]?str)"
@@ -201,7 +200,7 @@ _ASSIGN_ANCHORS = (
     ("pass", (1, 0)), ("pwd", (1,)), ("secret", (0,)), ("token", (0,)), ("auth", (0,)), ("cred", (0,)),
     ("cookie", (0,)), ("conn", (0,)), ("key", (3, 4, 6, 7, 8, 10, 11)),
 )  # fmt: skip
-_SECRET_WORD = re.compile(r"(?i)passw|secret|token|api[_-]?key|credential|_pass|_pwd|auth")
+_SECRET_WORD = lazy(r"(?i)passw|secret|token|api[_-]?key|credential|_pass|_pwd|auth")
 _STOP_VALUES = frozenset((
     "true false null none nil undefined yes no on off required optional include omit same-origin string str"
     " bytes int integer bool boolean any object number float unknown never void await new this self cls"
@@ -212,26 +211,26 @@ _STOP_VALUES = frozenset((
 ).split())
 # fmt: on
 _QUOTED = {
-    '"': re.compile(r'"((?:[^"\\\n]|\\.){0,4096})"?'),
-    "'": re.compile(r"'((?:[^'\\\n]|\\.){0,4096})'?"),
+    '"': lazy(r'"((?:[^"\\\n]|\\.){0,4096})"?'),
+    "'": lazy(r"'((?:[^'\\\n]|\\.){0,4096})'?"),
 }
-_ESCAPED_QUOTED = re.compile(r'\\"([^"\\\n]{0,4096})(?:\\")?')
-_BARE_VALUE = re.compile(r"[^\s\"'`,;<>|(){}\[\]\\&]{1,4096}")
+_ESCAPED_QUOTED = lazy(r'\\"([^"\\\n]{0,4096})(?:\\")?')
+_BARE_VALUE = lazy(r"[^\s\"'`,;<>|(){}\[\]\\&]{1,4096}")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-$")
-_LINE_PREFIX = re.compile(r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+|\$env:)?[\"']?")
-_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
-_PASCAL = re.compile(r"(?:[A-Z][a-z]+)+")
-_CAPITAL_WORD = re.compile(r"[A-Z][a-z]{2,}")
-_DOC_FIELD = re.compile(r"(?:[:@](?:param|ivar|type|arg|var|cvar|raises)|Args:|Attributes:)[ \t]*\Z")
+_LINE_PREFIX = lazy(r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+|\$env:)?[\"']?")
+_DOTTED = lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
+_PASCAL = lazy(r"(?:[A-Z][a-z]+)+")
+_CAPITAL_WORD = lazy(r"[A-Z][a-z]{2,}")
+_DOC_FIELD = lazy(r"(?:[:@](?:param|ivar|type|arg|var|cvar|raises)|Args:|Attributes:)[ \t]*\Z")
 _STOPWORDS = frozenset("the a an to of for and or is are use with your this that in on not be by from as it".split())
-_SNAKE_WORDS = re.compile(r"[a-z]+(?:_[a-z]+)+")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-_NAME_LIKE = re.compile(r"[A-Za-z_][A-Za-z_\-]*")
-_UPPER_NAME = re.compile(r"[A-Z0-9_.\-]*[A-Z][A-Z0-9_.\-]*")
-_CODE_CHARS = re.compile(r"[(){};=]")
-_SQUASH = re.compile(r"[\s_\-]")
-_COLOUR = re.compile(r"(?:^|\s)#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})\Z")
+_SNAKE_WORDS = lazy(r"[a-z]+(?:_[a-z]+)+")
+_IDENT = lazy(r"[A-Za-z_][A-Za-z0-9_]*")
+_CONSTANT = lazy(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_NAME_LIKE = lazy(r"[A-Za-z_][A-Za-z_\-]*")
+_UPPER_NAME = lazy(r"[A-Z0-9_.\-]*[A-Z][A-Z0-9_.\-]*")
+_CODE_CHARS = lazy(r"[(){};=]")
+_SQUASH = lazy(r"[\s_\-]")
+_COLOUR = lazy(r"(?:^|\s)#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})\Z")
 
 
 def _squash(s: str) -> str:
@@ -381,16 +380,16 @@ def _starts_line(text: str, pos: int) -> bool:
 
 
 # These run on the lower-cased text.
-_HEADER_AUTH = re.compile(r"authorization[\"']?[ \t]{0,10}[:=][ \t]{0,10}(?:[fbr](?=[\"'`]))?[\"'`]?[ \t]{0,10}")
-_AUTH_SCHEME = re.compile(
+_HEADER_AUTH = lazy(r"authorization[\"']?[ \t]{0,10}[:=][ \t]{0,10}(?:[fbr](?=[\"'`]))?[\"'`]?[ \t]{0,10}")
+_AUTH_SCHEME = lazy(
     r"(?:bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|key|sso-key|hmac|oauth|"
     r"aws4-hmac-sha256|gitlab-token)[ \t]+"
 )
 _MULTI_PARAM_SCHEMES = ("digest", "aws4-hmac-sha256", "hmac", "oauth")
-_AUTH_VALUE = re.compile(r"[A-Za-z0-9\-._~+/=:]{1,4096}")
-_AUTH_PARAMS = re.compile(r"[^\n]{1,4096}")
-_BEARER = re.compile(r"bearer(?<![a-z]bearer)[ \t]+([a-z0-9\-._~+/]{16,4096}=*)")
-_COOKIE = re.compile(
+_AUTH_VALUE = lazy(r"[A-Za-z0-9\-._~+/=:]{1,4096}")
+_AUTH_PARAMS = lazy(r"[^\n]{1,4096}")
+_BEARER = lazy(r"bearer(?<![a-z]bearer)[ \t]+([a-z0-9\-._~+/]{16,4096}=*)")
+_COOKIE = lazy(
     r"cookie(?<![a-z0-9]cookie)[\"']?[ \t]{0,10}:[ \t]{0,10}[\"']?([a-z0-9_.\-]{1,128}=[^\n\"']{0,8192})"
 )
 
@@ -423,17 +422,17 @@ def _header_findings(text: str, low: str) -> list[Finding]:
 
 
 # A match can only begin where a run begins: inside a run every later start is shorter, so it fails too.
-_CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-]{20,}={0,3}")
-_HEX = re.compile(r"[0-9a-fA-F\-]+")
-_SEPARATORS = re.compile(r"[/_\-+]")
-_DIGEST_PREFIX = re.compile(r"(?i)(?:sha\d{1,3}|md5|h1|blake2b?|sri)[-:]")
+_CANDIDATE = lazy(r"[A-Za-z0-9+/_\-]{20,}={0,3}")
+_HEX = lazy(r"[0-9a-fA-F\-]+")
+_SEPARATORS = lazy(r"[/_\-+]")
+_DIGEST_PREFIX = lazy(r"(?i)(?:sha\d{1,3}|md5|h1|blake2b?|sri)[-:]")
 # "h1:<base64>" in go.sum, "sha256:<hex>", "--hash=sha512:<...>": the word must stand alone, so that a
 # neighbour's redaction cannot turn it into or out of a prefix (redact must be idempotent).
-_DIGEST_BEFORE = re.compile(r"(?i)(?<![A-Za-z0-9])(?:sha\d{1,3}|md5|h1|blake2b?)[-:]\Z")
+_DIGEST_BEFORE = lazy(r"(?i)(?<![A-Za-z0-9])(?:sha\d{1,3}|md5|h1|blake2b?)[-:]\Z")
 _SAMPLE = 256  # long blobs are judged on their first characters
-_DIGIT = re.compile(r"[0-9]")
-_LETTER = re.compile(r"[A-Za-z]")
-_CASE_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_DIGIT = lazy(r"[0-9]")
+_LETTER = lazy(r"[A-Za-z]")
+_CASE_RUN = lazy(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 # Identifiers that APIs print everywhere (tool-use, message, request and object ids): random, not secret.
 _ID_PREFIXES = (
     "toolu_", "srvtoolu_", "msg_", "msgbatch_", "req_", "wrkspc_", "rlg_", "call_", "chatcmpl-", "run_", "thread_",
@@ -544,7 +543,7 @@ def _merge(raw: list[tuple[int, Finding]]) -> list[Finding]:
     return merged
 
 
-_PRIVATE_TAG = re.compile(r"(?i)<[ \t]*(/?)[ \t]*private\b[^<>\n]{0,200}>")
+_PRIVATE_TAG = lazy(r"(?i)<[ \t]*(/?)[ \t]*private\b[^<>\n]{0,200}>")
 
 
 def _strip_private(text: str) -> str:
@@ -598,7 +597,7 @@ def _around(text: str, markers: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return windows
 
 
-_NEWLINE = re.compile("\n")
+_NEWLINE = lazy("\n")
 
 
 def redact(text: str) -> str:
@@ -624,7 +623,7 @@ def redact(text: str) -> str:
     return out
 
 
-_SENSITIVE_KEY = re.compile(
+_SENSITIVE_KEY = lazy(
     r"(?:passw(?:or)?d|passphrase|secret|token|apikey|accesskey|privatekey|authorization|cookie|clientsecret|"
     r"credentials?|signingkey|encryptionkey|masterkey|connectionstring|_pass|_pwd)"
     r"(?:key|value|hash|b64|base64|hex|str|string|plain|data|id|base|bytes|\d{1,2})?\Z"
