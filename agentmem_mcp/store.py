@@ -35,9 +35,11 @@ INDEX_DEBOUNCE_S = 0.05
 
 
 def memory_text(title: str, content: str, tags: Iterable[str] = (), files: Iterable[str] = ()) -> str:
-    """The text that BM25 indexes and the vectors embed: title (unless the content starts with it) + body."""
-    head = "" if content.startswith(title) else f"{title}\n"
-    extra = " ".join([*tags, *files])
+    """The text that BM25 indexes and the vectors embed: title + body + tags and files, each part only when
+    the body does not already say it (a title derived from the first line, cut with "…", would otherwise
+    repeat it: more tokens to embed, and its words counted twice)."""
+    head = "" if content.startswith(title.removesuffix("…").rstrip()) else f"{title}\n"
+    extra = " ".join(dict.fromkeys(x for x in [*tags, *files] if x and x not in content))
     return f"{head}{content}" + (f"\n{extra}" if extra else "")
 
 

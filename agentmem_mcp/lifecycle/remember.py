@@ -32,7 +32,7 @@ from ..models import (
     check_choice,
     check_memory_id,
 )
-from ..ranking import jaccard, single_substitution, specific_tokens, word_set, words
+from ..ranking import jaccard, single_substitution, specific_tokens, words
 from .retention import initial_confidence
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ MAX_CONTENT_CHARS = 65536
 MAX_TITLE_CHARS = 200
 MAX_TAGS = 32
 SUPERSEDE_CANDIDATES = 20
+EARLY_CANDIDATES = 4  # saves up to this many look up BM25 candidates while the model embeds
 # Facts, decisions and workflows get updated; episodes (what happened in a session) and raw
 # observations are records of events, so a similar later event never replaces an earlier one.
 SUPERSEDING_TIERS = ("semantic", "procedural")
@@ -129,17 +130,20 @@ def same_scope(a: str | None, b: str | None) -> bool:
 
 
 def supersede_reason(old_text: str, new_text: str, cosine: float | None, jaccard_threshold: float,
-                     cosine_threshold: float) -> str | None:
+                     cosine_threshold: float, *, old_words: list[str] | None = None,
+                     new_words: list[str] | None = None) -> str | None:
     """Why a new memory supersedes an old one, or None: the supersede policy, pure.
 
     Word-set Jaccard above the threshold, or the same statement with one word changed, or a paraphrase
-    (cosine above its threshold) that names the same numbers, identifiers and paths.
+    (cosine above its threshold) that names the same numbers, identifiers and paths. old_words/new_words:
+    `words()` of the texts, when the caller has them already.
     """
-    draft_words = words(new_text)
-    similarity = jaccard(word_set(old_text), set(draft_words))
+    new_words = words(new_text) if new_words is None else new_words
+    old_words = words(old_text) if old_words is None else old_words
+    similarity = jaccard(set(old_words), set(new_words))
     if similarity > jaccard_threshold:
         return f"near-duplicate (word overlap {similarity:.2f})"
-    change = single_substitution(words(old_text), draft_words)
+    change = single_substitution(old_words, new_words)
     if change:
         return f"same statement with one change: {change[0]} → {change[1]}"
     if cosine is not None and cosine >= cosine_threshold \
@@ -229,7 +233,15 @@ def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_ch
         drafts.append((draft, supersedes))
     chunked = [vectors.chunk_text(entry[0].content[:embed_chars] if embed_chars else _embedding_text(entry[0]))
                if entry else [] for entry in drafts]
+    wanted = [i for i, entry in enumerate(drafts) if entry and supersede_check and entry[1] is None
+              and entry[0].tier in SUPERSEDING_TIERS]
+    # A few saves (the usual case: one, from the agent): look up their BM25 candidates on a pool thread while
+    # the model embeds (onnxruntime releases the GIL). Bulk saves look them up one by one afterwards.
+    early = (store.pool.submit(lambda: {i: _text_candidates(store, drafts[i][0]) for i in wanted})
+             if wanted and len(wanted) <= EARLY_CANDIDATES and store.embedder.ready else None)
     embedded_flat = _embed(store, [chunk for chunks in chunked for chunk in chunks])
+    text_candidates = early.result() if early else {}
+    wanted_set = set(wanted)
     prepared: list[PreparedSave | None] = []
     offset = 0
     for entry, chunks in zip(drafts, chunked):
@@ -239,8 +251,11 @@ def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_ch
         draft, supersedes = entry
         embedded = embedded_flat[offset:offset + len(chunks)] if embedded_flat else None
         offset += len(chunks)
-        wants_candidates = supersede_check and supersedes is None and draft.tier in SUPERSEDING_TIERS
-        candidates = _candidates(store, draft, embedded[0] if embedded else None) if wants_candidates else {}
+        index = len(prepared)
+        candidates = {}
+        if index in wanted_set:
+            text_ids = text_candidates[index] if index in text_candidates else _text_candidates(store, draft)
+            candidates = _candidates(store, draft, embedded[0] if embedded else None, text_ids)
         prepared.append(PreparedSave(draft, supersedes, chunks, embedded, candidates))
     return prepared
 
@@ -341,19 +356,23 @@ def _embedding_text(draft: Draft) -> str:
     return memory_text(draft.title, draft.content, draft.tags, draft.files)
 
 
-def _candidates(store: Store, draft: Draft, vector: Any) -> dict[str, float | None]:
-    """Ids of latest memories that might be near-duplicates, with their cosine similarity when known."""
+def _text_candidates(store: Store, draft: Draft) -> list[str]:
+    """Ids of latest memories whose words overlap the draft's (BM25), and those not yet in BM25."""
     projects = None if draft.project is None else [draft.project, None]
-    found: dict[str, float | None] = {}
+    found: list[str] = []
     try:
-        for memory_id, _ in store.fulltext.search(draft.content[:2000], projects=projects,
-                                                  limit=SUPERSEDE_CANDIDATES):
-            found[memory_id] = None
+        found = [memory_id for memory_id, _ in store.fulltext.search(draft.content[:2000], projects=projects,
+                                                                     limit=SUPERSEDE_CANDIDATES)]
     except Exception:  # a broken index must not stop a save; the vector check still runs
         pass
-    for memory_id in store.pending_index_ids(limit=200):
-        found.setdefault(memory_id, None)
+    return found + store.pending_index_ids(limit=200)
+
+
+def _candidates(store: Store, draft: Draft, vector: Any, text_ids: list[str]) -> dict[str, float | None]:
+    """Ids of latest memories that might be near-duplicates, with their cosine similarity when known."""
+    found: dict[str, float | None] = dict.fromkeys(text_ids)
     if vector is not None:
+        projects = None if draft.project is None else [draft.project, None]
         # Only near-identical vectors matter here, and they sit at the top of the binary ranking too.
         for memory_id, similarity in vectors.knn(store.conn, vector, projects=projects, latest_only=True, k=5,
                                                  candidates=48):
@@ -377,16 +396,19 @@ def _choose_old(conn: Any, store: Store, draft: Draft, supersedes: str | None,
         return None, None
     marks = ",".join("?" * len(candidates))
     rows = conn.execute(f"SELECT * FROM memories WHERE id IN ({marks}) AND is_latest = 1", list(candidates))
-    draft_set = word_set(draft.content)
+    draft_words = words(draft.content)
+    draft_set = set(draft_words)
     best, best_reason, best_score = None, None, -1.0
     for row in rows:
         if not same_scope(row["project"], draft.project) or row["tier"] != draft.tier:
             continue
+        old_words = words(row["content"])
         reason = supersede_reason(row["content"], draft.content, candidates[row["id"]],
-                                  store.settings.supersede_jaccard, store.settings.supersede_cosine)
+                                  store.settings.supersede_jaccard, store.settings.supersede_cosine,
+                                  old_words=old_words, new_words=draft_words)
         if reason is None:
             continue
-        score = jaccard(word_set(row["content"]), draft_set)
+        score = jaccard(set(old_words), draft_set)
         if score > best_score:
             best, best_reason, best_score = row, reason, score
     return best, best_reason
