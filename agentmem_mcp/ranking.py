@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -24,23 +24,29 @@ class Fused:
     ranks: dict[str, int] = field(default_factory=dict)  # retriever -> 1-based rank
 
 
-def fuse_rankings(rankings: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int = 60) -> list[Fused]:
+def fuse_rankings(rankings: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int = 60,
+                  absent: Mapping[str, Collection[str]] | None = None) -> list[Fused]:
     """Weighted reciprocal rank fusion, renormalised over the retrievers that answered.
 
     `rankings` maps a retriever name to its ids, best first; a retriever that did not run is absent
     (an empty list counts as having answered). Score = sum(w_r / (k + rank_r)) / sum(w_r).
+    `absent` names, per retriever, ids it could never return (a memory with no vector by design): their
+    sum of weights leaves that retriever out, so missing data is not counted as a poor rank.
     """
     answered = [name for name in rankings if weights.get(name, 0) > 0]
     total_weight = sum(weights[name] for name in answered) or 1.0
     fused: dict[str, Fused] = {}
     for name in answered:
-        weight = weights[name] / total_weight
+        weight = weights[name]
         for rank, item in enumerate(rankings[name], start=1):
             entry = fused.setdefault(item, Fused(item, 0.0))
             if name in entry.ranks:
                 continue
             entry.ranks[name] = rank
             entry.score += weight / (k + rank)
+    for entry in fused.values():
+        missing = sum(weights[name] for name in answered if absent and entry.id in absent.get(name, ()))
+        entry.score /= (total_weight - missing) or total_weight
     return sorted(fused.values(), key=lambda f: (-f.score, f.id))
 
 

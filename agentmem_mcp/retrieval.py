@@ -9,20 +9,24 @@ memory's own state (confidence, importance/priority, retention) and packed under
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .db.connection import OperationalError, write_transaction
 from .index import graph, vectors
 from .index.tokenize import index_text
 from .lifecycle.access import note_access
 from .lifecycle.retention import retention
-from .models import TIERS, TYPES, InvalidInput, SearchHit, SearchResult, check_choice
+from .models import TIERS, TYPES, AgentmemError, InvalidInput, SearchHit, SearchResult, check_choice
 from .ranking import Fused, estimate_tokens, fuse_rankings, humanize_age, state_factor
 from .store import memory_text
 
 if TYPE_CHECKING:
     from .store import Store
+
+log = logging.getLogger("agentmem.retrieval")
 
 MAX_QUERY_CHARS = 20000
 SNIPPET_CHARS = 320
@@ -31,6 +35,7 @@ RETRIEVER_DEPTH = 60
 MAX_PENDING_SCAN = 200
 # Raw captured tool calls (working tier) are searched only when asked for by name.
 DEFAULT_TIERS = ("episodic", "semantic", "procedural")
+ACCESS_BUSY_TIMEOUT_MS = 300
 
 
 def _check_query(query: Any) -> str:
@@ -96,8 +101,9 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
 
     rankings, reasons, notes, vector_ran = _run_retrievers(
         store, query, projects, not include_history, tier_list, type_list, retrievers)
+    absent = {"vector": _without_vectors(store, rankings)} if vector_ran and "working" in tier_list else None
     fused = fuse_rankings(rankings, {"bm25": store.settings.weight_bm25, "vector": store.settings.weight_vector,
-                                     "graph": store.settings.weight_graph}, store.settings.rrf_k)
+                                     "graph": store.settings.weight_graph}, store.settings.rrf_k, absent)
     hits = _join_and_rerank(store, fused[: max(limit * 4, 40)], projects, not include_history, type_list,
                             tier_list, since, until, min_confidence, reasons, query)
     hits = hits[:limit]
@@ -114,11 +120,24 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
         packed.append(hit)
         used += cost
     if record_access and packed:
-        with store.transaction() as conn:
-            note_access(conn, [h.id for h in packed], store.now())
+        _record_access(store, [h.id for h in packed])
     mode = "hybrid" if vector_ran else "bm25+graph"
     return SearchResult(query=query, hits=packed, mode=mode, notes=notes, truncated=len(hits) - len(packed),
                         tokens=used)
+
+
+def _record_access(store: Store, memory_ids: list[str]) -> None:
+    """A hit is a use, but never at the cost of the answer: while another process holds the write lock
+    for long (or the disk is full) the access is skipped rather than waited for."""
+    conn = store.conn
+    conn.execute(f"PRAGMA busy_timeout = {min(ACCESS_BUSY_TIMEOUT_MS, store.settings.busy_timeout_ms)}")
+    try:
+        with write_transaction(conn):
+            note_access(conn, memory_ids, store.now())
+    except (AgentmemError, OperationalError) as exc:
+        log.info("search hits not recorded as accesses: %s", exc)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(store.settings.busy_timeout_ms)}")
 
 
 def _run_retrievers(store: Store, query: str, projects: list[str | None] | None, latest_only: bool,
@@ -153,6 +172,16 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
     return rankings, reasons, notes, vector_ran
 
 
+def _without_vectors(store: Store, rankings: dict[str, list[str]]) -> set[str]:
+    """Found ids that have no vector by design (working memories of reads, edits, ...: worker.VECTOR_CHARS)."""
+    found = list({memory_id for ids in rankings.values() for memory_id in ids} - set(rankings.get("vector", ())))
+    if not found:
+        return set()
+    marks = ",".join("?" * len(found))
+    return {row[0] for row in store.conn.execute(
+        f"SELECT id FROM memories WHERE id IN ({marks}) AND embedding_model = ''", found)}
+
+
 def _bm25_search(store: Store, query: str, projects: list[str | None] | None, latest_only: bool,
                  tiers: list[str] | None, types: list[str] | None) -> list[tuple[str, float]]:
     """tantivy's BM25, plus the memories still waiting in the outbox (written moments ago, by any process),
@@ -165,9 +194,13 @@ def _bm25_search(store: Store, query: str, projects: list[str | None] | None, la
                                  limit=RETRIEVER_DEPTH)
     if not pending:
         return hits
-    extra = pending_matches(store, query, pending, projects, latest_only, tiers, types)
-    top = max((score for _, score in hits), default=1.0) or 1.0
-    merged = {memory_id: score / top for memory_id, score in hits if memory_id not in extra}
+    # Both on one scale, the weighted share of query terms a memory contains: the best indexed hit gets its
+    # own share and the other indexed hits their BM25 score in proportion (not 1.0 for the best of weak hits,
+    # which would rank them above a fresh memory that contains every term of the query).
+    anchor = [hits[0][0]] if hits else []
+    extra = pending_matches(store, query, [*pending, *anchor], projects, latest_only, tiers, types)
+    scale = extra.get(hits[0][0], 0.0) / (hits[0][1] or 1.0) if hits else 0.0
+    merged = {memory_id: score * scale for memory_id, score in hits if memory_id not in extra}
     merged.update(extra)
     return sorted(merged.items(), key=lambda item: -item[1])[:RETRIEVER_DEPTH]
 

@@ -42,7 +42,13 @@ PRUNE_EVERY_SECONDS = 3600.0
 MAINTENANCE_EVERY_SECONDS = 60.0
 CONSOLIDATE_EVERY_SECONDS = 600.0  # a project's mining reads all its observations: not after every batch
 PASS_SECONDS = 10.0
-EMBED_CHARS = 120  # a working memory's vector covers its title (the model's cost grows with the text)
+# Which working memories get a vector, and of how much of their text (the model's cost grows with the
+# text: ~0.3 ms per token on two cores). Words people later search with in their own phrasing: a prompt's
+# intent, an error and what failed, a web search. Reads, edits, listings and ordinary commands are found
+# by path, identifier and command (BM25 and the entity graph), and each session's summary, which names
+# them, has a vector of its own.
+VECTOR_CHARS = {"prompt": 200, "error": 120, "web": 120}
+VECTOR_CHARS_FAILED = 120  # the title: the command and its first error line
 WORKING_CONTENT_CHARS = 2000
 MAX_WORKING_SOURCES = 200
 IDLE_SLEEP = (2.0, 30.0)
@@ -183,8 +189,7 @@ class Worker:
         if self.llm is not None:
             self._refine(rows, results)
         saving = [row for row in rows if results[row["id"]].kind != "session" or results[row["id"]].facts]
-        prepared = prepare_saves(self.store, [_working_memory(row, results[row["id"]]) for row in saving],
-                                 embed_chars=EMBED_CHARS)
+        prepared = prepare_saves(self.store, [_working_memory(row, results[row["id"]]) for row in saving])
         now = self.store.now()
         with self.store.transaction() as tx:
             owned = {r[0] for r in tx.execute(f"SELECT id FROM observations WHERE id IN ({marks}) AND claimed_by = ? "
@@ -298,9 +303,16 @@ def _compress_row(row: Any) -> CompressedObservation:
     return compress(row["event"], row["tool"], row["input"], row["output"], row["prompt"], extra)
 
 
+def vector_text(result: CompressedObservation, content: str) -> str | None:
+    """What of a working memory to embed, or None for no vector (policy: see VECTOR_CHARS)."""
+    limit = VECTOR_CHARS_FAILED if result.is_error else VECTOR_CHARS.get(result.kind)
+    return content[:limit] if limit else None
+
+
 def _working_memory(row: Any, result: CompressedObservation) -> dict[str, Any]:
     files = list(dict.fromkeys([*result.files, *json.loads(row["files"] or "[]")]))[:50]
-    return {"content": "\n".join([result.title, *result.facts])[:WORKING_CONTENT_CHARS], "title": result.title,
+    content = "\n".join([result.title, *result.facts])[:WORKING_CONTENT_CHARS]
+    return {"content": content, "title": result.title, "vector_text": vector_text(result, content),
             "tier": "working", "type": "context", "source": "hook", "project": row["project"],
             "session_id": row["session_id"], "files": files, "importance": result.importance,
             "source_ids": [f"obs:{row['id']}"], "created_at": row["created_at"]}

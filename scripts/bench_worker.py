@@ -40,9 +40,11 @@ DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared/models/all-MiniLM-
 
 
 class TimedEmbedder(Embedder):
-    """The real embedder, keeping count of the seconds it spends."""
+    """The real embedder, keeping count of the seconds it spends and the texts it embeds."""
 
     seconds = 0.0
+    texts = 0
+    chars = 0
 
     def embed(self, texts: Any) -> Any:
         started = time.perf_counter()
@@ -50,6 +52,8 @@ class TimedEmbedder(Embedder):
             return super().embed(texts)
         finally:
             self.seconds += time.perf_counter() - started
+            self.texts += len(texts)
+            self.chars += sum(len(t) for t in texts)
 
 
 def synthetic_events(n: int, seed: int = 7) -> list[HookEvent]:
@@ -114,13 +118,13 @@ def one_run(events: list[HookEvent], embedder: TimedEmbedder) -> dict[str, float
             for ev in events:
                 observations.record(scrub(ev, settings.max_output_chars), ev.cwd)
             count = store.conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
-            embedder.seconds = 0.0
+            embedder.seconds, embedder.texts, embedder.chars = 0.0, 0, 0
             started = time.perf_counter()
             report = Worker(store).run_until_idle()
             seconds = time.perf_counter() - started
             assert report.compressed == count, report.text()
             return {"observations": count, "seconds": seconds, "embedding": embedder.seconds,
-                    "summaries": report.summaries, "consolidated": report.consolidated}
+                    "embedded_texts": embedder.texts, "embedded_chars": embedder.chars, "summaries": report.summaries, "consolidated": report.consolidated}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         result = one_run(events, embedder)
         runs.append(result)
         print(f"run {n + 1}: {result['observations']} observations in {result['seconds']:.2f} s "
-              f"({result['observations'] / result['seconds']:.1f}/s; embedding {result['embedding']:.2f} s, "
+              f"({result['observations'] / result['seconds']:.1f}/s; embedding {result['embedding']:.2f} s for "
+              f"{result['embedded_texts']} texts of {result['embedded_chars']:,} characters, "
               f"{result['summaries']} summaries, {result['consolidated']} consolidated)", flush=True)
     median = statistics.median(r["observations"] / r["seconds"] for r in runs)
     without = statistics.median(r["observations"] / max(r["seconds"] - r["embedding"], 1e-9) for r in runs)
@@ -148,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         "observations_per_second": round(median, 1),
         "observations_per_second_excluding_embedding": round(without, 1),
         "embedding_share": round(statistics.median(r["embedding"] / r["seconds"] for r in runs), 3),
-        "embedded_texts_per_second": round(statistics.median(r["observations"] / r["embedding"] for r in runs), 1),
+        "embedded_texts_per_second": round(statistics.median(r["embedded_texts"] / r["embedding"] for r in runs), 1),
+        "embedded_texts_per_observation": round(statistics.median(r["embedded_texts"] / r["observations"]
+                                                                  for r in runs), 3),
         "observations": runs[0]["observations"], "runs": len(runs),
         "source": f"replay of {args.replay}" if args.replay else "synthetic, all different",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -480,3 +480,16 @@ def test_scoring_and_planning_100k_memories_is_fast():
     elapsed = time.perf_counter() - started
     assert len(plan.report) == 100_000 and len(plan.deletions) == 50
     assert elapsed < 3.0, f"scoring + planning 100k memories took {elapsed:.2f} s (budget 1.5 s)"
+
+
+def test_fusion_does_not_count_a_missing_vector_as_a_poor_rank():
+    from agentmem_mcp.ranking import fuse_rankings
+
+    rankings = {"bm25": ["a", "b"], "vector": ["b"], "graph": ["a", "b"]}
+    weights = {"bm25": 0.4, "vector": 0.6, "graph": 0.3}
+    plain = {f.id: f.score for f in fuse_rankings(rankings, weights, 60)}
+    assert plain["b"] > plain["a"]  # b is found by all three retrievers, a by two
+    fair = fuse_rankings(rankings, weights, 60, absent={"vector": {"a"}})
+    assert [f.id for f in fair] == ["a", "b"]  # a has no vector by design: judged on BM25 and graph alone
+    assert fair[0].score == pytest.approx((0.4 / 61 + 0.3 / 61) / 0.7)
+    assert {f.id: f.score for f in fair}["b"] == pytest.approx(plain["b"])

@@ -127,6 +127,15 @@ def test_transcript_replay_is_compressed_summarised_and_searchable(env, global_s
     assert working.hits and all(h.tier == "working" for h in working.hits)
     assert "session_live.ex" in working.hits[0].title
 
+    # Vectors only where people search in their own words (worker.VECTOR_CHARS): prompts and failures get one,
+    # reads and edits are marked "no vector by design" and are found through BM25 and the graph, as above.
+    by_kind = {kind: models for kind, models in store.conn.execute(
+        "SELECT o.kind, GROUP_CONCAT(DISTINCT COALESCE(m.embedding_model, 'NULL')) FROM observations o "
+        "JOIN memories m ON m.tier = 'working' AND m.source_ids LIKE '%\"obs:' || o.id || '\"%' GROUP BY o.kind")}
+    assert by_kind["prompt"] == store.embedder.model_id
+    assert by_kind["file_read"] == "" and by_kind["file_edit"] == ""
+    assert store.conn.execute("SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL").fetchone()[0] == 0
+
 
 def test_later_stop_folds_in_only_new_observations(env, repo, global_store, settings, embedder):
     agent = Agent(env, repo, "sess-incremental").start()

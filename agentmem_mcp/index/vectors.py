@@ -72,7 +72,8 @@ def ensure_table(conn: Connection, model_id: str, dimension: int) -> bool:
         f"CREATE VIRTUAL TABLE {TABLE} USING vec0(chunk_id INTEGER PRIMARY KEY, project TEXT PARTITION KEY, "
         f"latest INTEGER, embedding BIT[{int(dimension)}])"
     )
-    conn.execute("UPDATE memories SET embedding_model = NULL")
+    # '' marks a memory that has no vector by design (see remember.prepare_saves' vector_text)
+    conn.execute("UPDATE memories SET embedding_model = NULL WHERE embedding_model IS NOT ''")
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedding_model', ?)", (wanted,))
     return True
 

@@ -199,6 +199,7 @@ class PreparedSave:
     chunks: list[str]
     embedded: Any
     candidates: dict[str, float | None]
+    vectorless: bool = False  # no vector by design (see `vector_text`), not for want of a model
 
 
 def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_check: bool = True,
@@ -206,9 +207,10 @@ def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_ch
     """Validate and embed `items` (one embedding batch, each distinct text once) without writing.
 
     skip_invalid: an invalid item gives None instead of raising InvalidInput. embed_chars: embed only
-    the start of each content (cheaper; BM25 still indexes all of it).
+    the start of each content (cheaper; BM25 still indexes all of it). An item's own `vector_text` says
+    what to embed instead: a text, or None for no vector at all (BM25 and the graph still find it).
     """
-    drafts: list[tuple[Draft, str | None] | None] = []
+    drafts: list[tuple[Draft, str | None, Any] | None] = []
     for item in items:
         if not isinstance(item, dict) or "content" not in item:
             raise InvalidInput("each item needs a content")
@@ -218,6 +220,7 @@ def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_ch
             options["project"] = store.project
         supersedes = options.pop("supersedes", None)
         created_at = options.pop("created_at", None)
+        vector_text = options.pop("vector_text", ...)
         now = store.now() if created_at is None else created_at
         try:
             draft = _validate(store, content, now=now, **options)
@@ -230,9 +233,11 @@ def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_ch
             continue
         if supersedes is not None:
             supersedes = store.latest_version(check_memory_id(supersedes)).id
-        drafts.append((draft, supersedes))
-    chunked = [vectors.chunk_text(entry[0].content[:embed_chars] if embed_chars else _embedding_text(entry[0]))
-               if entry else [] for entry in drafts]
+        drafts.append((draft, supersedes, vector_text))
+    chunked = [[] if not entry or entry[2] is None
+               else vectors.chunk_text(entry[2]) if isinstance(entry[2], str)
+               else vectors.chunk_text(entry[0].content[:embed_chars] if embed_chars else _embedding_text(entry[0]))
+               for entry in drafts]
     wanted = [i for i, entry in enumerate(drafts) if entry and supersede_check and entry[1] is None
               and entry[0].tier in SUPERSEDING_TIERS]
     # A few saves (the usual case: one, from the agent): look up their BM25 candidates on a pool thread while
@@ -248,23 +253,23 @@ def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_ch
         if entry is None:
             prepared.append(None)
             continue
-        draft, supersedes = entry
-        embedded = embedded_flat[offset:offset + len(chunks)] if embedded_flat else None
+        draft, supersedes, vector_text = entry
+        embedded = embedded_flat[offset:offset + len(chunks)] if embedded_flat and chunks else None
         offset += len(chunks)
         index = len(prepared)
         candidates = {}
         if index in wanted_set:
             text_ids = text_candidates[index] if index in text_candidates else _text_candidates(store, draft)
             candidates = _candidates(store, draft, embedded[0] if embedded else None, text_ids)
-        prepared.append(PreparedSave(draft, supersedes, chunks, embedded, candidates))
+        prepared.append(PreparedSave(draft, supersedes, chunks, embedded, candidates, vector_text is None))
     return prepared
 
 
 def write_prepared(conn: Any, store: Store, prepared: Sequence[PreparedSave | None]) -> list[SaveResult | None]:
     """Write prepared saves inside the caller's write transaction (the caller indexes after it commits),
     so memories commit together with the caller's own rows, e.g. the worker's "compressed" marks."""
-    return [_write(conn, store, p.draft, p.supersedes, p.chunks, p.embedded, p.candidates) if p else None
-            for p in prepared]
+    return [_write(conn, store, p.draft, p.supersedes, p.chunks, p.embedded, p.candidates, p.vectorless)
+            if p else None for p in prepared]
 
 
 def _embed(store: Store, texts: list[str]) -> list[Any] | None:
@@ -278,7 +283,7 @@ def _embed(store: Store, texts: list[str]) -> list[Any] | None:
 
 
 def _write(conn: Any, store: Store, draft: Draft, supersedes: str | None, chunks: list[str], embedded: Any,
-           candidates: dict[str, float | None]) -> SaveResult:
+           candidates: dict[str, float | None], vectorless: bool = False) -> SaveResult:
     now = draft.created_at
     duplicate = conn.execute(
         "SELECT id, version FROM memories INDEXED BY memories_hash "
@@ -298,7 +303,7 @@ def _write(conn: Any, store: Store, draft: Draft, supersedes: str | None, chunks
         conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
                      (old["id"], now))
     _insert(conn, draft, memory_id, version, old["id"] if old else None, root_id,
-            store.embedder.model_id if embedded else None)
+            store.embedder.model_id if embedded else "" if vectorless else None)
     if embedded:
         vectors.put(conn, memory_id, draft.project, True, chunks, embedded)
     graph.link_entities(conn, memory_id, extract_entities(f"{draft.title}\n{draft.content}\n"

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from ..llm import LLM
     from ..store import Store
 
+# The vector covers the goal and the first lines (files changed, commands): a summary is re-embedded at every
+# Stop, and the model's cost grows with the text; BM25 indexes all of it, paths included.
+SUMMARY_VECTOR_CHARS = 600
 SUMMARY_MAX_CHARS = 1200
 IDLE_SECONDS = 1800.0
 FOLD_BATCH = 5000
@@ -203,6 +206,7 @@ def summarize_session(store: Store, session: Any, *, llm: LLM | None = None) -> 
             "content": content, "title": title, "tier": "episodic", "type": "summary", "project": session["project"],
             "session_id": session_id, "source": "consolidation", "confidence": SUMMARY_CONFIDENCE, "importance": 0.6,
             "key": f"session-summary:{session_id}", "source_ids": [f"obs:{i}" for i in state.sources],
+            "vector_text": content[:SUMMARY_VECTOR_CHARS],
             "files": [p for p, _ in sorted(state.files.items(), key=lambda item: -item[1])[:20]],
             "created_at": state.last_at or store.now(), "valid_from": session["started_at"]}])
     with store.transaction() as tx:
