@@ -22,6 +22,7 @@ from .lifecycle.retention import retention
 from .models import TIERS, TYPES, AgentmemError, InvalidInput, SearchHit, SearchResult, check_choice
 from .ranking import Fused, estimate_tokens, fuse_rankings, humanize_age, state_factor
 from .store import memory_text
+from .timewords import time_window
 
 if TYPE_CHECKING:
     from .store import Store
@@ -36,6 +37,7 @@ MAX_PENDING_SCAN = 200
 # Raw captured tool calls (working tier) are searched only when asked for by name.
 DEFAULT_TIERS = ("episodic", "semantic", "procedural")
 ACCESS_BUSY_TIMEOUT_MS = 300
+TIME_WINDOW_BOOST = 2.0  # a memory from the time the query names ("yesterday", "3 weeks ago") weighs double
 
 
 def _check_query(query: Any) -> str:
@@ -255,6 +257,7 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
     now = store.now()
     top = 1.0 / (store.settings.rrf_k + 1)
     query_terms = [t.lower() for t in re.findall(r"\w+", query)]
+    window = time_window(query, now)
     hits: list[tuple[float, SearchHit]] = []
     for row in rows:
         if projects is not None and row["project"] not in projects:
@@ -274,17 +277,20 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
         factor = state_factor(row["confidence"], row["importance"], row["priority"], kept)
         entry = by_id[row["id"]]
         score = entry.score / top * factor
+        in_window = window is not None and window[0] <= row["created_at"] <= window[1]
+        if in_window:
+            score *= TIME_WINDOW_BOOST
         hits.append((score, SearchHit(
             id=row["id"], title=row["title"], type=row["type"], tier=row["tier"], project=row["project"],
             snippet=snippet(row["content"], query_terms), score=round(score, 4),
-            age=humanize_age(now - row["created_at"]), why=_why(entry, reasons.get(row["id"]), row),
+            age=humanize_age(now - row["created_at"]), why=_why(entry, reasons.get(row["id"]), row, in_window),
             confidence=round(row["confidence"], 3), version=row["version"], is_latest=bool(row["is_latest"]),
         )))
     hits.sort(key=lambda item: -item[0])
     return [hit for _, hit in hits]
 
 
-def _why(entry: Fused, graph_reason: str | None, row: Any) -> str:
+def _why(entry: Fused, graph_reason: str | None, row: Any, in_window: bool = False) -> str:
     parts = []
     if "bm25" in entry.ranks:
         parts.append(f"keywords #{entry.ranks['bm25']}")
@@ -292,6 +298,8 @@ def _why(entry: Fused, graph_reason: str | None, row: Any) -> str:
         parts.append(f"meaning #{entry.ranks['vector']}")
     if "graph" in entry.ranks:
         parts.append(graph_reason or f"entities #{entry.ranks['graph']}")
+    if in_window:
+        parts.append("from the time asked about")
     parts.append(f"confidence {row['confidence']:.2f}")
     if row["priority"] == "P0":
         parts.append("P0")

@@ -493,3 +493,33 @@ def test_fusion_does_not_count_a_missing_vector_as_a_poor_rank():
     assert [f.id for f in fair] == ["a", "b"]  # a has no vector by design: judged on BM25 and graph alone
     assert fair[0].score == pytest.approx((0.4 / 61 + 0.3 / 61) / 0.7)
     assert {f.id: f.score for f in fair}["b"] == pytest.approx(plain["b"])
+
+
+def test_time_words_in_a_query_name_a_window():
+    import datetime as dt
+
+    from agentmem_mcp.timewords import DAY, time_window
+
+    now = dt.datetime(2026, 11, 29, 12, 0).timestamp()  # a Sunday, local time
+    start, end = time_window("what did we change 3 days ago?", now)
+    assert start < now - 3 * DAY < end < now
+    assert time_window("the bug from yesterday", now) == (now - 2 * DAY, now)
+    assert time_window("tests we fixed today", now) == (now - DAY, now)
+    start, end = time_window("decisions in the past two weeks", now)
+    assert start == now - 15 * DAY and end == now
+    start, end = time_window("what broke last Saturday", now)
+    assert start < now - DAY < end  # Saturday is one day back
+    assert time_window("how do we run the tests", now) is None
+    assert time_window("agoraphobia in 2 daysago", now) is None
+
+
+def test_search_prefers_memories_from_the_time_the_query_names(store):
+    now = store.now()
+    old = store.save("the flaky upload test was fixed by raising the timeout", created_at=now - 40 * 86400)
+    recent = store.save("the flaky upload test was fixed by mocking the clock", created_at=now - 86400)
+    plain = [h.id for h in store.search("how was the flaky upload test fixed").hits]
+    assert set(plain[:2]) == {old.id, recent.id}
+    dated = store.search("how was the flaky upload test fixed yesterday").hits
+    assert dated[0].id == recent.id and "from the time asked about" in dated[0].why
+    month = store.search("how was the flaky upload test fixed about 6 weeks ago").hits
+    assert month[0].id == old.id
