@@ -124,7 +124,8 @@ def one_run(events: list[HookEvent], embedder: TimedEmbedder) -> dict[str, float
             seconds = time.perf_counter() - started
             assert report.compressed == count, report.text()
             return {"observations": count, "seconds": seconds, "embedding": embedder.seconds,
-                    "embedded_texts": embedder.texts, "embedded_chars": embedder.chars, "summaries": report.summaries, "consolidated": report.consolidated}
+                    "embedded_texts": embedder.texts, "embedded_chars": embedder.chars,
+                    "summaries": report.summaries, "consolidated": report.consolidated}
 
 
 def main(argv: list[str] | None = None) -> int:
