@@ -34,15 +34,15 @@ def project_for(path: str | os.PathLike[str] | None) -> str | None:
         return None
     try:
         current = Path(path).expanduser().resolve()
-    except (OSError, RuntimeError):
+        for directory in (current, *current.parents):
+            marker = directory / ".git"
+            if marker.is_dir():
+                return str(directory)
+            if marker.is_file():
+                main = _main_repo_from_gitfile(marker)
+                return str(main or directory)
+    except (OSError, RuntimeError, ValueError):  # a NUL byte, a name too long, a loop of links: no project
         return None
-    for directory in (current, *current.parents):
-        marker = directory / ".git"
-        if marker.is_dir():
-            return str(directory)
-        if marker.is_file():
-            main = _main_repo_from_gitfile(marker)
-            return str(main or directory)
     return None
 
 

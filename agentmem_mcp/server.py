@@ -25,6 +25,8 @@ from .project import project_for, project_from_uri
 
 log = logging.getLogger("agentmem.server")
 
+MODEL_THREAD_JOIN_S = 10.0
+
 INSTRUCTIONS = """agentmem is your long-term memory for this project. It persists across sessions.
 - Call memory_search before starting a task, and whenever something looks familiar (an error, a file,
   a convention): past decisions, fixes and preferences may already be known.
@@ -45,6 +47,7 @@ class AppState:
         self.project_from_roots = False
         self.limiter = anyio.CapacityLimiter(4)
         self.stopping = threading.Event()
+        self._model_thread: threading.Thread | None = None
 
     def store(self) -> Any:
         with self._lock:
@@ -52,12 +55,14 @@ class AppState:
                 from .store import Store
 
                 self._store = Store.open(self.settings, project=self.project, load_embedder=False)
-                threading.Thread(target=self._load_model, name="agentmem-model", daemon=True).start()
+                if not self.stopping.is_set():
+                    self._model_thread = threading.Thread(target=self._load_model, args=(self._store,),
+                                                          name="agentmem-model", daemon=True)
+                    self._model_thread.start()
             return self._store
 
-    def _load_model(self) -> None:
-        store = self._store
-        if store.embedder.load():
+    def _load_model(self, store: Any) -> None:
+        if store.embedder.load() and not self.stopping.is_set():
             try:
                 store.prepare_vectors()
                 store.search("warm up the retrievers", record_access=False)  # first-search costs, paid now
@@ -65,7 +70,13 @@ class AppState:
                 log.exception("could not embed pending memories")
 
     def close(self) -> None:
+        # The process exits right after: an interpreter torn down under a thread that is still inside
+        # onnxruntime aborts (SIGABRT, "terminate called without an active exception"), so wait for it.
         self.stopping.set()
+        with self._lock:
+            model_thread = self._model_thread
+        if model_thread is not None:
+            model_thread.join(timeout=MODEL_THREAD_JOIN_S)
         with self._lock:
             if self._store is not None:
                 self._store.close()
@@ -100,6 +111,10 @@ async def _call(state: AppState, ctx: Context | None, fn: Any) -> Any:
         return await anyio.to_thread.run_sync(lambda: fn(state.store()), limiter=state.limiter)
     except AgentmemError as exc:
         raise ToolError(str(exc)) from None
+    except Exception as exc:  # left to the SDK, the agent would read only "Error executing tool ..."
+        log.exception("tool call failed")
+        raise ToolError(f"{type(exc).__name__}: {str(exc)[:300]}. This is unexpected (probably a bug in agentmem); "
+                        f"details are in {state.settings.log_path}. Carry on without memory for this step.") from None
 
 
 def build_server(settings: Settings | None = None) -> MCPServer:

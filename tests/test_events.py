@@ -15,6 +15,7 @@ from agentmem_mcp.capture.events import (
     CURSOR_EVENTS,
     EVENTS,
     MAX_DEPTH,
+    TRUNCATED_DEPTH,
     HookEvent,
     HookInputError,
     decode_payload,
@@ -380,12 +381,22 @@ def test_absurd_numbers_do_not_escape_as_value_errors():
     assert len(event_fingerprint(huge)) == 64
 
 
-def test_payload_deeper_than_limit_is_rejected():
+def test_what_nests_deeper_than_the_limit_is_cut_and_the_event_kept():
     deep: object = "leaf"
     for _ in range(MAX_DEPTH + 5):
         deep = {"k": deep}
-    with pytest.raises(HookInputError, match="deeper"):
-        parse_hook_event("claude-code", "PostToolUse", {"session_id": "s", "tool_input": deep})
+    ev = parse_hook_event("claude-code", "PostToolUse", {"session_id": "s", "tool_name": "X", "tool_input": deep})
+    assert ev.tool == "X" and TRUNCATED_DEPTH in json.dumps(ev.tool_input) and "leaf" not in json.dumps(ev.tool_input)
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 5000, 100000])
+def test_decode_payload_cuts_deep_parts_even_past_the_parser_limit(depth):
+    raw = (b'{"session_id": "s", "tool_name": "X", "tool_response": ' + b'{"k": ' * depth + b'"leaf"' + b"}" * depth
+           + b', "tool_input": {"q": "[{not a bracket"}}')
+    value = decode_payload(raw)
+    assert value["tool_name"] == "X" and value["tool_input"] == {"q": "[{not a bracket"}
+    text = json.dumps(value["tool_response"])
+    assert TRUNCATED_DEPTH in text and "leaf" not in text
 
 
 def test_decode_payload_tolerates_bad_utf8_and_nul():
@@ -404,9 +415,7 @@ def test_decode_payload_tolerates_bad_utf8_and_nul():
         (b"\x00\x00", "empty"),
         (b"{not json", "not valid JSON"),
         (b'{"a": 1} trailing', "not valid JSON"),
-        (b"[" * 201 + b"]" * 201, "deeper"),
-        (b"[" * 100000 + b"]" * 100000, "deeper"),
-        (b'{"a":' * 50000 + b"1" + b"}" * 50000, "deeper"),
+        (b"[" * 100000 + b"]" * 99999, "not valid JSON"),
         (12, "must be bytes"),
     ],
 )

@@ -39,6 +39,7 @@ __all__ = [
     "CURSOR_EVENTS",
     "EVENTS",
     "MAX_DEPTH",
+    "TRUNCATED_DEPTH",
     "HookEvent",
     "HookInputError",
     "decode_payload",
@@ -55,6 +56,7 @@ class HookInputError(ValueError):
 EVENTS = ("session_start", "prompt", "tool_use", "file_edit", "pre_compact", "stop", "session_end")
 CLIENTS = ("claude-code", "cursor")
 MAX_DEPTH = 200
+TRUNCATED_DEPTH = "[TRUNCATED:depth]"  # what stands for a part nested deeper than MAX_DEPTH
 
 CLAUDE_CODE_EVENTS = {
     "SessionStart": "session_start",
@@ -132,8 +134,8 @@ class HookEvent:
 
 def decode_payload(raw: bytes) -> Any:
     """Decode a hook's stdin into JSON: invalid UTF-8 becomes U+FFFD, control characters inside
-    strings are accepted; empty input, invalid JSON or nesting deeper than MAX_DEPTH raise
-    HookInputError."""
+    strings are accepted; whatever nests deeper than MAX_DEPTH becomes TRUNCATED_DEPTH (the rest of the
+    event is kept); empty input or invalid JSON raise HookInputError."""
     if isinstance(raw, str):
         text = raw
     elif isinstance(raw, (bytes, bytearray, memoryview)):
@@ -144,12 +146,34 @@ def decode_payload(raw: bytes) -> Any:
     if not text:
         raise HookInputError("empty hook input: expected a JSON object on stdin")
     try:
-        value = json.loads(text, strict=False)
-    except RecursionError:
-        raise HookInputError(f"hook input nests deeper than {MAX_DEPTH} levels") from None
-    except ValueError as exc:
+        try:
+            value = json.loads(text, strict=False)
+        except RecursionError:  # deeper than the parser goes: cut the deep parts out of the text first
+            value = json.loads(_prune_deep(text, MAX_DEPTH), strict=False)
+    except (ValueError, RecursionError) as exc:
         raise HookInputError(f"hook input is not valid JSON: {exc}") from None
     return _clean(value, 0)
+
+
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+
+
+def _prune_deep(text: str, limit: int) -> str:
+    """The JSON text with every array or object that opens at depth `limit` replaced by TRUNCATED_DEPTH."""
+    out: list[str] = []
+    depth, kept_upto, cut_from = 0, 0, -1
+    for m in _JSON_TOKEN.finditer(text):
+        token = m.group()
+        if token == "[" or token == "{":
+            if depth == limit and cut_from < 0:
+                cut_from = m.start()
+            depth += 1
+        elif token == "]" or token == "}":
+            depth -= 1
+            if depth == limit and cut_from >= 0:
+                out += [text[kept_upto:cut_from], json.dumps(TRUNCATED_DEPTH)]
+                kept_upto, cut_from = m.end(), -1
+    return "".join(out) + text[kept_upto:]
 
 
 def parse_hook_event(client: str, event_name: str, payload: Any) -> HookEvent:
@@ -211,11 +235,11 @@ def _lookup_event(table: dict[str, str], name: Any) -> str | None:
 
 
 def _clean(value: Any, depth: int) -> Any:
-    """Copy JSON-like data, replacing unencodable strings; reject nesting deeper than MAX_DEPTH."""
+    """Copy JSON-like data, replacing unencodable strings and what nests deeper than MAX_DEPTH."""
     if isinstance(value, str):
         return _text(value)
     if isinstance(value, (dict, list, tuple)) and depth >= MAX_DEPTH:
-        raise HookInputError(f"hook input nests deeper than {MAX_DEPTH} levels")
+        return TRUNCATED_DEPTH
     if isinstance(value, dict):
         return {_text(str(k)): _clean(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

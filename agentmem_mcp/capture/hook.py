@@ -13,15 +13,40 @@ import sys
 from typing import IO, Any
 
 MAX_STDIN_BYTES = 64 * 1024 * 1024
+OVERSIZE_KEEP = 4 * 1024 * 1024  # what an input over MAX_STDIN_BYTES keeps of its start and of its end
 CONTEXT_EVENTS = ("session_start", "prompt")
 
 
 def _read_stdin(stream: IO[bytes]) -> bytes:
+    """The hook's input; past MAX_STDIN_BYTES, its first and last OVERSIZE_KEEP bytes spliced (see _splice)."""
     data = stream.read(MAX_STDIN_BYTES + 1)
-    if len(data) > MAX_STDIN_BYTES:
-        while stream.read(1 << 20):  # drain the rest so the client never blocks on a full pipe
-            pass
-    return data
+    if len(data) <= MAX_STDIN_BYTES:
+        return data
+    head, tail, total = data[:OVERSIZE_KEEP], bytearray(data[-OVERSIZE_KEEP:]), len(data)
+    del data
+    while chunk := stream.read(1 << 20):  # drain the rest so the client never blocks on a full pipe
+        total += len(chunk)
+        tail += chunk
+        del tail[:-OVERSIZE_KEEP]
+    return _splice(head, bytes(tail), total)
+
+
+_NOT_A_CUT_EDGE = frozenset(b'0123456789abcdefABCDEFu\\"')
+
+
+def _splice(head: bytes, tail: bytes, total: int) -> bytes:
+    """Join the start and the end of an oversized input around a note of what was cut. A huge input is one
+    huge string (a tool's output), so both cuts fall inside it: each edge moves off backslashes, quotes and
+    hex digits, so that no escape sequence is split. If the cuts are not in one string, the result is not
+    JSON and the event is rejected as before."""
+    end, start = len(head), 0
+    while end > len(head) - 16 and head[end - 1] in _NOT_A_CUT_EDGE:
+        end -= 1
+    while start < 16 and tail[start] in _NOT_A_CUT_EDGE:
+        start += 1
+    note = f" … [{total - end - (len(tail) - start):,} bytes cut by agentmem: hook input over "
+    note += f"{MAX_STDIN_BYTES >> 20} MB] … "
+    return head[:end] + note.encode() + tail[start:]
 
 
 def _output(client: str, ev_event: str | None, raw_event: str, context: str) -> dict[str, Any] | None:

@@ -90,7 +90,8 @@ def _str_list(name: str, value: Any, limit: int = MAX_TAGS) -> list[str]:
         raise InvalidInput(f"{name} must be a list of strings")
     if len(value) > limit:
         raise InvalidInput(f"{name} has {len(value)} entries; at most {limit}")
-    return list(dict.fromkeys(redact(v.strip())[:300] for v in value if v.strip()))
+    cleaned = (v.replace("\x00", "").strip() for v in value)
+    return list(dict.fromkeys(redact(v)[:300] for v in cleaned if v))
 
 
 def _unit(name: str, value: Any) -> float:
@@ -330,6 +331,7 @@ def _validate(store: Store, content: Any, *, now: float, title: Any = None, type
     content = check_content(content)
     if title is not None and not isinstance(title, str):
         raise InvalidInput("title must be text")
+    title = title.replace("\x00", "") if title else title
     title = redact(title).strip()[:MAX_TITLE_CHARS] if title and title.strip() else derive_title(content)
     check_choice("type", type, TYPES)
     check_choice("tier", tier, TIERS)
