@@ -10,6 +10,19 @@ from .config import Settings
 from .db.connection import ensure_private_dir
 
 
+class _LogFile(RotatingFileHandler):
+    def _open(self):  # also after each rotation: the log stays 0600 whatever the process umask
+        old = os.umask(0o077)
+        try:
+            return super()._open()
+        finally:
+            os.umask(old)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """A log that cannot be written (a full disk, a deleted directory) is dropped: printing the failure to
+        stderr, logging's default, would put it in front of the agent through a hook."""
+
+
 def setup_logging(settings: Settings, level: int = logging.INFO) -> None:
     """Send agentmem's log records to `<home>/logs/agentmem.log` (0600, rotated at 2 MB)."""
     logger = logging.getLogger("agentmem")
@@ -17,11 +30,7 @@ def setup_logging(settings: Settings, level: int = logging.INFO) -> None:
         return
     try:
         ensure_private_dir(settings.log_path.parent)
-        old = os.umask(0o077)
-        try:
-            handler = RotatingFileHandler(settings.log_path, maxBytes=2_000_000, backupCount=2, encoding="utf-8")
-        finally:
-            os.umask(old)
+        handler = _LogFile(settings.log_path, maxBytes=2_000_000, backupCount=2, encoding="utf-8")
     except OSError:
         return
     handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))

@@ -31,6 +31,10 @@ class StoreBusy(AgentmemError):
     """Another process held the database's write lock for longer than the busy timeout."""
 
 
+class StoreFull(AgentmemError):
+    """The disk holding the database has no room for a write."""
+
+
 def check_memory_id(memory_id: Any) -> str:
     if not isinstance(memory_id, str) or not MEMORY_ID.match(memory_id):
         raise InvalidInput(f"{str(memory_id)[:80]!r} is not a memory id: ids look like m_0123456789abcdef")

@@ -165,6 +165,8 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
             raise
         except BaseException as exc:  # one broken retriever (even a tantivy panic) degrades the answer
             notes.append(f"{name} retriever failed: {type(exc).__name__}: {exc}")
+            if name == "bm25":
+                store.heal_fulltext(exc)
             if name == "vector":
                 vector_ran = False
             continue

@@ -32,6 +32,7 @@ log = logging.getLogger("agentmem")
 
 OUTBOX_BATCH = 500
 INDEX_DEBOUNCE_S = 0.05
+HEAL_EVERY_S = 60.0
 
 
 def memory_text(title: str, content: str, tags: Iterable[str] = (), files: Iterable[str] = ()) -> str:
@@ -55,6 +56,7 @@ class Store:
         self._index_wanted = threading.Event()
         self._indexer: threading.Thread | None = None
         self._closing = False
+        self._healed_at = float("-inf")
         ensure_private_dir(settings.home)
         self.db_path = settings.database
         self._local = threading.local()
@@ -68,7 +70,10 @@ class Store:
         if load_embedder:
             self.embedder.wait()
             self.prepare_vectors()
-        self.drain_outbox()
+        try:
+            self.drain_outbox()
+        except Exception:  # e.g. a full disk: the outbox keeps the work, and the store still answers
+            log.exception("could not update the BM25 index at open; the changes stay queued")
 
     def _open_fulltext(self) -> FulltextIndex:
         """Open the BM25 index; if it is missing, corrupt or empty while SQLite holds memories, rebuild it
@@ -87,11 +92,30 @@ class Store:
         stored = self.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
         if indexed == 0 and stored:
             log.warning("BM25 index is empty but %d memories exist; rebuilding it", stored)
-            with write_transaction(self.conn) as conn:
-                conn.execute("DELETE FROM index_outbox")
-                conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) "
-                             "SELECT id, 'upsert', ? FROM memories", (time.time(),))
+            self._queue_every_memory()
         return index
+
+    def _queue_every_memory(self) -> None:
+        with write_transaction(self.conn) as conn:
+            conn.execute("DELETE FROM index_outbox")
+            conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) "
+                         "SELECT id, 'upsert', ? FROM memories", (time.time(),))
+
+    def heal_fulltext(self, error: BaseException) -> None:
+        """A BM25 search failed: a segment damaged where opening the index does not look (a term dictionary)
+        makes tantivy panic at query time. Rebuild the index from SQLite, at most once a minute."""
+        if isinstance(error, IndexBusyError) or time.monotonic() - self._healed_at < HEAL_EVERY_S:
+            return
+        self._healed_at = time.monotonic()
+        log.warning("BM25 search failed (%s: %s); rebuilding the index from SQLite", type(error).__name__,
+                    str(error)[:300])
+        try:
+            with self._drain_lock:
+                self.fulltext.reset()
+                self._queue_every_memory()
+            self.index_soon()
+        except Exception:
+            log.exception("could not rebuild the BM25 index; `agentmem reindex` rebuilds it")
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, project: str | None = None, load_embedder: bool = True,

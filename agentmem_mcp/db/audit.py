@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ..pausepoint import pause
 from .connection import Connection
 
 GENESIS = "0" * 64
@@ -34,6 +35,7 @@ def append(conn: Connection, action: str, memory_id: str | None = None, project:
         (at, action, memory_id, project, detail_json, prev_hash,
          _row_hash(prev_hash, at, action, memory_id, project, detail_json)),
     )
+    pause(f"audit:{action}")
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ def load_vector_extension(conn: Connection) -> None:
 @contextmanager
 def write_transaction(conn: Connection) -> Iterator[Connection]:
     """BEGIN IMMEDIATE ... COMMIT, rolling back on any error. A lock held by another process past the
-    busy timeout raises StoreBusy (nothing was written)."""
+    busy timeout raises StoreBusy, a full disk StoreFull (nothing was written in either case)."""
     try:
         conn.execute("BEGIN IMMEDIATE")
     except OperationalError as exc:
@@ -98,8 +98,18 @@ def write_transaction(conn: Connection) -> Iterator[Connection]:
                         "nothing was saved, retry in a moment. `agentmem doctor` shows who holds it") from exc
     try:
         yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    else:
         conn.execute("COMMIT")
+    except BaseException as exc:
+        # A failed COMMIT may leave the transaction open (and the write lock held), or SQLite may already
+        # have rolled it back (SQLITE_FULL, SQLITE_IOERR): roll back only what is still open.
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except DatabaseError:
+                pass
+        if isinstance(exc, OperationalError) and "full" in str(exc):
+            from ..models import StoreFull
+
+            raise StoreFull("the disk holding the memory database is full; nothing was saved. Free some space, "
+                            "then retry") from exc
+        raise
