@@ -95,6 +95,7 @@ class LeaseKeeper:
         self.ttl = ttl
         self.every = every
         self.held = threading.Event()
+        self.tried = threading.Event()  # set once the first attempt to take the lease is over
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -111,6 +112,7 @@ class LeaseKeeper:
                 log.warning("could not renew the worker lease: %s", exc)
                 ok = False
             (self.held.set if ok else self.held.clear)()
+            self.tried.set()
             self._stop.wait(self.every)
 
     def stop(self) -> None:

@@ -110,6 +110,7 @@ class Worker:
         periodic upkeep."""
         report = Report()
         deadline = time.monotonic() + seconds
+        self.drain_spool()
         while not should_stop():
             batch = self.compress_batch()
             report.add(batch)
@@ -123,6 +124,17 @@ class Worker:
             self._last_maintenance = time.time()
             report.pruned += self.maintain()
         return report
+
+    def drain_spool(self) -> int:
+        """Move events that hooks spooled (database locked or full at the time) into observations."""
+        from .capture.observations import ObservationStore
+        from .capture.spool import drain_spool
+
+        try:
+            return drain_spool(self.store.settings.home, ObservationStore(self.store.conn))
+        except Exception as exc:  # still locked or full: the files wait for the next pass
+            log.warning("spooled hook events not moved yet: %s", exc)
+            return 0
 
     def run_until_idle(self) -> Report:
         """Pass after pass until nothing is left to do, then the upkeep (prune, sweep, vectors, index)."""
@@ -384,6 +396,7 @@ async def serve_worker_loop(state: Any) -> None:
     try:
         store = await anyio.to_thread.run_sync(state.store)
         keeper = lease.LeaseKeeper(lambda: store.conn).start()
+        await anyio.to_thread.run_sync(keeper.tried.wait, 5.0)  # else the first pass would wait a renewal
         worker = Worker(store, holder=keeper.holder, llm=LLM.from_store(store))
 
         def stopped() -> bool:
@@ -398,7 +411,7 @@ async def serve_worker_loop(state: Any) -> None:
                         log.info("worker: %s", report.text())
                     idle = IDLE_SLEEP[0] if report.busy else min(idle * 2, IDLE_SLEEP[1])
                 else:
-                    idle = lease.RENEW_EVERY
+                    idle = 0.5  # another process works; look again soon (the keeper retries every renewal)
             except Exception:
                 log.exception("worker pass failed; retrying later")
                 idle = IDLE_SLEEP[1]

@@ -13,6 +13,7 @@ import sys
 from typing import IO, Any
 
 MAX_STDIN_BYTES = 64 * 1024 * 1024
+HOOK_BUSY_TIMEOUT_MS = 3000  # a hook waits this long for the write lock, then spools (the client allows 10 s)
 OVERSIZE_KEEP = 4 * 1024 * 1024  # what an input over MAX_STDIN_BYTES keeps of its start and of its end
 CONTEXT_EVENTS = ("session_start", "prompt")
 
@@ -74,7 +75,7 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
 
     settings = load_settings(env)
     ev = parse_hook_event(client, event_name, decode_payload(raw))
-    from ..db.connection import connect
+    from ..db.connection import DatabaseError, connect
     from ..db.migrations import migrate
     from ..project import project_for
     from .observations import ObservationStore, scrub
@@ -82,10 +83,28 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
     if ev.extra.get("phase") == "before":  # Cursor's before*Execution: the after* event records it
         return _output(ev.client, ev.event, ev.raw_event, "")
     project = project_for(ev.cwd)
-    conn = connect(settings.database, busy_timeout_ms=settings.busy_timeout_ms, load_vec=False)
+    scrubbed = scrub(ev, settings.max_output_chars)
+    conn = connect(settings.database, busy_timeout_ms=min(settings.busy_timeout_ms, HOOK_BUSY_TIMEOUT_MS),
+                   load_vec=False)
     try:
         migrate(conn)
-        ObservationStore(conn).record(scrub(ev, settings.max_output_chars), project)
+        observations = ObservationStore(conn)
+        try:
+            observations.record(scrubbed, project)
+        except Exception as exc:
+            from ..models import AgentmemError  # not at the top: models imports dataclasses (~8 ms)
+            from .spool import spool_event
+
+            if not isinstance(exc, (AgentmemError, DatabaseError)):
+                raise
+            # locked past our wait, or a full disk: keep the event for later
+            where = spool_event(settings.home, scrubbed, project)
+            _log_failure(client, event_name, RuntimeError(f"{exc}; the event waits in {where}"))
+            return _output(ev.client, ev.event, ev.raw_event, "")
+        if (settings.home / "spool").is_dir():  # events an earlier hook could not write (see spool.py)
+            from .spool import drain_spool
+
+            drain_spool(settings.home, observations)
         context = ""
         if ev.event == "session_start":
             from ..context import session_context
