@@ -584,9 +584,19 @@ async def db_locked(run: Run) -> None:
         expect(ms < 10_000, f"the hook took {ms / 1000:.1f} s: Claude Code would have killed it at 10 s")
         with run.db() as conn:
             stored = conn.execute("SELECT COUNT(*) FROM observations WHERE session_id = 'locked'").fetchone()[0]
+        spooled = len(list((run.home / "spool").glob("*.json")))
+        expect(stored + spooled == 1, f"the hook's event is neither stored nor spooled ({stored}, {spooled})")
         run.note(f"a hook during the lock exited 0 silently in {ms / 1000:.1f} s; its event was "
-                 f"{'stored' if stored else 'dropped (logged)'}")
+                 f"{'stored' if stored else 'spooled (scrubbed, 0600) for later'}")
         holder.wait(timeout=30)
+        code, out, err, ms = run_hook(run.env(), "PostToolUse", post_tool_use("locked", run.project, "s7n00002", 2),
+                                      run.project)
+        expect(hook_output_problem("PostToolUse", code, out, err) is None, "the hook after the lock failed")
+        with run.db() as conn:
+            stored = conn.execute("SELECT COUNT(*) FROM observations WHERE session_id = 'locked'").fetchone()[0]
+        expect(stored == 2 and not list((run.home / "spool").glob("*.json")),
+               f"after the lock the next hook left {stored} of 2 events stored and the spool not empty")
+        run.note("the next hook after the lock stored its event and moved the spooled one: 2 of 2 stored")
         content = memory_content(random.Random(12), 1200)
         saved = await serve.call("memory_save", {"content": content}, timeout=HANG)
         run.ledger.kept[saved["id"]] = content
