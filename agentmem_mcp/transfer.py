@@ -62,7 +62,8 @@ def _check(record: dict[str, Any], line_no: int) -> dict[str, Any]:
 
 
 def import_(store: Store, lines: IO[str]) -> ImportReport:
-    """Read an export back. Content is redacted again on the way in; existing memories are kept."""
+    """Read an export back. Content, title, tags and files are redacted again on the way in (an export may
+    come from anywhere); existing memories are kept."""
     report = ImportReport()
     links: list[dict[str, Any]] = []
     for line_no, line in enumerate(lines, start=1):
@@ -112,7 +113,8 @@ def _import_memory(store: Store, m: dict[str, Any]) -> bool:
         values = {name: m.get(name) for name in COLUMNS}
         values.update(content=content, title=redact(str(m.get("title") or content[:80])), content_hash=digest,
                       embedding_model=None, source_ids=json.dumps(m.get("source_ids") or []),
-                      tags=json.dumps(m.get("tags") or []), files=json.dumps(m.get("files") or []),
+                      tags=json.dumps([redact(str(t)) for t in m.get("tags") or []]),
+                      files=json.dumps([redact(str(f)) for f in m.get("files") or []]),
                       pinned=int(bool(m.get("pinned"))), is_latest=int(bool(m.get("is_latest", True))),
                       root_id=m.get("root_id") or m["id"])
         for name, default in (("confidence", 0.85), ("importance", 0.5), ("strength", 1.0), ("access_count", 0),

@@ -431,3 +431,27 @@ def test_cli_round_trip(cli_env, tmp_path):
     assert stats["memories"] == 1
     reindexed = agentmem("reindex")
     assert reindexed.returncode == 0 and "reindexed 1" in reindexed.stdout
+
+
+def test_corpus_secrets_in_saves_and_imports_reach_no_file(store, settings, tmp_path):
+    """Every secret of the corpus, in its realistic context, through memory_save (content, title, tags) and
+    through an import (content, title, tags, files): none is in any byte agentmem writes (database, WAL,
+    BM25 segments, logs). (A bare value such as a password, out of any context, is not recognisable as a
+    secret: the corpus places each secret where it really appears.)"""
+    from agentmem_mcp.transfer import FORMAT, import_
+
+    from .secrets_corpus import SECRET_CASES
+
+    for n, case in enumerate(SECRET_CASES):
+        store.save(f"note {n}: {case.context}", title=case.context.splitlines()[0][:200], tags=[case.context])
+    export = tmp_path / "hostile.jsonl"
+    records = [{"kind": "header", "format": FORMAT}] + [
+        {"kind": "memory", "id": f"m_{n:016x}", "content": f"imported {n}: {case.context}", "title": case.context,
+         "tags": [case.context], "files": [case.context], "project": store.project, "tier": "semantic",
+         "type": "fact"} for n, case in enumerate(SECRET_CASES)]
+    export.write_text("\n".join(json.dumps(r) for r in records))
+    with export.open() as lines:
+        assert import_(store, lines).imported == len(SECRET_CASES)
+    store.flush()
+    written = b"".join(p.read_bytes() for p in sorted(settings.home.rglob("*")) if p.is_file())
+    assert [case.kind for case in SECRET_CASES if case.secret.encode() in written] == []
