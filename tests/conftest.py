@@ -26,6 +26,12 @@ def require_shared(path: Path, what: str) -> Path:
     return path
 
 
+@pytest.fixture
+def shared_transcript() -> Path:
+    return require_shared(SHARED / "eval/transcripts/claude_code_spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl",
+                          "the shared Claude Code transcript")
+
+
 @pytest.fixture(scope="session")
 def model_path() -> Path:
     path = Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL).resolve()

@@ -18,9 +18,7 @@ TRANSCRIPT = (
     Path(__file__).resolve().parents[2]
     / "shared/eval/transcripts/claude_code_spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
 )
-needs_transcript = pytest.mark.skipif(
-    not TRANSCRIPT.exists(), reason=f"eval transcript not found at {TRANSCRIPT} (shared eval data)"
-)
+needs_transcript = pytest.mark.usefixtures("shared_transcript")  # skips without the data, fails in CI
 CWD = "/home/u/proj"
 
 
