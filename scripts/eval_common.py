@@ -521,45 +521,9 @@ class ContextFusionPrototype:
 
 # prototype (not product): date-aware ranking ------------------------------------------------------
 
-_COUNT = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-          "nine": 9, "ten": 10, "a couple of": 2, "couple of": 2, "a few": 3, "few": 3, "several": 3}
-_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_N = r"(\d+|a couple of|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
-_AGO = re.compile(rf"\b{_N}\s+(day|week|month|year)s?\s+ago\b")
-_WITHIN = re.compile(rf"\b(?:in|during|over|within|for)\s+the\s+(?:last|past)\s+(?:{_N}\s+)?(day|week|month|year)s?\b")
-_LAST = re.compile(r"\blast\s+(week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend)\b")
-DAY = 86400.0
-
-
-def _count(word: str | None) -> float:
-    if not word:
-        return 1
-    return float(word) if word.isdigit() else _COUNT.get(word, 1)
-
-
-def time_window(query: str, now: float) -> tuple[float, float] | None:
-    """The span of time a question points at, from relative expressions ("10 days ago", "in the past four
-    months", "last Saturday", "yesterday"), as (start, end) unix times; None when it names none."""
-    text = query.lower()
-    if m := _AGO.search(text):
-        days = _count(m.group(1)) * _UNIT_DAYS[m.group(2)]
-        half = max(1.5, 0.2 * days)
-        return now - (days + half) * DAY, now - (days - half) * DAY
-    if m := _WITHIN.search(text):
-        return now - (_count(m.group(1)) * _UNIT_DAYS[m.group(2)] + 1) * DAY, now
-    if "yesterday" in text:
-        return now - 2 * DAY, now
-    if m := _LAST.search(text):
-        word = m.group(1)
-        if word in _WEEKDAYS or word == "weekend":
-            weekday = 5 if word == "weekend" else _WEEKDAYS.index(word)
-            today = dt.datetime.fromtimestamp(now, dt.timezone.utc).weekday()
-            back = (today - weekday) % 7 or 7
-            return now - (back + 1.5) * DAY, now - (back - 1.5) * DAY
-        days = _UNIT_DAYS[word]
-        return now - 2 * days * DAY, now
-    return None
+# The window comes from the product (agentmem_mcp/timewords.py, shipped after this prototype measured it);
+# search already applies it, so `dated` now re-applies the same boost on top: a check, not a new system.
+from agentmem_mcp.timewords import time_window  # noqa: E402
 
 
 def date_boosted(hits: Sequence[Any], created_at: dict[str, float], window: tuple[float, float] | None,
