@@ -523,7 +523,7 @@ class ContextFusionPrototype:
 
 # The window comes from the product (agentmem_mcp/timewords.py, shipped after this prototype measured it);
 # search already applies it, so `dated` now re-applies the same boost on top: a check, not a new system.
-from agentmem_mcp.timewords import time_window  # noqa: E402
+from agentmem_mcp.timewords import DAY, time_window  # noqa: E402, F401  (DAY: for callers)
 
 
 def date_boosted(hits: Sequence[Any], created_at: dict[str, float], window: tuple[float, float] | None,
