@@ -191,11 +191,10 @@ def error_signature(reason: str) -> str:
 
 # -- saving derived memories inside the caller's transaction ---------------------------------------
 
-def prepare_saves(store: Store, items: list[dict[str, Any]], *,
-                  embed_chars: int | None = None) -> list[remember.PreparedSave | None]:
+def prepare_saves(store: Store, items: list[dict[str, Any]]) -> list[remember.PreparedSave | None]:
     """Validate and embed derived memories in one batch; an invalid item gives None. Derived memories
     never supersede by similarity, only the memory with their own key."""
-    return remember.prepare_saves(store, items, supersede_check=False, skip_invalid=True, embed_chars=embed_chars)
+    return remember.prepare_saves(store, items, supersede_check=False, skip_invalid=True)
 
 
 def write_saves(conn: Connection, store: Store,

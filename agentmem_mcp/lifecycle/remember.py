@@ -204,12 +204,12 @@ class PreparedSave:
 
 
 def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_check: bool = True,
-                  skip_invalid: bool = False, embed_chars: int | None = None) -> list[PreparedSave | None]:
+                  skip_invalid: bool = False) -> list[PreparedSave | None]:
     """Validate and embed `items` (one embedding batch, each distinct text once) without writing.
 
-    skip_invalid: an invalid item gives None instead of raising InvalidInput. embed_chars: embed only
-    the start of each content (cheaper; BM25 still indexes all of it). An item's own `vector_text` says
-    what to embed instead: a text, or None for no vector at all (BM25 and the graph still find it).
+    skip_invalid: an invalid item gives None instead of raising InvalidInput. An item's own `vector_text`
+    says what to embed instead of the whole memory: a shorter text (cheaper; BM25 still indexes all of
+    it), or None for no vector at all (BM25 and the graph still find it).
     """
     drafts: list[tuple[Draft, str | None, Any] | None] = []
     for item in items:
@@ -235,10 +235,7 @@ def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_ch
         if supersedes is not None:
             supersedes = store.latest_version(check_memory_id(supersedes)).id
         drafts.append((draft, supersedes, vector_text))
-    chunked = [[] if not entry or entry[2] is None
-               else vectors.chunk_text(entry[2]) if isinstance(entry[2], str)
-               else vectors.chunk_text(entry[0].content[:embed_chars] if embed_chars else _embedding_text(entry[0]))
-               for entry in drafts]
+    chunked = [_vector_chunks(entry[0], entry[2]) if entry else [] for entry in drafts]
     wanted = [i for i, entry in enumerate(drafts) if entry and supersede_check and entry[1] is None
               and entry[0].tier in SUPERSEDING_TIERS]
     # A few saves (the usual case: one, from the agent): look up their BM25 candidates on a pool thread while
@@ -357,10 +354,15 @@ def _validate(store: Store, content: Any, *, now: float, title: Any = None, type
     )
 
 
-def _embedding_text(draft: Draft) -> str:
+def _vector_chunks(draft: Draft, vector_text: Any) -> list[str]:
+    """The texts to embed for a draft: its `vector_text` if given (None: nothing), else the whole memory."""
+    if vector_text is None:
+        return []
+    if isinstance(vector_text, str):
+        return vectors.chunk_text(vector_text)
     from ..store import memory_text
 
-    return memory_text(draft.title, draft.content, draft.tags, draft.files)
+    return vectors.chunk_text(memory_text(draft.title, draft.content, draft.tags, draft.files))
 
 
 def _text_candidates(store: Store, draft: Draft) -> list[str]:
