@@ -37,6 +37,8 @@ class Setting:
         self.name, self.type, self.default, self.env, self.doc = name, type, default, env, doc
 
 
+FUSIONS = ("score", "rrf")
+
 # A plain table rather than a dataclass: hooks import this module, and `dataclasses` costs them ~8 ms.
 SETTINGS: tuple[Setting, ...] = (
     Setting("home", "Path", default_home, "AGENTMEM_HOME",
@@ -51,14 +53,17 @@ SETTINGS: tuple[Setting, ...] = (
             "Local folder with the model files (no download). Unset: fastembed downloads and caches it."),
     Setting("embeddings", "bool", True, "AGENTMEM_EMBEDDINGS",
             "Set to 0 to run on BM25 + graph only (no model is loaded)."),
+    Setting("fusion", "str", "score", "AGENTMEM_FUSION",
+            "How the retrievers are combined: `score` (each retriever's score divided by its best, weighted; "
+            "every candidate gets its exact cosine) or `rrf` (weighted reciprocal rank fusion)."),
     Setting("weight_bm25", "float", 0.4, "AGENTMEM_WEIGHT_BM25",
-            "Weight of the BM25 ranking in reciprocal rank fusion."),
+            "Weight of BM25 in the fusion."),
     Setting("weight_vector", "float", 0.6, "AGENTMEM_WEIGHT_VECTOR",
-            "Weight of the vector ranking in reciprocal rank fusion."),
+            "Weight of the vector similarity in the fusion."),
     Setting("weight_graph", "float", 0.3, "AGENTMEM_WEIGHT_GRAPH",
-            "Weight of the entity-graph ranking in reciprocal rank fusion."),
+            "Weight of the entity graph in the fusion."),
     Setting("rrf_k", "int", 60, "AGENTMEM_RRF_K",
-            "The k constant of reciprocal rank fusion."),
+            "The k constant of reciprocal rank fusion (`fusion = rrf`)."),
     Setting("search_budget_tokens", "int", 2000, "AGENTMEM_SEARCH_BUDGET",
             "Default token budget of one `memory_search` answer."),
     Setting("context_budget_tokens", "int", 1500, "AGENTMEM_CONTEXT_BUDGET",
@@ -97,6 +102,7 @@ class Settings:
     embed_model: str
     embed_model_path: Path | None
     embeddings: bool
+    fusion: str
     weight_bm25: float
     weight_vector: float
     weight_graph: float
@@ -207,6 +213,8 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Set
             values[f.name] = _coerce(f.env, raw, f.type)
     values["home"] = home
     settings = Settings(**values)
+    if settings.fusion not in FUSIONS:
+        raise ConfigError(f"AGENTMEM_FUSION must be one of {', '.join(FUSIONS)}, not {settings.fusion!r}")
     if not 0 < settings.supersede_jaccard <= 1:
         raise ConfigError("AGENTMEM_SUPERSEDE_JACCARD must be in (0, 1]")
     return settings

@@ -50,6 +50,35 @@ def fuse_rankings(rankings: Mapping[str, Sequence[str]], weights: Mapping[str, f
     return sorted(fused.values(), key=lambda f: (-f.score, f.id))
 
 
+def fuse_scores(results: Mapping[str, Sequence[tuple[str, float]]], weights: Mapping[str, float],
+                absent: Mapping[str, Collection[str]] | None = None) -> list[Fused]:
+    """Weighted fusion of the retrievers' own scores, each divided by that retriever's best score.
+
+    `results` maps a retriever name to (id, score) pairs; a retriever that did not run is absent. A
+    negative score (a cosine below zero) counts as 0. Score = sum(w_r * s_r / best_r) / sum(w_r), in 0..1,
+    so a memory that one retriever is sure of keeps its margin (reciprocal ranks flatten it: with k = 60
+    the first place is worth barely more than the tenth). `absent` as in `fuse_rankings`.
+    """
+    answered = [name for name in results if weights.get(name, 0) > 0]
+    total_weight = sum(weights[name] for name in answered) or 1.0
+    fused: dict[str, Fused] = {}
+    for name in answered:
+        pairs = sorted(results[name], key=lambda pair: -pair[1])
+        best = max((score for _, score in pairs), default=0.0)
+        weight = weights[name]
+        for rank, (item, score) in enumerate(pairs, start=1):
+            entry = fused.setdefault(item, Fused(item, 0.0))
+            if name in entry.ranks:
+                continue
+            entry.ranks[name] = rank
+            if best > 0:
+                entry.score += weight * max(score, 0.0) / best
+    for entry in fused.values():
+        missing = sum(weights[name] for name in answered if absent and entry.id in absent.get(name, ()))
+        entry.score /= (total_weight - missing) or total_weight
+    return sorted(fused.values(), key=lambda f: (-f.score, f.id))
+
+
 PRIORITY_IMPORTANCE_FLOOR = {"P0": 0.9, "P1": 0.0, "P2": 0.0}
 PRIORITY_FACTOR = {"P0": 1.0, "P1": 1.0, "P2": 0.9}
 

@@ -1,9 +1,12 @@
 """`memory_search`: BM25 + vectors + entity graph, fused, re-checked against SQLite, reranked, packed.
 
-The three retrievers run concurrently. Their rankings are fused with weighted reciprocal rank fusion
-(renormalised over those that answered), then every candidate is joined back against SQLite (so a
-stale index entry can never resurrect a deleted or superseded memory), filtered, reranked by the
-memory's own state (confidence, importance/priority, retention) and packed under a token budget.
+The three retrievers run concurrently. Every candidate any of them found gets its exact cosine
+similarity to the query (the vector retriever returns only its nearest 60); then the retrievers' scores
+are fused, each divided by its best and weighted (`fusion = score`, the default), or their rankings by
+weighted reciprocal rank fusion (`fusion = rrf`), renormalised over the retrievers that answered. Every
+candidate is joined back against SQLite (so a stale index entry can never resurrect a deleted or
+superseded memory), filtered, reranked by the memory's own state (confidence, importance/priority,
+retention) and by the time the query names, and packed under a token budget.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from .index.tokenize import index_text
 from .lifecycle.access import note_access
 from .lifecycle.retention import retention
 from .models import TIERS, TYPES, AgentmemError, InvalidInput, SearchHit, SearchResult, check_choice
-from .ranking import Fused, estimate_tokens, fuse_rankings, humanize_age, state_factor
+from .ranking import Fused, estimate_tokens, fuse_rankings, fuse_scores, humanize_age, state_factor
 from .store import memory_text
 from .timewords import time_window
 
@@ -101,13 +104,22 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
     project = store.project if project is ... else project
     projects: list[str | None] | None = None if all_projects else list(dict.fromkeys([project, None]))
 
-    rankings, reasons, notes, vector_ran = _run_retrievers(
+    results, reasons, notes, query_vector = _run_retrievers(
         store, query, projects, not include_history, tier_list, type_list, retrievers)
-    absent = {"vector": _without_vectors(store, rankings)} if vector_ran and "working" in tier_list else None
-    fused = fuse_rankings(rankings, {"bm25": store.settings.weight_bm25, "vector": store.settings.weight_vector,
-                                     "graph": store.settings.weight_graph}, store.settings.rrf_k, absent)
+    vector_ran = query_vector is not None
+    absent = {"vector": _without_vectors(store, results)} if vector_ran and "working" in tier_list else None
+    weights = {"bm25": store.settings.weight_bm25, "vector": store.settings.weight_vector,
+               "graph": store.settings.weight_graph}
+    if store.settings.fusion == "rrf":
+        fused = fuse_rankings({name: [memory_id for memory_id, _ in pairs] for name, pairs in results.items()},
+                              weights, store.settings.rrf_k, absent)
+        top = 1.0 / (store.settings.rrf_k + 1)
+    else:
+        if vector_ran:
+            _complete_similarities(store, results, query_vector)
+        fused, top = fuse_scores(results, weights, absent), 1.0
     hits = _join_and_rerank(store, fused[: max(limit * 4, 40)], projects, not include_history, type_list,
-                            tier_list, since, until, min_confidence, reasons, query)
+                            tier_list, since, until, min_confidence, reasons, query, top)
     hits = hits[:limit]
     packed, used = [], 0
     for hit in hits:
@@ -142,9 +154,21 @@ def _record_access(store: Store, memory_ids: list[str]) -> None:
         conn.execute(f"PRAGMA busy_timeout = {int(store.settings.busy_timeout_ms)}")
 
 
+def _complete_similarities(store: Store, results: dict[str, list[tuple[str, float]]], query_vector: Any) -> None:
+    """Give the vector results the exact cosine of every candidate the other retrievers found: a memory that
+    BM25 ranks first but that is not among the 60 nearest vectors is then scored on both, not on one."""
+    scored = {memory_id for memory_id, _ in results.get("vector", ())}
+    others = [memory_id for name, pairs in results.items() if name != "vector"
+              for memory_id, _ in pairs if memory_id not in scored]
+    if others:
+        results["vector"] = [*results["vector"], *vectors.similarities(store.conn, query_vector, others).items()]
+
+
 def _run_retrievers(store: Store, query: str, projects: list[str | None] | None, latest_only: bool,
                     tiers: list[str] | None, types: list[str] | None, retrievers: Sequence[str],
-                    ) -> tuple[dict[str, list[str]], dict[str, str], list[str], bool]:
+                    ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, str], list[str], Any]:
+    """Each retriever's (id, score) pairs, the graph's reasons, notes for the answer, and the query vector
+    (None when the vector retriever did not run)."""
     notes: list[str] = []
     jobs = {}
     if "bm25" in retrievers:
@@ -156,8 +180,9 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
         notes.append(f"vector search unavailable ({store.embedder.status}); results use BM25 + entity graph")
     if "graph" in retrievers:
         jobs["graph"] = store.pool.submit(_graph_search, store, query)
-    rankings: dict[str, list[str]] = {}
+    results: dict[str, list[tuple[str, float]]] = {}
     reasons: dict[str, str] = {}
+    query_vector = None
     for name, job in jobs.items():
         try:
             result = job.result()
@@ -167,18 +192,21 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
             notes.append(f"{name} retriever failed: {type(exc).__name__}: {exc}")
             if name == "bm25":
                 store.heal_fulltext(exc)
-            if name == "vector":
-                vector_ran = False
             continue
         if name == "graph":
             result, reasons = result
-        rankings[name] = [memory_id for memory_id, _ in result]
-    return rankings, reasons, notes, vector_ran
+        if name == "vector":
+            result, query_vector = result
+            if query_vector is None:
+                continue
+        results[name] = list(result)
+    return results, reasons, notes, query_vector
 
 
-def _without_vectors(store: Store, rankings: dict[str, list[str]]) -> set[str]:
+def _without_vectors(store: Store, results: dict[str, list[tuple[str, float]]]) -> set[str]:
     """Found ids that have no vector by design (working memories of reads, edits, ...: worker.VECTOR_CHARS)."""
-    found = list({memory_id for ids in rankings.values() for memory_id in ids} - set(rankings.get("vector", ())))
+    found = list({memory_id for pairs in results.values() for memory_id, _ in pairs}
+                 - {memory_id for memory_id, _ in results.get("vector", ())})
     if not found:
         return set()
     marks = ",".join("?" * len(found))
@@ -237,11 +265,11 @@ def pending_matches(store: Store, query: str, pending: Sequence[str], projects: 
 
 
 def _vector_search(store: Store, query: str, projects: list[str | None] | None,
-                   latest_only: bool) -> list[tuple[str, float]]:
+                   latest_only: bool) -> tuple[list[tuple[str, float]], Any]:
     vector = store.embedder.embed_query(query)
     if vector is None:
-        return []
-    return vectors.knn(store.conn, vector, projects=projects, latest_only=latest_only, k=RETRIEVER_DEPTH)
+        return [], None
+    return vectors.knn(store.conn, vector, projects=projects, latest_only=latest_only, k=RETRIEVER_DEPTH), vector
 
 
 def _graph_search(store: Store, query: str) -> tuple[list[tuple[str, float]], dict[str, str]]:
@@ -250,14 +278,15 @@ def _graph_search(store: Store, query: str) -> tuple[list[tuple[str, float]], di
 
 def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None] | None, latest_only: bool,
                      types: list[str] | None, tiers: list[str] | None, since: float | None, until: float | None,
-                     min_confidence: float | None, reasons: dict[str, str], query: str) -> list[SearchHit]:
+                     min_confidence: float | None, reasons: dict[str, str], query: str,
+                     top: float) -> list[SearchHit]:
+    """`top`: the best fused score possible, so that a perfect match scores 1 before its state factor."""
     if not fused:
         return []
     by_id = {f.id: f for f in fused}
     marks = ",".join("?" * len(by_id))
     rows = store.conn.execute(f"SELECT * FROM memories WHERE id IN ({marks})", list(by_id)).fetchall()
     now = store.now()
-    top = 1.0 / (store.settings.rrf_k + 1)
     query_terms = [t.lower() for t in re.findall(r"\w+", query)]
     window = time_window(query, now)
     hits: list[tuple[float, SearchHit]] = []

@@ -26,6 +26,7 @@ from .db.migrations import migrate
 from .index import vectors
 from .index.embedder import Embedder
 from .index.fulltext import FulltextDoc, FulltextIndex, IndexBusyError
+from .index.neighbours import turn_contexts
 from .models import Memory, NotFound, check_memory_id
 
 log = logging.getLogger("agentmem")
@@ -291,11 +292,13 @@ class Store:
             ids = list(dict.fromkeys(row[1] for row in rows))
             marks = ",".join("?" * len(ids))
             present = {row["id"]: row for row in self.conn.execute(
-                f"SELECT id, project, tier, type, is_latest, title, content, tags, files FROM memories "
-                f"WHERE id IN ({marks})", ids)}
+                f"SELECT id, project, tier, type, is_latest, title, content, tags, files, session_id, created_at "
+                f"FROM memories WHERE id IN ({marks})", ids)}
+            contexts = turn_contexts(self.conn, present.values())
             docs = [FulltextDoc(
                 id=r["id"], project=r["project"], tier=r["tier"], type=r["type"], is_latest=bool(r["is_latest"]),
-                text=memory_text(r["title"], r["content"], json.loads(r["tags"]), json.loads(r["files"])),
+                text=memory_text(r["title"], r["content"], json.loads(r["tags"]), json.loads(r["files"]))
+                + (f"\n{contexts[r['id']]}" if r["id"] in contexts else ""),
             ) for r in present.values()]
             try:
                 self.fulltext.apply(docs, [i for i in ids if i not in present])

@@ -352,6 +352,12 @@ def temp_store(embedder: Embedder, model_path: Path, project: str = EVAL_PROJECT
         shutil.rmtree(home, ignore_errors=True)
 
 
+def session_key(session: str) -> str:
+    """The session id a stored turn carries: an opaque digest of the benchmark's own id, so that nothing
+    such as LongMemEval's `answer_` prefix reaches the store (the store only groups turns by it)."""
+    return "s-" + hashlib.sha1(session.encode()).hexdigest()[:16]
+
+
 def timed_search(store: Store, query: str, latencies: list[float], **options: Any):
     began = time.perf_counter()
     result = store.search(query, record_access=False, **options)

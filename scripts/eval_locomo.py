@@ -46,6 +46,7 @@ from eval_common import (  # noqa: E402
     print_table,
     progress_printer,
     rrf,
+    session_key,
     setting_overrides,
     store_chunk_vectors,
     temp_store,
@@ -133,7 +134,8 @@ def ingest(store, turns: list[Turn]) -> tuple[list[str | None], dict[str, list[i
             skipped += 1
             continue
         items.append({"content": turn.content, "type": "context", "tier": "episodic", "project": store.project,
-                      "created_at": turn.created_at, "valid_from": turn.created_at, "source": "import"})
+                      "created_at": turn.created_at, "valid_from": turn.created_at, "source": "import",
+                      "session_id": session_key(turn.session)})
         positions.append(position)
     memory_of: list[str | None] = [None] * len(turns)
     for start in range(0, len(items), 1000):

@@ -53,6 +53,7 @@ from eval_common import (  # noqa: E402
     recall_all,
     recall_any,
     rrf,
+    session_key,
     setting_overrides,
     store_chunk_vectors,
     temp_store,
@@ -142,7 +143,8 @@ def ingest(store, turns: list[Turn], contents: list[str]) -> tuple[list[str], di
             skipped += 1
             continue
         items.append({"content": content, "type": "context", "tier": "episodic", "project": store.project,
-                      "created_at": turn.created_at, "valid_from": turn.created_at, "source": "import"})
+                      "created_at": turn.created_at, "valid_from": turn.created_at, "source": "import",
+                      "session_id": session_key(turn.session_id)})
         positions.append(position)
     memory_of: list[str | None] = [None] * len(turns)
     for start in range(0, len(items), 1000):

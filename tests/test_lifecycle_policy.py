@@ -523,3 +523,45 @@ def test_search_prefers_memories_from_the_time_the_query_names(store):
     assert dated[0].id == recent.id and "from the time asked about" in dated[0].why
     month = store.search("how was the flaky upload test fixed about 6 weeks ago").hits
     assert month[0].id == old.id
+
+
+def test_score_fusion_keeps_the_margin_a_retriever_is_sure_of():
+    from agentmem_mcp.ranking import fuse_rankings, fuse_scores
+
+    weights = {"bm25": 0.4, "vector": 0.6}
+    # BM25 is sure of "a" (twice anything else); the vectors find nothing that stands out.
+    results = {"bm25": [("a", 12.0), ("b", 5.0), ("c", 4.0)],
+               "vector": [("c", 0.41), ("b", 0.40), ("a", 0.36)]}
+    by_score = fuse_scores(results, weights)
+    assert [f.id for f in by_score][0] == "a"
+    assert by_score[0].score == pytest.approx((0.4 * 1.0 + 0.6 * 0.36 / 0.41) / 1.0)
+    assert by_score[0].ranks == {"bm25": 1, "vector": 3}
+    by_rank = fuse_rankings({n: [i for i, _ in pairs] for n, pairs in results.items()}, weights, 60)
+    assert by_rank[0].id != "a"  # reciprocal ranks flatten BM25's certainty: what score fusion is for
+
+
+def test_score_fusion_scores_are_within_0_and_1_and_ignore_negative_similarity():
+    from agentmem_mcp.ranking import fuse_scores
+
+    fused = fuse_scores({"bm25": [("a", 3.0)], "vector": [("a", 0.8), ("b", -0.2)], "graph": []},
+                        {"bm25": 0.4, "vector": 0.6, "graph": 0.3})
+    scores = {f.id: f.score for f in fused}
+    assert scores["a"] == pytest.approx(1.0 / 1.3) and scores["b"] == 0.0
+    fair = fuse_scores({"bm25": [("a", 3.0), ("w", 3.0)], "vector": [("a", 0.8)]}, {"bm25": 0.4, "vector": 0.6},
+                       absent={"vector": {"w"}})
+    assert {f.id: f.score for f in fair} == {"a": pytest.approx(1.0), "w": pytest.approx(1.0)}
+    assert fuse_scores({}, {"bm25": 0.4}) == []
+
+
+def test_neighbouring_turn_context_is_the_opening_of_earlier_turns():
+    from agentmem_mcp.index.neighbours import CONTEXT_CHARS, context_text
+
+    assert context_text([]) == ""
+    assert context_text(["[2:32 pm on 29 January, 2023] Gina: Where is it? Paris?!", "Jon: a dance studio"]) == \
+        "Gina: Where is it? Paris?!\nJon: a dance studio"
+    assert context_text(["one", "two", "three"]) == "one\ntwo"  # two earlier turns at most
+    long = "word " * 100
+    cut = context_text([long])
+    assert len(cut) <= CONTEXT_CHARS and cut.endswith("word")
+    assert context_text(["[not a stamp because there is no closing bracket", ""]) == \
+        "[not a stamp because there is no closing bracket"

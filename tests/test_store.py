@@ -455,3 +455,33 @@ def test_corpus_secrets_in_saves_and_imports_reach_no_file(store, settings, tmp_
     store.flush()
     written = b"".join(p.read_bytes() for p in sorted(settings.home.rglob("*")) if p.is_file())
     assert [case.kind for case in SECRET_CASES if case.secret.encode() in written] == []
+
+
+def test_a_turn_is_found_through_the_turns_before_it_in_its_session(store):
+    """Neighbouring-turn context: "Is it your third one?" is about the greyhound named just before it."""
+    base = 1_700_000_000.0
+    turns = [("Maria: We adopted a retired racing greyhound from the shelter last weekend!", "s-1"),
+             ("John: That is wonderful news. Is it your third one already?", "s-1"),
+             ("John: The weather in Seattle was lovely for the game yesterday.", "s-2"),
+             ("Maria: Yes, the third! The other two are getting used to her slowly.", "s-2")]
+    saved = store.save_many([{"content": text, "tier": "episodic", "type": "context", "session_id": session,
+                              "created_at": base + n, "source": "import"} for n, (text, session) in enumerate(turns)])
+    store.flush()
+    found = store.fulltext.search("greyhound", projects=[store.project, None])
+    assert [memory_id for memory_id, _ in found][:2] == [saved[0].id, saved[1].id]
+    assert saved[3].id not in {memory_id for memory_id, _ in found}  # another session: no context from s-1
+    assert saved[1].id in ids(store.search("the greyhound, is it the third?", limit=3))
+    assert "greyhound" not in store.get(saved[1].id).content  # the memory itself is unchanged
+
+
+def test_fusion_setting_is_checked_and_both_fusions_answer(settings, embedder):
+    from agentmem_mcp.config import ConfigError
+
+    with pytest.raises(ConfigError, match="AGENTMEM_FUSION"):
+        load_settings(env={"AGENTMEM_FUSION": "borda"}, home=settings.home)
+    for fusion in ("score", "rrf"):
+        with Store.open(settings.replace(fusion=fusion), project="/repo/a", embedder=embedder) as opened:
+            target = opened.save(f"Deploys go through the blue-green pipeline ({fusion} fusion)")
+            opened.save("The cafeteria serves soup on Tuesdays and Thursdays")
+            hits = opened.search("how do we deploy").hits
+            assert hits[0].id == target.id and 0 < hits[0].score <= 1

@@ -193,7 +193,13 @@ def m001_core_tables(conn: Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables]
+def m002_session_order(conn: Connection) -> None:
+    """Memories of a session in time order: BM25's neighbouring-turn context looks up the ones before."""
+    conn.execute("CREATE INDEX IF NOT EXISTS memories_session_time ON memories(session_id, created_at)")
+    conn.execute("DROP INDEX IF EXISTS memories_session")
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order]
 
 
 def migrate(conn: Connection) -> int:

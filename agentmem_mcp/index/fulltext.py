@@ -21,7 +21,7 @@ import tantivy
 from ..pausepoint import pause
 from .tokenize import ANALYZER_NAME, build_analyzer, index_text, terms
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"  # 3: episodic memories carry neighbouring-turn context (index/neighbours.py)
 
 
 class IndexBusyError(RuntimeError):

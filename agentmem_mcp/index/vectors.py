@@ -142,3 +142,24 @@ def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, 
         if similarity > best.get(memory_id, -2.0):
             best[memory_id] = similarity
     return sorted(best.items(), key=lambda item: -item[1])[:k]
+
+
+def similarities(conn: Connection, query: Any, memory_ids: Sequence[str]) -> dict[str, float]:
+    """The exact best-chunk cosine of each given memory that has a vector (memories without one are left
+    out): what the vector retriever would have scored them, for candidates it did not return."""
+    import numpy as np
+
+    ids = list(dict.fromkeys(memory_ids))
+    best: dict[str, float] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        rows = conn.execute(f"SELECT memory_id, embedding FROM memory_chunks WHERE memory_id IN "
+                            f"({','.join('?' * len(part))}) AND embedding IS NOT NULL", part).fetchall()
+        rows = [row for row in rows if len(row[1]) == query.nbytes]
+        if not rows:
+            continue
+        matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
+        for (memory_id, _), similarity in zip(rows, (matrix @ query).tolist()):
+            if similarity > best.get(memory_id, -2.0):
+                best[memory_id] = similarity
+    return best
