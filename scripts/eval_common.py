@@ -1,7 +1,6 @@
 """Shared pieces of the retrieval evaluations: metrics, baselines, an embedding cache, temporary stores,
-latency statistics, report printing, and the prototypes of ranking changes (clearly marked: they are
-measured beside the product, they are not the product). One module so that both scripts and the tests
-import the same definitions.
+latency statistics, report printing. One module so that both scripts and the tests import the same
+definitions.
 
 The metric functions are pure and follow the definitions of the benchmarks' own code (LongMemEval's
 src/retrieval/eval_utils.py, LoCoMo's evidence recall); `tests/test_eval.py` pins them on hand-made
@@ -352,6 +351,18 @@ def temp_store(embedder: Embedder, model_path: Path, project: str = EVAL_PROJECT
         shutil.rmtree(home, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def with_settings(store: Store, **changes: Any) -> Iterator[Store]:
+    """The same store (same memories, same indexes) searched with other settings for a while, e.g.
+    `fusion="rrf"`: a comparison row that costs no second ingestion."""
+    saved = store.settings
+    store.settings = saved.replace(**changes)
+    try:
+        yield store
+    finally:
+        store.settings = saved
+
+
 def session_key(session: str) -> str:
     """The session id a stored turn carries: an opaque digest of the benchmark's own id, so that nothing
     such as LongMemEval's `answer_` prefix reaches the store (the store only groups turns by it)."""
@@ -452,93 +463,3 @@ def progress_printer(label: str, every: float = 10.0) -> Callable[[int, int], No
             eta = (total - done) / rate if rate else 0
             print(f"  {label}: {done}/{total} ({rate:.1f}/s, {eta:.0f}s left)", file=sys.stderr, flush=True)
     return report
-
-
-# prototype (not product): neighbouring-turn context for BM25 + score fusion ---------------------
-
-_STAMP = re.compile(r"^\[[^\]]*\]\s*")
-
-
-def context_documents(texts: Sequence[str], groups: Sequence[str], before: int = 2) -> list[str]:
-    """Each text followed by the `before` texts that precede it in the same group (session), without their
-    "[date] " prefix: what a chat turn means often lives in the turns just before it ("Is that your third
-    one?"). Only earlier turns, so a deployment can build it when the turn is saved."""
-    out = []
-    for i, text in enumerate(texts):
-        context = [_STAMP.sub("", texts[j]) for j in range(max(0, i - before), i) if groups[j] == groups[i]]
-        out.append("\n".join([text, *context]))
-    return out
-
-
-class ContextFusionPrototype:
-    """PROTOTYPES of product changes, computed from the same store (its vectors, its BM25 analyzer):
-
-    `rrf10`: the product's own BM25 and vector rankings fused by reciprocal rank with k = 10 and equal
-    weights (the product uses k = 60, weights 0.4 / 0.6), no other change;
-    `ctx_rrf10`: the same with BM25 over documents that carry neighbouring-turn context (below);
-    `fused`: the product's BM25 and vector scores fused by value (below), no context, no dates;
-    `proto`: (1) BM25 documents carry the two previous turns of the same session (neighbouring-turn
-    context); (2) BM25 and vector scores fused by value (each divided by its best score; BM25 weight
-    `alpha`) instead of by rank; (3) when the question names a time ("10 days ago", "last Saturday") and
-    the caller passes `now`, memories from that time weigh twice as much (`date_boosted`).
-    """
-
-    def __init__(self, store: Store, memory_ids: Sequence[str], texts: Sequence[str], groups: Sequence[str],
-                 alpha: float = 0.4, depth: int = 100, before: int = 2) -> None:
-        from agentmem_mcp.index.fulltext import FulltextDoc, FulltextIndex
-
-        self.store, self.alpha, self.depth = store, alpha, depth
-        self.home = Path(tempfile.mkdtemp(prefix="agentmem-eval-proto-"))
-        self.index = FulltextIndex(self.home)
-        docs = context_documents(texts, groups, before)
-        self.index.apply([FulltextDoc(m, store.project, "episodic", "context", True, text)
-                          for m, text in zip(memory_ids, docs)], [])
-        self.created = dict(store.conn.execute("SELECT id, created_at FROM memories").fetchall())
-
-    def rank(self, query: str, query_vector: np.ndarray, now: float | None = None) -> dict[str, list[str]]:
-        from agentmem_mcp.index import vectors
-
-        projects = [self.store.project, None]
-        plain = self.store.fulltext.search(query, projects=projects, limit=self.depth)
-        lexical = dict(self.index.search(query, projects=projects, limit=self.depth))
-        dense_hits = vectors.knn(self.store.conn, query_vector, projects=projects, latest_only=True, k=self.depth)
-        dense = dict(dense_hits)
-        top_lexical = max(lexical.values(), default=0.0) or 1.0
-        top_dense = max(dense.values(), default=0.0) or 1.0
-        scores = {m: self.alpha * lexical.get(m, 0.0) / top_lexical + (1 - self.alpha) * dense.get(m, 0.0) / top_dense
-                  for m in set(lexical) | set(dense)}
-        plain_scores = dict(plain)
-        top_plain = max(plain_scores.values(), default=0.0) or 1.0
-        fused = {m: self.alpha * plain_scores.get(m, 0.0) / top_plain + (1 - self.alpha) * dense.get(m, 0.0) / top_dense
-                 for m in set(plain_scores) | set(dense)}
-        window = time_window(query, now) if now is not None else None
-        if window is not None:
-            scores = {m: v * (2.0 if window[0] <= self.created.get(m, -1) <= window[1] else 1.0)
-                      for m, v in scores.items()}
-        dense_ranking = [m for m, _ in dense_hits]
-        return {"rrf10": rrf([[m for m, _ in plain], dense_ranking], k=10),
-                "ctx_rrf10": rrf([list(lexical), dense_ranking], k=10),
-                "fused": sorted(fused, key=lambda m: (-fused[m], m)),
-                "proto": sorted(scores, key=lambda m: (-scores[m], m))}
-
-    def close(self) -> None:
-        shutil.rmtree(self.home, ignore_errors=True)
-
-
-# prototype (not product): date-aware ranking ------------------------------------------------------
-
-# The window comes from the product (agentmem_mcp/timewords.py, shipped after this prototype measured it);
-# search already applies it, so `dated` now re-applies the same boost on top: a check, not a new system.
-from agentmem_mcp.timewords import DAY, time_window  # noqa: E402, F401  (DAY: for callers)
-
-
-def date_boosted(hits: Sequence[Any], created_at: dict[str, float], window: tuple[float, float] | None,
-                 boost: float = 2.0) -> list[str]:
-    """PROTOTYPE: re-order search hits (their product scores) so that memories from the time the question
-    points at weigh `boost` times more."""
-    if window is None:
-        return [hit.id for hit in hits]
-    start, end = window
-    scored = [(hit.score * (boost if start <= created_at.get(hit.id, -1) <= end else 1.0), n, hit.id)
-              for n, hit in enumerate(hits)]
-    return [memory_id for _, _, memory_id in sorted(scored, key=lambda item: (-item[0], item[1]))]

@@ -4,8 +4,10 @@
 
 Per conversation one fresh store (default settings, temporary home); every turn becomes one episodic
 memory through the real write path, its content "[<session date>] <speaker>: <text>" (plus
-"[shared a photo: <caption>]" when the turn shared an image), created at the session's date. Each
-question of categories 1-4 goes through the real search path; hits map back to dia_ids and sessions.
+"[shared a photo: <caption>]" when the turn shared an image), created at the session's date, with an
+opaque id of its session (`--no-sessions` leaves it out). Each question of categories 1-4 goes through
+the real search path, and again with `fusion = rrf` on the same store (`agentmem_rrf`); hits map back
+to dia_ids and sessions.
 Reported, overall and per category: LoCoMo's evidence recall at turn level (share of evidence dia_ids
 among the top k turns) and session level (share whose session is among the top k sessions) for
 k = 5, 10, 25; what a budgeted `memory_search` answer shows of the evidence; search latency.
@@ -33,7 +35,6 @@ from eval_common import (  # noqa: E402
     DEFAULT_CACHE,
     DEFAULT_MODEL_PATH,
     SHARED,
-    ContextFusionPrototype,
     DenseIndex,
     embedding_chunks,
     evidence_recall,
@@ -53,6 +54,7 @@ from eval_common import (  # noqa: E402
     timed_search,
     unique,
     visible_fraction,
+    with_settings,
     write_json,
 )
 
@@ -65,9 +67,9 @@ BUDGETS = (1000, 2000)
 KS = (5, 10, 25)
 CATEGORIES = (1, 2, 3, 4)
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-SYSTEMS = ("agentmem", "bm25", "dense", "hybrid", "rrf10", "ctx_rrf10", "fused", "proto")
+SYSTEMS = ("agentmem", "agentmem_rrf", "bm25", "dense", "hybrid")
 VISIBLE = 0.9
-LATENCIES = ("search_default", "search", "search_budgeted", "first_search", "proto_rank")
+LATENCIES = ("search_default", "search", "search_budgeted", "first_search")
 WARM_UP_QUERY = "what did we talk about"  # a fresh store's first search also opens the retriever threads' connections
 _DIA = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 
@@ -125,7 +127,9 @@ def questions(sample: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def ingest(store, turns: list[Turn]) -> tuple[list[str | None], dict[str, list[int]], int]:
+def ingest(store, turns: list[Turn], sessions: bool = True) -> tuple[list[str | None], dict[str, list[int]], int]:
+    """Save every turn (with an opaque id of its session unless `sessions` is false); returns the memory id of
+    each turn (None if skipped), the turns of each memory, and how many turns were skipped as trivial."""
     items, positions, skipped = [], [], 0
     for position, turn in enumerate(turns):
         try:
@@ -135,7 +139,7 @@ def ingest(store, turns: list[Turn]) -> tuple[list[str | None], dict[str, list[i
             continue
         items.append({"content": turn.content, "type": "context", "tier": "episodic", "project": store.project,
                       "created_at": turn.created_at, "valid_from": turn.created_at, "source": "import",
-                      "session_id": session_key(turn.session)})
+                      "session_id": session_key(turn.session) if sessions else None})
         positions.append(position)
     memory_of: list[str | None] = [None] * len(turns)
     for start in range(0, len(items), 1000):
@@ -190,7 +194,8 @@ def budget_view(store, question: str, evidence: list[str], memory_by_dia: dict[s
 
 
 def evaluate_conversation(sample: dict[str, Any], embedder, model_path: Path, now: str,
-                          latencies: dict[str, list[float]], env: dict[str, str]) -> tuple[list[dict], dict]:
+                          latencies: dict[str, list[float]], env: dict[str, str],
+                          sessions: bool = True) -> tuple[list[dict], dict]:
     turns = conversation_turns(sample)
     session_of = {t.dia_id: t.session for t in turns}
     records = []
@@ -199,7 +204,7 @@ def evaluate_conversation(sample: dict[str, Any], embedder, model_path: Path, no
             last = max(t.created_at for t in turns) + 86400
             store.now = lambda: last
         began = time.perf_counter()
-        memory_of, turns_of, skipped = ingest(store, turns)
+        memory_of, turns_of, skipped = ingest(store, turns, sessions)
         ingest_seconds = time.perf_counter() - began
         timed_search(store, WARM_UP_QUERY, latencies["first_search"], limit=10)
         memory_ids = list(turns_of)
@@ -207,22 +212,19 @@ def evaluate_conversation(sample: dict[str, Any], embedder, model_path: Path, no
         bm25 = BM25([turns[turns_of[m][0]].content for m in memory_ids])
         vectors, owners = store_chunk_vectors(store, memory_ids)
         dense_index = DenseIndex(vectors, owners, len(memory_ids))
-        proto = ContextFusionPrototype(store, memory_ids, [turns[turns_of[m][0]].content for m in memory_ids],
-                                       [turns[turns_of[m][0]].session for m in memory_ids])
         for qa in questions(sample):
             result = timed_search(store, qa["question"], latencies["search"], limit=SEARCH_LIMIT,
                                   budget_tokens=100000)
             ranked = {"agentmem": [hit.id for hit in result.hits]}
             timed_search(store, qa["question"], latencies["search_default"])
+            with with_settings(store, fusion="rrf"):
+                ranked["agentmem_rrf"] = [hit.id for hit in store.search(
+                    qa["question"], record_access=False, limit=SEARCH_LIMIT, budget_tokens=100000).hits]
             lexical = [memory_ids[i] for i in bm25.rank(qa["question"])]
             query_vector = np.asarray(embedder.embed_query(qa["question"]), dtype=np.float32)
             dense = [memory_ids[i] for i in dense_index.rank(query_vector)]
-            began = time.perf_counter()
-            prototypes = proto.rank(qa["question"], np.asarray(embedder.embed_query(qa["question"]), np.float32))
-            latencies["proto_rank"].append(time.perf_counter() - began)
             ranked.update(bm25=lexical[:SEARCH_LIMIT], dense=dense[:SEARCH_LIMIT],
-                          hybrid=rrf([lexical, dense])[:SEARCH_LIMIT],
-                          **{name: ids[:SEARCH_LIMIT] for name, ids in prototypes.items()})
+                          hybrid=rrf([lexical, dense])[:SEARCH_LIMIT])
             dia_rankings = {name: unique(turns[p].dia_id for m in ids for p in turns_of.get(m, []))
                             for name, ids in ranked.items()}
             records.append({
@@ -233,7 +235,6 @@ def evaluate_conversation(sample: dict[str, Any], embedder, model_path: Path, no
                                       latencies["search_budgeted"]),
                 "ranked_dia_ids": dia_rankings,
             })
-        proto.close()
     return records, {"sample_id": sample.get("sample_id"), "turns": len(turns), "memories": len(turns_of),
                      "skipped_turns": skipped, "ingest_seconds": ingest_seconds, "questions": len(records)}
 
@@ -304,6 +305,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
                         help="override one agentmem setting in every store, e.g. --set rrf_k=10 (repeatable)")
     parser.add_argument("--no-cache", action="store_true")
+    parser.add_argument("--no-sessions", action="store_true",
+                        help="store turns without their session (no neighbouring-turn context): what the context adds")
     parser.add_argument("--now", choices=("wallclock", "last-session"), default="wallclock",
                         help="the store's clock at search time (LoCoMo questions carry no date)")
     return parser.parse_args(argv)
@@ -328,7 +331,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     latencies: dict[str, list[float]] = {name: [] for name in LATENCIES}
     records, conversations = [], []
     for sample in data:
-        found, stats = evaluate_conversation(sample, embedder, args.model_path, args.now, latencies, env)
+        found, stats = evaluate_conversation(sample, embedder, args.model_path, args.now, latencies, env,
+                                             sessions=not args.no_sessions)
         records += found
         conversations.append(stats)
         print(f"  {stats['sample_id']}: {stats['turns']} turns, {stats['questions']} questions", file=sys.stderr)

@@ -4,8 +4,10 @@
 
 For each question: a fresh store in a temporary home with default settings; every non-empty turn of
 the haystack becomes one episodic memory through the real write path (`Store.save_many`), its content
-"[<session date>] <role>: <text>", created at the session's date; then the raw question goes through
-the real search path (`Store.search`, with the store's clock set to the question date). Hits map back
+"[<session date>] <role>: <text>", created at the session's date, with an opaque id of its session
+(`--no-sessions` leaves it out); then the raw question goes through the real search path (`Store.search`,
+with the store's clock set to the question date), and again with `fusion = rrf` on the same store
+(`agentmem_rrf`). Hits map back
 to turns, turns to sessions (first appearance). The baselines rank the same memories: BM25 over their
 text, brute-force cosine over the very vectors agentmem stored, and their reciprocal rank fusion.
 
@@ -36,9 +38,7 @@ from eval_common import (  # noqa: E402
     DEFAULT_CACHE,
     DEFAULT_MODEL_PATH,
     SHARED,
-    ContextFusionPrototype,
     DenseIndex,
-    date_boosted,
     embedding_chunks,
     fmt,
     latency_summary,
@@ -57,10 +57,10 @@ from eval_common import (  # noqa: E402
     setting_overrides,
     store_chunk_vectors,
     temp_store,
-    time_window,
     timed_search,
     unique,
     visible_fraction,
+    with_settings,
     write_json,
 )
 
@@ -71,8 +71,8 @@ DEFAULT_DATA = SHARED / "eval" / "longmemeval" / "longmemeval_s_dev.json"
 SEARCH_LIMIT = 100
 BUDGETS = (1000, 2000)
 KS = (5, 10)
-SYSTEMS = ("agentmem", "bm25", "dense", "hybrid", "rrf10", "ctx_rrf10", "fused", "dated", "proto")
-LATENCIES = ("search_default", "search", "search_budgeted", "first_search", "proto_rank")
+SYSTEMS = ("agentmem", "agentmem_rrf", "bm25", "dense", "hybrid")
+LATENCIES = ("search_default", "search", "search_budgeted", "first_search")
 WARM_UP_QUERY = "what did we talk about"  # a fresh store's first search also opens the retriever threads' connections
 VISIBLE = 0.9  # "the evidence text is shown": at least this share of the turn's characters
 
@@ -131,8 +131,9 @@ def relevance(item: dict[str, Any], turns: list[Turn]) -> dict[str, Any]:
     }
 
 
-def ingest(store, turns: list[Turn], contents: list[str]) -> tuple[list[str], dict[str, list[int]], int]:
-    """Save every turn; returns the memory id of each turn (None if skipped), the turns of each memory, and
+def ingest(store, turns: list[Turn], contents: list[str], sessions: bool = True,
+           ) -> tuple[list[str], dict[str, list[int]], int]:
+    """Save every turn (with an opaque id of its session unless `sessions` is false); returns the memory id of each turn (None if skipped), the turns of each memory, and
     how many turns were skipped as trivial. Identical contents collapse into one memory (the product's
     duplicate rule), so one memory can stand for several turns."""
     items, positions, skipped = [], [], 0
@@ -144,7 +145,7 @@ def ingest(store, turns: list[Turn], contents: list[str]) -> tuple[list[str], di
             continue
         items.append({"content": content, "type": "context", "tier": "episodic", "project": store.project,
                       "created_at": turn.created_at, "valid_from": turn.created_at, "source": "import",
-                      "session_id": session_key(turn.session_id)})
+                      "session_id": session_key(turn.session_id) if sessions else None})
         positions.append(position)
     memory_of: list[str | None] = [None] * len(turns)
     for start in range(0, len(items), 1000):
@@ -212,7 +213,7 @@ def budget_view(store, question: str, rel: dict[str, Any], memory_of: list[str |
 
 
 def evaluate_question(item: dict[str, Any], embedder, model_path: Path, now: str, roles: tuple[str, ...],
-                      latencies: dict[str, list[float]], env: dict[str, str]) -> dict[str, Any]:
+                      latencies: dict[str, list[float]], env: dict[str, str], sessions: bool = True) -> dict[str, Any]:
     turns, contents = haystack_turns(item, roles)
     rel = relevance(item, turns)
     asked_at = parse_date(item["question_date"])
@@ -220,15 +221,16 @@ def evaluate_question(item: dict[str, Any], embedder, model_path: Path, now: str
         if now == "question":
             store.now = lambda: asked_at  # the clock of a deployment asked on the question's date
         began = time.perf_counter()
-        memory_of, turns_of, skipped = ingest(store, turns, contents)
+        memory_of, turns_of, skipped = ingest(store, turns, contents, sessions)
         ingest_seconds = time.perf_counter() - began
         timed_search(store, WARM_UP_QUERY, latencies["first_search"], limit=10)
 
         result = timed_search(store, item["question"], latencies["search"], limit=SEARCH_LIMIT, budget_tokens=100000)
         ranked = {"agentmem": [hit.id for hit in result.hits]}
         timed_search(store, item["question"], latencies["search_default"])
-        created = dict(store.conn.execute("SELECT id, created_at FROM memories").fetchall())
-        ranked["dated"] = date_boosted(result.hits, created, time_window(item["question"], asked_at))
+        with with_settings(store, fusion="rrf"):
+            ranked["agentmem_rrf"] = [hit.id for hit in store.search(
+                item["question"], record_access=False, limit=SEARCH_LIMIT, budget_tokens=100000).hits]
 
         memory_ids = list(turns_of)
         texts = [contents[turns_of[m][0]] for m in memory_ids]
@@ -236,15 +238,7 @@ def evaluate_question(item: dict[str, Any], embedder, model_path: Path, now: str
         vectors, owners = store_chunk_vectors(store, memory_ids)
         query_vector = np.asarray(embedder.embed_query(item["question"]), dtype=np.float32)
         dense = [memory_ids[i] for i in DenseIndex(vectors, owners, len(memory_ids)).rank(query_vector)]
-        proto = ContextFusionPrototype(store, memory_ids, texts, [turns[turns_of[m][0]].session_id for m in memory_ids])
-        began = time.perf_counter()
-        prototypes = proto.rank(item["question"], np.asarray(embedder.embed_query(item["question"]), np.float32),
-                                now=asked_at)
-        latencies["proto_rank"].append(time.perf_counter() - began)
-        proto.close()
-        ranked.update(bm25=bm25[:SEARCH_LIMIT], dense=dense[:SEARCH_LIMIT],
-                      hybrid=rrf([bm25, dense])[:SEARCH_LIMIT],
-                      **{name: ids[:SEARCH_LIMIT] for name, ids in prototypes.items()})
+        ranked.update(bm25=bm25[:SEARCH_LIMIT], dense=dense[:SEARCH_LIMIT], hybrid=rrf([bm25, dense])[:SEARCH_LIMIT])
 
         budget = budget_view(store, item["question"], rel, memory_of, turns, latencies["search_budgeted"])
     rankings = {name: rankings_from_memories(ids, turns_of, turns) for name, ids in ranked.items()}
@@ -345,6 +339,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
                         help="override one agentmem setting in every store, e.g. --set rrf_k=10 (repeatable)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    parser.add_argument("--no-sessions", action="store_true",
+                        help="store turns without their session (no neighbouring-turn context): what the context adds")
     parser.add_argument("--now", choices=("question", "wallclock"), default="question",
                         help="the store's clock at search time: the question's date (default) or the real clock")
     parser.add_argument("--roles", choices=("all", "user"), default="all",
@@ -378,7 +374,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     records = []
     report = progress_printer("questions", 30)
     for n, item in enumerate(data, start=1):
-        records.append(evaluate_question(item, embedder, args.model_path, args.now, roles, latencies, env))
+        records.append(evaluate_question(item, embedder, args.model_path, args.now, roles, latencies, env,
+                                         sessions=not args.no_sessions))
         report(n, len(data))
     embedder.cache.close()
 

@@ -19,6 +19,8 @@ import eval_common as ec  # noqa: E402
 import eval_locomo  # noqa: E402
 import eval_longmemeval  # noqa: E402
 
+from agentmem_mcp.timewords import DAY, time_window  # noqa: E402
+
 
 def need(path: Path, what: str) -> None:
     """Skip when shared evaluation data is missing, but fail under CI, where it must be there."""
@@ -106,34 +108,24 @@ def test_baselines_rank_the_obvious_document_first():
     assert ec.rrf([["a", "b"], ["b", "c"]])[0] == "b"
 
 
-def test_context_documents_take_earlier_turns_of_the_same_session():
-    texts = ["[d1] user: one", "[d1] assistant: two", "[d1] user: three", "[d2] user: four"]
-    docs = ec.context_documents(texts, ["s1", "s1", "s1", "s2"], before=2)
-    assert docs[0] == "[d1] user: one"
-    assert docs[2] == "[d1] user: three\nuser: one\nassistant: two"
-    assert docs[3] == "[d2] user: four"
-
-
 def test_time_window_reads_relative_dates():
     now = eval_longmemeval.parse_date("2023/03/25 (Sat) 18:26")
-    start, end = ec.time_window("What kitchen appliance did I buy 10 days ago?", now)
-    assert start < now - 10 * ec.DAY < end < now
-    start, end = ec.time_window("How much did I spend in the last four months?", now)
-    assert end == now and now - start > 120 * ec.DAY
-    start, end = ec.time_window("What did I do last Saturday?", now)  # the 18th
+    start, end = time_window("What kitchen appliance did I buy 10 days ago?", now)
+    assert start < now - 10 * DAY < end < now
+    start, end = time_window("How much did I spend in the last four months?", now)
+    assert end == now and now - start > 120 * DAY
+    start, end = time_window("What did I do last Saturday?", now)  # the 18th
     assert start < eval_longmemeval.parse_date("2023/03/18 (Sat) 12:00") < end
-    assert ec.time_window("How many books did I read?", now) is None
+    assert time_window("How many books did I read?", now) is None
 
 
-def test_date_boost_reorders_only_hits_in_the_window():
-    class Hit:
-        def __init__(self, id, score):
-            self.id, self.score = id, score
-
-    hits = [Hit("a", 1.0), Hit("b", 0.8), Hit("c", 0.3)]
-    created = {"a": 100.0, "b": 500.0, "c": 510.0}
-    assert ec.date_boosted(hits, created, (400.0, 600.0)) == ["b", "a", "c"]
-    assert ec.date_boosted(hits, created, None) == ["a", "b", "c"]
+def test_session_keys_are_opaque_and_settings_swap_back(store):
+    assert ec.session_key("answer_9793daa4_1") == ec.session_key("answer_9793daa4_1")
+    assert "answer" not in ec.session_key("answer_9793daa4_1")
+    assert ec.session_key("a") != ec.session_key("b")
+    with ec.with_settings(store, fusion="rrf") as same:
+        assert same is store and store.settings.fusion == "rrf"
+    assert store.settings.fusion == "score"
 
 
 def test_dataset_parsing_helpers():
@@ -255,7 +247,11 @@ def test_locomo_on_the_shared_dev_slice(tmp_path):
     need(eval_locomo.DEFAULT_DATA, "LoCoMo dev data")
     need(ec.DEFAULT_MODEL_PATH, "the embedding model")
     payload = eval_locomo.main(["--limit", "1", "--cache-dir", str(tmp_path / "cache")])
-    overall = payload["summary"]["systems"]["agentmem"]["overall"]
+    systems = payload["summary"]["systems"]
+    overall = systems["agentmem"]["overall"]
     check_unit_interval(overall)
-    assert overall["turn@10"] >= 0.4
-    assert overall["session@10"] >= 0.7
+    # A guard against quality regressions (measured 2026-11-29 on this conversation: turn@10 79.1,
+    # session@10 96.9, plain hybrid 60.7 / 91.5); docs/evaluation.md has the whole dev set.
+    assert overall["turn@10"] >= 0.72
+    assert overall["session@10"] >= 0.92
+    assert overall["turn@10"] > systems["hybrid"]["overall"]["turn@10"] + 0.1
