@@ -133,8 +133,9 @@ def relevance(item: dict[str, Any], turns: list[Turn]) -> dict[str, Any]:
 
 def ingest(store, turns: list[Turn], contents: list[str], sessions: bool = True,
            ) -> tuple[list[str], dict[str, list[int]], int]:
-    """Save every turn (with an opaque id of its session unless `sessions` is false); returns the memory id of each turn (None if skipped), the turns of each memory, and
-    how many turns were skipped as trivial. Identical contents collapse into one memory (the product's
+    """Save every turn (with an opaque id of its session unless `sessions` is false); returns the memory id
+    of each turn (None if skipped), the turns of each memory, and how many turns were skipped as trivial.
+    Identical contents collapse into one memory (the product's
     duplicate rule), so one memory can stand for several turns."""
     items, positions, skipped = [], [], 0
     for position, (turn, content) in enumerate(zip(turns, contents)):

@@ -255,3 +255,29 @@ def test_locomo_on_the_shared_dev_slice(tmp_path):
     assert overall["turn@10"] >= 0.72
     assert overall["session@10"] >= 0.92
     assert overall["turn@10"] > systems["hybrid"]["overall"]["turn@10"] + 0.1
+
+
+def test_ablation_contexts_match_the_products_rule():
+    import eval_ablation
+
+    from agentmem_mcp.index.neighbours import context_text
+
+    contents = ["[d1] Ana: one", "[d1] Ben: two", "[d1] Ana: three", "[d2] Ben: four"]
+    groups = ["s1", "s1", "s1", "s2"]
+    assert eval_ablation.contexts(contents, groups, 2, False) == [
+        "", "Ana: one", context_text(["[d1] Ben: two", "[d1] Ana: one"]), ""]
+    assert eval_ablation.contexts(contents, groups, 1, True) == ["Ben: two", "Ana: one\nAna: three", "Ben: two", ""]
+
+
+@pytest.mark.slow
+def test_ablation_script_on_a_synthetic_file(tmp_path):
+    import eval_ablation
+
+    need(ec.DEFAULT_MODEL_PATH, "the embedding model")
+    payload = eval_ablation.main(["--benchmark", "locomo", "--locomo", str(synthetic_locomo(tmp_path / "l.json")),
+                                  "--cache-dir", str(tmp_path / "cache")])
+    rows = payload["summary"]["locomo"]
+    assert set(rows) == set(eval_ablation.VARIANTS)
+    for row in rows.values():
+        check_unit_interval(row)
+    assert rows["product: score fusion 0.4/0.6, 2 earlier turns, exact cosines"]["session@10"] == 1.0

@@ -21,11 +21,11 @@ CONTEXT_TIER = "episodic"  # events of a session; facts and procedures stand on 
 _STAMP = re.compile(r"\A\s*\[[^\]\n]{1,60}\]\s*")  # a leading "[2023-05-20 14:02]" transcript stamp
 
 
-def context_text(earlier: Sequence[str]) -> str:
+def context_text(earlier: Sequence[str], turns: int = CONTEXT_TURNS) -> str:
     """The context of a memory from the contents of the memories before it (nearest first): each one's
     opening, without a leading timestamp in brackets, cut at a word within CONTEXT_CHARS."""
     pieces = []
-    for content in earlier[:CONTEXT_TURNS]:
+    for content in earlier[:turns]:
         text = _STAMP.sub("", content, count=1).strip()
         if len(text) > CONTEXT_CHARS:
             cut = text.rfind(" ", 0, CONTEXT_CHARS + 1)
