@@ -122,6 +122,25 @@ def time_searches(store: Store, count: int, seed: int) -> list[float]:
     return timings
 
 
+def time_fusions(store: Store, count: int, seed: int) -> dict[str, list[float]]:
+    """The same queries on the same store with `fusion = score` (the default) and `fusion = rrf`, interleaved
+    (alternating which goes first), so that the difference is the fusion's own cost, not the machine's."""
+    rng = random.Random(seed)
+    default = store.settings
+    timings: dict[str, list[float]] = {"score": [], "rrf": []}
+    try:
+        for n in range(count):
+            query = rng.choice(QUERIES)
+            for fusion in (("score", "rrf") if n % 2 else ("rrf", "score")):
+                store.settings = default.replace(fusion=fusion)
+                started = time.perf_counter()
+                store.search(query, limit=10)
+                timings[fusion].append((time.perf_counter() - started) * 1000)
+    finally:
+        store.settings = default
+    return timings
+
+
 def time_saves(store: Store, count: int, seed: int) -> list[float]:
     rng = random.Random(seed)
     timings = []
@@ -165,15 +184,21 @@ def main(argv: list[str] | None = None) -> int:
                 search = summary(time_searches(store, args.queries, seed=1))
                 save = summary(time_saves(store, args.saves, seed=2))
                 search_after = summary(time_searches(store, args.queries, seed=3))
+                fusions = {name: summary(values) for name, values in time_fusions(store, args.queries, 4).items()}
                 results["sizes"][size] = {"build_s": round(build_s, 1), "build_per_s": round(size / build_s),
                                           "corpus_vectors": "hashed" if synthetic else "model",
-                                          "search": search, "save": save, "search_after_saves": search_after}
+                                          "search": search, "save": save, "search_after_saves": search_after,
+                                          "fusion_ab": fusions}
                 print(json.dumps({size: results["sizes"][size]}), flush=True)
     print(f"\n{results['date']} | {results['machine']}\n{results['command']}")
     print(f"{'memories':>9} | {'search p50':>10} | {'search p95':>10} | {'save p50':>8} | {'save p95':>8} | build/s")
     for size, row in results["sizes"].items():
         print(f"{size:>9,} | {row['search']['p50_ms']:>8} ms | {row['search']['p95_ms']:>8} ms | "
               f"{row['save']['p50_ms']:>5} ms | {row['save']['p95_ms']:>5} ms | {row['build_per_s']}")
+    for size, row in results["sizes"].items():
+        ab = row["fusion_ab"]
+        print(f"{size:>9,}: fusion A/B, same store, interleaved: score p50 {ab['score']['p50_ms']} / p95 "
+              f"{ab['score']['p95_ms']} ms, rrf p50 {ab['rrf']['p50_ms']} / p95 {ab['rrf']['p95_ms']} ms")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

@@ -57,16 +57,22 @@ from agentmem_mcp.timewords import time_window  # noqa: E402
 
 Features = dict[str, np.ndarray]
 
-# BM25 document variants: name -> (earlier turns, with the next turn, context only)
-DOCUMENTS = {"plain": (0, False, False), "ctx1": (1, False, False), "ctx2": (2, False, False),
-             "ctx3": (3, False, False), "ctx1+next": (1, True, False), "ctx2only": (2, False, True)}
+# BM25 document variants: name -> (earlier turns, with the next turn, context only, longest memory given one)
+DOCUMENTS = {"plain": (0, False, False, None), "ctx1": (1, False, False, None), "ctx2": (2, False, False, None),
+             "ctx3": (3, False, False, None), "ctx1+next": (1, True, False, None), "ctx2only": (2, False, True, None),
+             "ctx2<=300": (2, False, False, 300), "ctx2<=600": (2, False, False, 600)}
 
 
-def contexts(contents: list[str], groups: list[str], earlier: int, with_next: bool) -> list[str]:
+def contexts(contents: list[str], groups: list[str], earlier: int, with_next: bool,
+             longest: int | None = None) -> list[str]:
     """Each memory's BM25 context, as index/neighbours.py builds it from the `earlier` memories before it in
-    its session (nearest first), optionally followed by the opening of the memory after it."""
+    its session (nearest first), optionally followed by the opening of the memory after it; none for a
+    memory longer than `longest` characters."""
     out = []
     for i in range(len(contents)):
+        if longest is not None and len(contents[i]) > longest:
+            out.append("")
+            continue
         before = []
         for j in range(i - 1, -1, -1):
             if groups[j] != groups[i] or len(before) == earlier:
@@ -94,9 +100,9 @@ class Haystack:
                                             retention((now - rows[m]["created_at"]) / 86400, rows[m]["strength"]))
                                for m in memory_ids])
         self.indexes = {}
-        for name, (earlier, with_next, only) in DOCUMENTS.items():
+        for name, (earlier, with_next, only, longest) in DOCUMENTS.items():
             index = FulltextIndex(home / name)
-            context = contexts(contents, groups, earlier, with_next)
+            context = contexts(contents, groups, earlier, with_next, longest)
             docs = context if only else ["\n".join(p for p in pair if p) for pair in zip(texts, context)]
             index.apply([FulltextDoc(m, store.project, "episodic", "context", True, d)
                          for m, d in zip(memory_ids, docs)], [])
@@ -192,6 +198,8 @@ VARIANTS: dict[str, Callable[[Features, Haystack], np.ndarray]] = {
     "1 earlier turn": lambda f, h: by_value(f["ctx1"], f["cos"]),
     "3 earlier turns": lambda f, h: by_value(f["ctx3"], f["cos"]),
     "1 earlier turn + the next turn": lambda f, h: by_value(f["ctx1+next"], f["cos"]),
+    "context only for memories up to 300 characters": lambda f, h: by_value(f["ctx2<=300"], f["cos"]),
+    "context only for memories up to 600 characters": lambda f, h: by_value(f["ctx2<=600"], f["cos"]),
     "context as a second field, weight 0.5": lambda f, h: by_value(f["plain"] + 0.5 * f["ctx2only"], f["cos"]),
     "+ session boost (0.2 x its best turn)": lambda f, h: session_boost(by_value(f["ctx2"], f["cos"]), h.groups),
     "+ dense pseudo-relevance feedback": dense_feedback,
