@@ -1,4 +1,5 @@
-"""Relative time in a query ("yesterday", "3 days ago", "last week", "in the past two months").
+"""Time named in a query: dates ("on 7 July, 2023", "in March", "2023-07-07", "in 2024") and relative time
+("yesterday", "3 days ago", "last week", "in the past two months").
 
 Pure functions. Search uses the window to weigh memories from that time more (a soft preference, not
 a filter: the explicit `since` / `until` arguments filter). A query that names no time is unaffected.
@@ -23,6 +24,79 @@ _TODAY = re.compile(r"\b(?:today|this morning|this afternoon|earlier today|tonig
 _THIS = re.compile(r"\bthis\s+(week|month|year)\b")
 
 
+_MONTHS = {name: n for n, names in enumerate(
+    (("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+     ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+     ("november", "nov"), ("december", "dec")), start=1) for name in names}
+_M = r"(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_MONTH_WORD = r"(january|february|march|april|may|june|july|august|september|october|november|december)"
+_D = r"(\d{1,2})(?:st|nd|rd|th)?"
+_Y = r"(\d{4})"
+_ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_SEP = r"(?:,\s*|\s+)"
+_DAY_MONTH_YEAR = re.compile(rf"\b{_D}\s+(?:of\s+)?{_M}{_SEP}{_Y}\b")
+_MONTH_DAY_YEAR = re.compile(rf"\b{_M}\s+{_D}{_SEP}{_Y}\b")
+_MONTH_YEAR = re.compile(rf"\b{_M}{_SEP}{_Y}\b")
+# without a year, a day only after a preposition ("on 3 May", "since June 2nd"): "3 may be 4" is no date
+_ON = r"\b(?:on|since|by|until|till|from|before|after)\s+(?:the\s+)?"
+_DAY_MONTH = re.compile(rf"{_ON}{_D}\s+(?:of\s+)?{_MONTH_WORD}\b")
+_MONTH_DAY = re.compile(rf"{_ON}{_MONTH_WORD}\s+{_D}\b")
+# a bare month name only after a preposition: "may" and "march" are also verbs
+_IN_MONTH = re.compile(rf"\b(?:in|during|since|of|early|late|mid|until|till|by)[\s-]+(?:early\s+|late\s+|mid-?)?{_MONTH_WORD}\b")
+_IN_YEAR = re.compile(rf"\b(?:in|during|of|since)\s+{_Y}\b")
+
+
+def _midnight(year: int, month: int, day: int) -> float | None:
+    try:
+        return dt.datetime(year, month, day).timestamp()
+    except (ValueError, OverflowError):
+        return None
+
+
+def _day(year: int, month: int, day: int) -> tuple[float, float] | None:
+    start = _midnight(year, month, day)
+    return None if start is None else (start - 0.5 * DAY, start + 1.5 * DAY)
+
+
+def _month(year: int, month: int) -> tuple[float, float] | None:
+    start = _midnight(year, month, 1)
+    end = _midnight(year + (month == 12), month % 12 + 1, 1)
+    return None if start is None or end is None else (start - DAY, end + DAY)
+
+
+def _latest_year(now: float, month: int, day: int = 1) -> int:
+    """The year of the latest `month`/`day` that is not after now ("in March" asked in May: this March)."""
+    today = dt.datetime.fromtimestamp(now)
+    return today.year if (month, day) <= (today.month, today.day) else today.year - 1
+
+
+def date_window(query: str, now: float) -> tuple[float, float] | None:
+    """The day, month or year a query names, as a window in local time with a margin; None if it names none.
+    A day or month without a year is the latest one not after `now`."""
+    text = query.lower()
+    if m := _ISO_DAY.search(text):
+        return _day(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    if m := _DAY_MONTH_YEAR.search(text):
+        return _day(int(m.group(3)), _MONTHS[m.group(2)], int(m.group(1)))
+    if m := _MONTH_DAY_YEAR.search(text):
+        return _day(int(m.group(3)), _MONTHS[m.group(1)], int(m.group(2)))
+    if m := _MONTH_YEAR.search(text):
+        return _month(int(m.group(2)), _MONTHS[m.group(1)])
+    for pattern, day_group, month_group in ((_DAY_MONTH, 1, 2), (_MONTH_DAY, 2, 1)):
+        if m := pattern.search(text):
+            month, day = _MONTHS[m.group(month_group)], int(m.group(day_group))
+            if 1 <= day <= 31:
+                return _day(_latest_year(now, month, day), month, day)
+    if m := _IN_MONTH.search(text):
+        month = _MONTHS[m.group(1)]
+        return _month(_latest_year(now, month), month)
+    if m := _IN_YEAR.search(text):
+        year = int(m.group(1))
+        start, end = _midnight(year, 1, 1), _midnight(year + 1, 1, 1)
+        return None if start is None or end is None else (start - DAY, end + DAY)
+    return None
+
+
 def _count(word: str | None) -> float:
     if not word:
         return 1
@@ -32,10 +106,13 @@ def _count(word: str | None) -> float:
 def time_window(query: str, now: float) -> tuple[float, float] | None:
     """The span of time a query points at, as (start, end) unix times, or None when it names none.
 
-    "N days/weeks/months/years ago" is a window around that day (±20%, at least ±1.5 days); "in the
+    A date the query names wins over relative words ("last weekend, as I said on 10 April 2023" is about
+    the days around 10 April 2023): see `date_window`. "N days/weeks/months/years ago" is a window around that day (±20%, at least ±1.5 days); "in the
     past N weeks" and "this week" reach back from now; "last Saturday" is that day ±1.5 days (local
     time); "last week/month" the two periods back from now; "yesterday", "today" the last day or two.
     """
+    if window := date_window(query, now):
+        return window
     text = query.lower()
     if m := _AGO.search(text):
         days = _count(m.group(1)) * _UNIT_DAYS[m.group(2)]

@@ -513,6 +513,39 @@ def test_time_words_in_a_query_name_a_window():
     assert time_window("agoraphobia in 2 daysago", now) is None
 
 
+def test_dates_in_a_query_name_a_day_month_or_year():
+    import datetime as dt
+
+    from agentmem_mcp.timewords import DAY, date_window, time_window
+
+    now = dt.datetime(2026, 11, 29, 12, 0).timestamp()
+
+    def day(y, m, d):
+        return dt.datetime(y, m, d).timestamp()
+
+    for query in ("what did we decide on 7 July, 2023?", "the July 7th, 2023 outage", "deploy of 2023-07-07",
+                  "the 7th of July 2023", "notes from July 7,2023"):
+        start, end = date_window(query, now)
+        assert start < day(2023, 7, 7) < day(2023, 7, 8) < end and end - start == 2 * DAY, query
+    start, end = date_window("what changed in March 2024", now)
+    assert start < day(2024, 3, 1) and day(2024, 3, 31) < end < day(2024, 4, 3)
+    start, end = date_window("how many releases in March?", now)  # the latest March before now
+    assert start < day(2026, 3, 1) < day(2026, 3, 31) < end < day(2026, 4, 3)
+    start, end = date_window("what did we ship in December?", now)  # December 2026 has not come yet
+    assert start < day(2025, 12, 1) < day(2025, 12, 31) < end < day(2026, 1, 3)
+    start, end = date_window("who came on May 3rd?", now)
+    assert start < day(2026, 5, 3) < end
+    start, end = date_window("everything we decided in 2025", now)
+    assert start < day(2025, 1, 1) and day(2025, 12, 31) < end < day(2026, 1, 3)
+    for query in ("what may I do here", "march the tests forward", "I have 3 may be 4", "version 2 of the api",
+                  "on 31 February 2023", "error 2023-13-45"):
+        assert date_window(query, now) is None, query
+    assert date_window("the port we used in may", now) == date_window("in May", now)  # "in may" is the month
+    # a named date wins over relative words: the conversation on that date said "last weekend"
+    start, end = time_window("what did Maria do last weekend, as she said on 10 April 2023?", now)
+    assert start < day(2023, 4, 10) < end
+
+
 def test_search_prefers_memories_from_the_time_the_query_names(store):
     now = store.now()
     old = store.save("the flaky upload test was fixed by raising the timeout", created_at=now - 40 * 86400)
