@@ -117,7 +117,8 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
     else:
         if vector_ran:
             _complete_similarities(store, results, query_vector)
-        fused, top = fuse_scores(results, weights, absent), 1.0
+        # a memory no retriever found any evidence for (no keyword, no entity, a cosine below zero) is noise
+        fused, top = [f for f in fuse_scores(results, weights, absent) if f.score > 0], 1.0
     hits = _join_and_rerank(store, fused[: max(limit * 4, 40)], projects, not include_history, type_list,
                             tier_list, since, until, min_confidence, reasons, query, top)
     hits = hits[:limit]

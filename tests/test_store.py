@@ -485,3 +485,11 @@ def test_fusion_setting_is_checked_and_both_fusions_answer(settings, embedder):
             opened.save("The cafeteria serves soup on Tuesdays and Thursdays")
             hits = opened.search("how do we deploy").hits
             assert hits[0].id == target.id and 0 < hits[0].score <= 1
+
+
+def test_a_memory_without_any_evidence_is_not_a_hit(store):
+    store.save("We deploy with the blue-green pipeline in .github/workflows/deploy.yml")
+    store.save("Tests run with pytest -q; the slow ones are marked")
+    store.save("The cafeteria serves soup on Tuesdays")
+    for query in ("how do we ship to production", "deploy.yml", "zzyzx qwerty"):
+        assert all(hit.score > 0 for hit in store.search(query).hits), query
