@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -24,6 +24,29 @@ class Fused:
     ranks: dict[str, int] = field(default_factory=dict)  # retriever -> 1-based rank
 
 
+def _fuse(results: Mapping[str, Sequence[tuple[str, float]]], weights: Mapping[str, float],
+          absent: Mapping[str, Collection[str]] | None, gain: Callable[[int, float, float], float]) -> list[Fused]:
+    """The shared core: each answering retriever adds weight * gain(rank, score, its best score) to the ids
+    it returned (an id counted once per retriever), then each id's sum is divided by the weights of the
+    retrievers that answered and could have returned it."""
+    answered = [name for name in results if weights.get(name, 0) > 0]
+    total_weight = sum(weights[name] for name in answered) or 1.0
+    fused: dict[str, Fused] = {}
+    for name in answered:
+        weight = weights[name]
+        best = max((score for _, score in results[name]), default=0.0)
+        for rank, (item, score) in enumerate(results[name], start=1):
+            entry = fused.setdefault(item, Fused(item, 0.0))
+            if name in entry.ranks:
+                continue
+            entry.ranks[name] = rank
+            entry.score += weight * gain(rank, score, best)
+    for entry in fused.values():
+        missing = sum(weights[name] for name in answered if absent and entry.id in absent.get(name, ()))
+        entry.score /= (total_weight - missing) or total_weight
+    return sorted(fused.values(), key=lambda f: (-f.score, f.id))
+
+
 def fuse_rankings(rankings: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int = 60,
                   absent: Mapping[str, Collection[str]] | None = None) -> list[Fused]:
     """Weighted reciprocal rank fusion, renormalised over the retrievers that answered.
@@ -33,21 +56,8 @@ def fuse_rankings(rankings: Mapping[str, Sequence[str]], weights: Mapping[str, f
     `absent` names, per retriever, ids it could never return (a memory with no vector by design): their
     sum of weights leaves that retriever out, so missing data is not counted as a poor rank.
     """
-    answered = [name for name in rankings if weights.get(name, 0) > 0]
-    total_weight = sum(weights[name] for name in answered) or 1.0
-    fused: dict[str, Fused] = {}
-    for name in answered:
-        weight = weights[name]
-        for rank, item in enumerate(rankings[name], start=1):
-            entry = fused.setdefault(item, Fused(item, 0.0))
-            if name in entry.ranks:
-                continue
-            entry.ranks[name] = rank
-            entry.score += weight / (k + rank)
-    for entry in fused.values():
-        missing = sum(weights[name] for name in answered if absent and entry.id in absent.get(name, ()))
-        entry.score /= (total_weight - missing) or total_weight
-    return sorted(fused.values(), key=lambda f: (-f.score, f.id))
+    return _fuse({name: [(item, 0.0) for item in ids] for name, ids in rankings.items()}, weights, absent,
+                 lambda rank, _score, _best: 1.0 / (k + rank))
 
 
 def fuse_scores(results: Mapping[str, Sequence[tuple[str, float]]], weights: Mapping[str, float],
@@ -59,24 +69,8 @@ def fuse_scores(results: Mapping[str, Sequence[tuple[str, float]]], weights: Map
     so a memory that one retriever is sure of keeps its margin (reciprocal ranks flatten it: with k = 60
     the first place is worth barely more than the tenth). `absent` as in `fuse_rankings`.
     """
-    answered = [name for name in results if weights.get(name, 0) > 0]
-    total_weight = sum(weights[name] for name in answered) or 1.0
-    fused: dict[str, Fused] = {}
-    for name in answered:
-        pairs = sorted(results[name], key=lambda pair: -pair[1])
-        best = max((score for _, score in pairs), default=0.0)
-        weight = weights[name]
-        for rank, (item, score) in enumerate(pairs, start=1):
-            entry = fused.setdefault(item, Fused(item, 0.0))
-            if name in entry.ranks:
-                continue
-            entry.ranks[name] = rank
-            if best > 0:
-                entry.score += weight * max(score, 0.0) / best
-    for entry in fused.values():
-        missing = sum(weights[name] for name in answered if absent and entry.id in absent.get(name, ()))
-        entry.score /= (total_weight - missing) or total_weight
-    return sorted(fused.values(), key=lambda f: (-f.score, f.id))
+    ordered = {name: sorted(pairs, key=lambda pair: -pair[1]) for name, pairs in results.items()}
+    return _fuse(ordered, weights, absent, lambda _rank, score, best: max(score, 0.0) / best if best > 0 else 0.0)
 
 
 PRIORITY_IMPORTANCE_FLOOR = {"P0": 0.9, "P1": 0.0, "P2": 0.0}

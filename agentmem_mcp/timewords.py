@@ -42,7 +42,8 @@ _ON = r"\b(?:on|since|by|until|till|from|before|after)\s+(?:the\s+)?"
 _DAY_MONTH = re.compile(rf"{_ON}{_D}\s+(?:of\s+)?{_MONTH_WORD}\b")
 _MONTH_DAY = re.compile(rf"{_ON}{_MONTH_WORD}\s+{_D}\b")
 # a bare month name only after a preposition: "may" and "march" are also verbs
-_IN_MONTH = re.compile(rf"\b(?:in|during|since|of|early|late|mid|until|till|by)[\s-]+(?:early\s+|late\s+|mid-?)?{_MONTH_WORD}\b")
+_IN_MONTH = re.compile(
+    rf"\b(?:in|during|since|of|early|late|mid|until|till|by)[\s-]+(?:early\s+|late\s+|mid-?)?{_MONTH_WORD}\b")
 _IN_YEAR = re.compile(rf"\b(?:in|during|of|since)\s+{_Y}\b")
 
 
@@ -107,9 +108,10 @@ def time_window(query: str, now: float) -> tuple[float, float] | None:
     """The span of time a query points at, as (start, end) unix times, or None when it names none.
 
     A date the query names wins over relative words ("last weekend, as I said on 10 April 2023" is about
-    the days around 10 April 2023): see `date_window`. "N days/weeks/months/years ago" is a window around that day (±20%, at least ±1.5 days); "in the
-    past N weeks" and "this week" reach back from now; "last Saturday" is that day ±1.5 days (local
-    time); "last week/month" the two periods back from now; "yesterday", "today" the last day or two.
+    the days around 10 April 2023): see `date_window`. "N days/weeks/months/years ago" is a window
+    around that day (±20%, at least ±1.5 days); "in the past N weeks" and "this week" reach back from
+    now; "last Saturday" is that day ±1.5 days (local time); "last week/month" the two periods back from
+    now; "yesterday", "today" the last day or two.
     """
     if window := date_window(query, now):
         return window

@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
+from eval_common import with_settings  # noqa: E402
 from machine import describe_machine  # noqa: E402
 
 from agentmem_mcp.config import load_settings  # noqa: E402
@@ -126,18 +127,14 @@ def time_fusions(store: Store, count: int, seed: int) -> dict[str, list[float]]:
     """The same queries on the same store with `fusion = score` (the default) and `fusion = rrf`, interleaved
     (alternating which goes first), so that the difference is the fusion's own cost, not the machine's."""
     rng = random.Random(seed)
-    default = store.settings
     timings: dict[str, list[float]] = {"score": [], "rrf": []}
-    try:
-        for n in range(count):
-            query = rng.choice(QUERIES)
-            for fusion in (("score", "rrf") if n % 2 else ("rrf", "score")):
-                store.settings = default.replace(fusion=fusion)
+    for n in range(count):
+        query = rng.choice(QUERIES)
+        for fusion in (("score", "rrf") if n % 2 else ("rrf", "score")):
+            with with_settings(store, fusion=fusion):
                 started = time.perf_counter()
                 store.search(query, limit=10)
                 timings[fusion].append((time.perf_counter() - started) * 1000)
-    finally:
-        store.settings = default
     return timings
 
 

@@ -198,6 +198,14 @@ async def check_ledger(run: Run, serve: Serve) -> None:
         expect(memory_id not in ids(found), f"forgotten memory {memory_id} came back in search")
 
 
+async def save_kept(run: Run, serve: Serve, seed: int) -> tuple[dict[str, Any], str]:
+    """Save one more memory through the server and add it to the ledger of what must survive."""
+    content = memory_content(random.Random(seed), seed * 100)
+    saved = await serve.call("memory_save", {"content": content}, timeout=HANG)
+    run.ledger.kept[saved["id"]] = content
+    return saved, content
+
+
 async def recover(run: Run, **extra: str) -> Serve:
     """Start a server after the fault and time it until a search finds every kept memory."""
     started = time.monotonic()
@@ -307,9 +315,7 @@ async def kill9_index_commit(run: Run) -> None:
     run.seed()
     serve, marker = run.paused_serve("index-commit")
     await serve.__aenter__()
-    content = memory_content(random.Random(8), 800)
-    saved = await serve.call("memory_save", {"content": content}, timeout=HANG)
-    run.ledger.kept[saved["id"]] = content
+    await save_kept(run, serve, 8)
     victim = next(iter(run.ledger.kept))
     gone = await serve.call("memory_forget", {"ids": [victim], "reason": "fault test"}, timeout=HANG)
     expect(victim in gone["ids"], f"forget did not forget: {gone}")
@@ -405,9 +411,7 @@ async def index_deleted(run: Run) -> None:
         shutil.rmtree(run.home / "fulltext")
         run.note("tantivy directory deleted under a running server")
         await check_ledger(run, serve)
-        content = memory_content(random.Random(9), 900)
-        saved = await serve.call("memory_save", {"content": content}, timeout=HANG)
-        run.ledger.kept[saved["id"]] = content
+        saved, content = await save_kept(run, serve, 9)
         found = await serve.call("memory_search", {"query": content, "limit": 3})
         expect(saved["id"] in ids(found), "a save after the deletion is not found")
         run.note("meanwhile search still answered and a new save was acknowledged and found")
@@ -523,9 +527,7 @@ async def disk_full(run: Run) -> str | None:
             run.note(f"a hook on the full disk exited 0 silently in {time.monotonic() - started:.2f} s "
                      "(its event is dropped: there is no room to keep it)")
             filler.unlink()
-            content = memory_content(random.Random(77), 7700)
-            saved = await serve.call("memory_save", {"content": content}, timeout=HANG)
-            run.ledger.kept[saved["id"]] = content
+            await save_kept(run, serve, 77)
             await check_ledger(run, serve)
             run.note("space back: the same server saved again and found every memory")
         finally:
@@ -597,9 +599,7 @@ async def db_locked(run: Run) -> None:
         expect(stored == 2 and not list((run.home / "spool").glob("*.json")),
                f"after the lock the next hook left {stored} of 2 events stored and the spool not empty")
         run.note("the next hook after the lock stored its event and moved the spooled one: 2 of 2 stored")
-        content = memory_content(random.Random(12), 1200)
-        saved = await serve.call("memory_save", {"content": content}, timeout=HANG)
-        run.ledger.kept[saved["id"]] = content
+        await save_kept(run, serve, 12)
         await check_ledger(run, serve)
         run.note("after the lock: saves work and every memory is found")
     finally:

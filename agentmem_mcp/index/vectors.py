@@ -117,8 +117,6 @@ def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, 
         k: int = 50, candidates: int | None = None) -> list[tuple[str, float]]:
     """Memory ids with their best cosine similarity, best first. `candidates`: how many binary-code
     neighbours to re-score exactly (default: max(160, 2k); the scan costs ~0.13 ms per candidate at 100k)."""
-    import numpy as np
-
     if not table_exists(conn):
         return []
     sql = (f"SELECT chunk_id FROM {TABLE} WHERE embedding MATCH vec_quantize_binary(?) AND k = ?")
@@ -135,31 +133,31 @@ def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, 
     rows = conn.execute(
         f"SELECT memory_id, embedding FROM memory_chunks WHERE id IN ({','.join('?' * len(chunk_ids))})",
         chunk_ids).fetchall()
-    matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
-    similarities = matrix @ query
     best: dict[str, float] = {}
-    for (memory_id, _), similarity in zip(rows, similarities.tolist()):
+    _keep_best(best, rows, query)
+    return sorted(best.items(), key=lambda item: -item[1])[:k]
+
+
+def _keep_best(best: dict[str, float], rows: Sequence[Any], query: Any) -> None:
+    """Exact cosines of (memory_id, embedding) rows against the query; each memory keeps its best chunk."""
+    import numpy as np
+
+    if not rows:
+        return
+    matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
+    for (memory_id, _), similarity in zip(rows, (matrix @ query).tolist()):
         if similarity > best.get(memory_id, -2.0):
             best[memory_id] = similarity
-    return sorted(best.items(), key=lambda item: -item[1])[:k]
 
 
 def similarities(conn: Connection, query: Any, memory_ids: Sequence[str]) -> dict[str, float]:
     """The exact best-chunk cosine of each given memory that has a vector (memories without one are left
     out): what the vector retriever would have scored them, for candidates it did not return."""
-    import numpy as np
-
     ids = list(dict.fromkeys(memory_ids))
     best: dict[str, float] = {}
     for start in range(0, len(ids), 500):
         part = ids[start:start + 500]
         rows = conn.execute(f"SELECT memory_id, embedding FROM memory_chunks WHERE memory_id IN "
                             f"({','.join('?' * len(part))}) AND embedding IS NOT NULL", part).fetchall()
-        rows = [row for row in rows if len(row[1]) == query.nbytes]
-        if not rows:
-            continue
-        matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
-        for (memory_id, _), similarity in zip(rows, (matrix @ query).tolist()):
-            if similarity > best.get(memory_id, -2.0):
-                best[memory_id] = similarity
+        _keep_best(best, [row for row in rows if len(row[1]) == query.nbytes], query)
     return best
