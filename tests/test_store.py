@@ -330,6 +330,35 @@ def test_reindex_and_doctor_repair_a_deleted_index(store):
     assert ids(store.search("feature flags"))[0] == saved.id
 
 
+def test_bm25_schema_marker_rebuilds_older_and_keeps_newer(store):
+    """An index from an older schema is rebuilt from SQLite at open; one written by a newer agentmem (a newer
+    process beside this one) is used as it is rather than wiped, so the two do not wipe it in turn."""
+    from agentmem_mcp.index import fulltext
+
+    saved = store.save("Feature flags are read from LaunchDarkly at startup")
+    marker = store.settings.fulltext_dir / "agentmem-schema"
+    store.close()
+
+    marker.write_text(str(int(fulltext.SCHEMA_VERSION) + 1))
+    newer = Store.open(store.settings, project="/repo/a", load_embedder=False)
+    try:
+        assert marker.read_text() == str(int(fulltext.SCHEMA_VERSION) + 1)
+        assert newer.fulltext.count() == 1  # not wiped
+        assert ids(newer.search("launchdarkly flags", retrievers=("bm25",))) == [saved.id]
+    finally:
+        newer.close()
+
+    marker.write_text("2")
+    older = Store.open(store.settings, project="/repo/a", load_embedder=False)
+    try:
+        assert marker.read_text() == fulltext.SCHEMA_VERSION
+        assert ids(older.search("launchdarkly flags", retrievers=("bm25",))) == [saved.id]
+    finally:
+        older.close()
+    assert fulltext.needs_rebuild("1") and fulltext.needs_rebuild("garbage")
+    assert not fulltext.needs_rebuild(fulltext.SCHEMA_VERSION + "\n")
+
+
 def test_model_change_reembeds_instead_of_mixing(store):
     store.save("Feature flags are read from LaunchDarkly at startup")
     with store.transaction() as conn:

@@ -7,6 +7,7 @@ rebuilds it. tantivy allows one writer per index across processes, so writers ar
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import stat
@@ -20,6 +21,8 @@ import tantivy
 
 from ..pausepoint import pause
 from .tokenize import ANALYZER_NAME, build_analyzer, index_text, terms
+
+log = logging.getLogger("agentmem.fulltext")
 
 SCHEMA_VERSION = "3"  # 3: episodic memories carry neighbouring-turn context (index/neighbours.py)
 
@@ -53,6 +56,21 @@ def project_key(project: str | None) -> str:
     return project or ""
 
 
+def needs_rebuild(marker: str) -> bool:
+    """Whether an index whose schema marker reads `marker` must be rebuilt by this version. An older
+    schema is rebuilt; a newer one (written by a newer agentmem running beside this one, say hooks
+    updated before a long-running server) is used as it is: wiping it would only make the newer
+    process rebuild it again, and so on in turn."""
+    text = marker.strip()
+    if text == SCHEMA_VERSION:
+        return False
+    if text.isdigit() and int(text) > int(SCHEMA_VERSION):
+        log.warning("the BM25 index was written by a newer agentmem (schema %s, this one reads %s); "
+                    "using it as it is", text, SCHEMA_VERSION)
+        return False
+    return True
+
+
 class FulltextIndex:
     """A tantivy BM25 index of memories, keyed by memory id."""
 
@@ -65,7 +83,7 @@ class FulltextIndex:
     def _open(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
         marker = self.path / "agentmem-schema"
-        if marker.exists() and marker.read_text().strip() != SCHEMA_VERSION:
+        if marker.exists() and needs_rebuild(marker.read_text()):
             self._wipe_dir()
         self.index = tantivy.Index(_schema(), path=str(self.path), reuse=True)
         self._meta_file = str(self.path / "meta.json")
