@@ -25,7 +25,7 @@ from .lifecycle.retention import retention
 from .models import TIERS, TYPES, AgentmemError, InvalidInput, SearchHit, SearchResult, check_choice
 from .ranking import Fused, estimate_tokens, fuse_rankings, fuse_scores, humanize_age, state_factor
 from .store import memory_text
-from .timewords import time_window
+from .timewords import time_window, without_relative_time
 
 if TYPE_CHECKING:
     from .store import Store
@@ -218,7 +218,9 @@ def _without_vectors(store: Store, results: dict[str, list[tuple[str, float]]]) 
 def _bm25_search(store: Store, query: str, projects: list[str | None] | None, latest_only: bool,
                  tiers: list[str] | None, types: list[str] | None) -> list[tuple[str, float]]:
     """tantivy's BM25, plus the memories still waiting in the outbox (written moments ago, by any process),
-    scored by the share of query terms they contain and merged by normalised score."""
+    scored by the share of query terms they contain and merged by normalised score. Relative time words
+    ("in the past two months") are not keywords: the time window weighs by them (`_join_and_rerank`)."""
+    query = without_relative_time(query)
     pending = store.pending_index_ids(limit=MAX_PENDING_SCAN + 1)
     if len(pending) > MAX_PENDING_SCAN:
         store.flush()

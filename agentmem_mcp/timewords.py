@@ -20,6 +20,7 @@ _AGO = re.compile(rf"\b{_N}\s+(day|week|month|year)s?\s+ago\b")
 _WITHIN = re.compile(
     rf"\b(?:in|during|over|within|for)\s+the\s+(?:last|past)\s+(?:{_N}\s+)?(day|week|month|year)s?\b")
 _LAST = re.compile(r"\blast\s+(week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend)\b")
+_YESTERDAY = re.compile(r"\byesterday\b")
 _TODAY = re.compile(r"\b(?:today|this morning|this afternoon|earlier today|tonight)\b")
 _THIS = re.compile(r"\bthis\s+(week|month|year)\b")
 
@@ -122,7 +123,7 @@ def time_window(query: str, now: float) -> tuple[float, float] | None:
         return now - (days + half) * DAY, now - (days - half) * DAY
     if m := _WITHIN.search(text):
         return now - (_count(m.group(1)) * _UNIT_DAYS[m.group(2)] + 1) * DAY, now
-    if "yesterday" in text:
+    if _YESTERDAY.search(text):
         return now - 2 * DAY, now
     if _TODAY.search(text):
         return now - DAY, now
@@ -137,3 +138,26 @@ def time_window(query: str, now: float) -> tuple[float, float] | None:
             return now - (back + 1.5) * DAY, now - (back - 1.5) * DAY
         return now - 2 * _UNIT_DAYS[word] * DAY, now
     return None
+
+
+_RELATIVE = (_AGO, _WITHIN, _YESTERDAY, _TODAY, _THIS, _LAST)
+
+
+def without_relative_time(query: str) -> str:
+    """The query without the relative time words that `time_window` reads ("what did I buy in the past two
+    months" -> "what did I buy"), for keyword search: the window already weighs memories by that time, and
+    as keywords "past", "last" and "month" only find text that happens to say them. Dates stay ("in March",
+    "on 7 July, 2023"): a memory may name them. A query of nothing but time words is returned unchanged."""
+    text = query.lower()
+    if len(text) != len(query):  # lowercasing moved the offsets (rare non-ASCII): leave the query alone
+        return query
+    spans = sorted(m.span() for pattern in _RELATIVE for m in pattern.finditer(text))
+    if not spans:
+        return query
+    kept, at = [], 0
+    for start, end in spans:
+        kept.append(query[at:max(at, start)])
+        at = max(at, end)
+    kept.append(query[at:])
+    stripped = " ".join("".join(kept).split())
+    return stripped if re.search(r"\w", stripped) else query

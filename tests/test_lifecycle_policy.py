@@ -546,6 +546,28 @@ def test_dates_in_a_query_name_a_day_month_or_year():
     assert start < day(2023, 4, 10) < end
 
 
+def test_relative_time_words_are_not_keywords():
+    from agentmem_mcp.timewords import without_relative_time as strip
+
+    assert strip("How many pieces of furniture did I buy in the past few months?") == \
+        "How many pieces of furniture did I buy ?"
+    assert strip("what did we change 3 days ago and yesterday?") == "what did we change and ?"
+    assert strip("What broke last Saturday, this week, today") == "What broke , ,"
+    assert strip("the deploy on 7 July, 2023 in March") == "the deploy on 7 July, 2023 in March"  # dates stay
+    assert strip("how do we run the tests") == "how do we run the tests"
+    assert strip("yesterday") == "yesterday"  # nothing else to search for
+    assert strip("İstanbul office last week") == "İstanbul office last week"  # offsets would move: unchanged
+
+
+def test_keyword_search_ignores_relative_time_words(store):
+    now = store.now()
+    desk = store.save("Bought a standing desk for the home office", created_at=now - 20 * 86400)
+    store.save("Retro: the past few months went into the API migration", created_at=now - 20 * 86400)
+    query = "which desk did I buy in the past few months?"
+    assert [h.id for h in store.search(query, retrievers=("bm25",)).hits] == [desk.id]
+    assert store.search(query).hits[0].id == desk.id
+
+
 def test_search_prefers_memories_from_the_time_the_query_names(store):
     now = store.now()
     old = store.save("the flaky upload test was fixed by raising the timeout", created_at=now - 40 * 86400)
