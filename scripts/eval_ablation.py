@@ -53,7 +53,7 @@ from agentmem_mcp.lifecycle.retention import retention  # noqa: E402
 from agentmem_mcp.ranking import state_factor  # noqa: E402
 from agentmem_mcp.retrieval import RETRIEVER_DEPTH, TIME_WINDOW_BOOST  # noqa: E402
 from agentmem_mcp.store import memory_text  # noqa: E402
-from agentmem_mcp.timewords import time_window  # noqa: E402
+from agentmem_mcp.timewords import time_window, without_relative_time  # noqa: E402
 
 Features = dict[str, np.ndarray]
 
@@ -113,17 +113,22 @@ class Haystack:
     def features(self, query: str, query_vector: np.ndarray) -> Features:
         n = len(self.ids)
         out: Features = {}
+        keywords = without_relative_time(query)  # as Store.search does
         for name, index in self.indexes.items():
-            scores = np.zeros(n)
-            for memory_id, score in index.search(query, projects=None, latest_only=False, limit=n):
-                scores[self.position[memory_id]] = score
-            out[name] = scores
+            out[name] = self.bm25(index, keywords)
+        out["ctx2, raw query"] = self.bm25(self.indexes["ctx2"], query) if keywords != query else out["ctx2"]
         sims = self.chunks @ query_vector
         cos = np.full(n, -1.0)
         np.maximum.at(cos, self.owners, sims)
         out["cos"] = cos
         out["qvec"] = query_vector
         return out
+
+    def bm25(self, index: FulltextIndex, query: str) -> np.ndarray:
+        scores = np.zeros(len(self.ids))
+        for memory_id, score in index.search(query, projects=None, latest_only=False, limit=len(self.ids)):
+            scores[self.position[memory_id]] = score
+        return scores
 
     def post(self, scores: np.ndarray, query: str) -> np.ndarray:
         window = time_window(query, self.store.now())
@@ -186,6 +191,7 @@ def dense_feedback(f: Features, hay: Haystack, beta: float = 0.5, m: int = 3) ->
 
 VARIANTS: dict[str, Callable[[Features, Haystack], np.ndarray]] = {
     "product: score fusion 0.4/0.6, 2 earlier turns, exact cosines": lambda f, h: by_value(f["ctx2"], f["cos"]),
+    "relative time words as keywords too (before 18:50 UTC)": lambda f, h: by_value(f["ctx2, raw query"], f["cos"]),
     "before 2026-11-29: RRF k=60 0.4/0.6, no context": lambda f, h: by_rank(f["plain"], f["cos"]),
     "RRF k=60, 2 earlier turns": lambda f, h: by_rank(f["ctx2"], f["cos"]),
     "RRF k=10 0.5/0.5, no context": lambda f, h: by_rank(f["plain"], f["cos"], 0.5, 10),
