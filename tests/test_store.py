@@ -14,7 +14,7 @@ import pytest
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.db.audit import verify
 from agentmem_mcp.maintenance import doctor, reindex
-from agentmem_mcp.models import InvalidInput, NotFound
+from agentmem_mcp.models import TIERS, TYPES, InvalidInput, NotFound
 from agentmem_mcp.store import Store
 from agentmem_mcp.transfer import export, import_
 
@@ -357,6 +357,21 @@ def test_bm25_schema_marker_rebuilds_older_and_keeps_newer(store):
         older.close()
     assert fulltext.needs_rebuild("1") and fulltext.needs_rebuild("garbage")
     assert not fulltext.needs_rebuild(fulltext.SCHEMA_VERSION + "\n")
+
+
+def test_bm25_filters_select_without_adding_to_the_score(store):
+    """Project, latest, tier and type filters choose which memories may match; they must not add their own
+    score to every hit (that shrank the gap between strong and weak matches once fusion divides by the best)."""
+    store.save("Feature flags are read from LaunchDarkly at startup")
+    store.save("The startup banner is printed once")
+    store.flush()
+    plain = store.fulltext.search("launchdarkly startup flags", projects=None, latest_only=False)
+    filtered = store.fulltext.search("launchdarkly startup flags", projects=[store.project, None], latest_only=True,
+                                     tiers=list(TIERS), types=list(TYPES))
+    assert len(plain) == 2
+    assert [m for m, _ in filtered] == [m for m, _ in plain]
+    assert [s for _, s in filtered] == pytest.approx([s for _, s in plain])
+    assert store.fulltext.search("launchdarkly", projects=["/elsewhere"]) == []
 
 
 def test_model_change_reembeds_instead_of_mixing(store):

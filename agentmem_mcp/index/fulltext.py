@@ -178,18 +178,22 @@ class FulltextIndex:
         query_terms = self.query_terms(text)
         if not query_terms:
             return []
-        should = [(tantivy.Occur.Should, tantivy.Query.term_query(self.index.schema, "text", t))
-                  for t in query_terms]
-        clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
+        schema = self.index.schema
+        should = [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", t)) for t in query_terms]
+        filters = []
         if projects is not None:
-            clauses.append((tantivy.Occur.Must, tantivy.Query.term_set_query(
-                self.index.schema, "project", [project_key(p) for p in projects])))
+            filters.append(tantivy.Query.term_set_query(schema, "project", [project_key(p) for p in projects]))
         if latest_only:
-            clauses.append((tantivy.Occur.Must, tantivy.Query.term_query(self.index.schema, "latest", "1")))
+            filters.append(tantivy.Query.term_query(schema, "latest", "1"))
         if tiers:
-            clauses.append((tantivy.Occur.Must, tantivy.Query.term_set_query(self.index.schema, "tier", tiers)))
+            filters.append(tantivy.Query.term_set_query(schema, "tier", tiers))
         if types:
-            clauses.append((tantivy.Occur.Must, tantivy.Query.term_set_query(self.index.schema, "type", types)))
+            filters.append(tantivy.Query.term_set_query(schema, "type", types))
+        # filters select, they do not score: as plain Must clauses each added its own score (about 1) to every
+        # hit, the same for all, which shrank the gap between strong and weak keyword matches once divided by
+        # the best score in fusion
+        clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
+        clauses += [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
         searcher = self._searcher()
         result = searcher.search(tantivy.Query.boolean_query(clauses), limit=limit, count=False)
         return [(searcher.doc(address)["id"][0], float(score)) for score, address in result.hits]
