@@ -69,6 +69,7 @@ class Report:
     pruned: int = 0
     failed: int = 0
     claimed: int = 0
+    pieces: int = 0  # memories looked at for sentence pieces (stores from before pieces existed)
 
     def add(self, other: Report) -> None:
         for name, value in asdict(other).items():
@@ -76,11 +77,11 @@ class Report:
 
     @property
     def busy(self) -> bool:
-        return bool(self.claimed or self.summaries or self.consolidated or self.pruned)
+        return bool(self.claimed or self.summaries or self.consolidated or self.pruned or self.pieces)
 
     def text(self) -> str:
         return (f"compressed {self.compressed}, summaries {self.summaries}, consolidated {self.consolidated}, "
-                f"pruned {self.pruned}, failed {self.failed}")
+                f"pruned {self.pruned}, failed {self.failed}" + (f", pieces {self.pieces}" if self.pieces else ""))
 
 
 def backoff_seconds(attempts: int) -> float:
@@ -120,6 +121,7 @@ class Worker:
             return report  # a backlog remains: summaries and consolidation wait until it is compressed
         report.summaries += summarize.summarize_due(self.store, llm=self.llm)
         report.consolidated += self.consolidate(every=consolidate_every)
+        report.pieces += self.store.add_sentence_pieces()
         if time.time() - self._last_maintenance >= MAINTENANCE_EVERY_SECONDS:
             self._last_maintenance = time.time()
             report.pruned += self.maintain()

@@ -10,6 +10,7 @@ single `Store.save` calls. Reports medians and percentiles measured in one run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -138,6 +139,43 @@ def time_fusions(store: Store, count: int, seed: int) -> dict[str, list[float]]:
     return timings
 
 
+@contextlib.contextmanager
+def without_pieces():
+    """Search and save as before sentence pieces (index/vectors.py): no piece lookup, no piece vectors. Only
+    for the A/B below."""
+    from agentmem_mcp.index import vectors
+
+    kept = vectors._with_pieces, vectors.embedding_texts
+    vectors._with_pieces = lambda conn, query, best: best
+    vectors.embedding_texts = lambda text, body=None: vectors.chunk_text(text)
+    try:
+        yield
+    finally:
+        vectors._with_pieces, vectors.embedding_texts = kept
+
+
+def time_pieces(store: Store, count: int, seed: int) -> dict[str, list[float]]:
+    """Searches and saves with and without sentence pieces on the same store, interleaved (alternating which
+    goes first): what pieces cost at query time (looking up and scoring the candidates' pieces) and at save
+    time (embedding them)."""
+    rng = random.Random(seed)
+    timings: dict[str, list[float]] = {"search": [], "search_without": [], "save": [], "save_without": []}
+    for n in range(count):
+        query = rng.choice(QUERIES)
+        item = memory_text(rng, 20_000_000 + n)
+        for pieces in ((True, False) if n % 2 else (False, True)):
+            suffix = "" if pieces else "_without"
+            with contextlib.nullcontext() if pieces else without_pieces():
+                started = time.perf_counter()
+                store.search(query, limit=10)
+                timings["search" + suffix].append((time.perf_counter() - started) * 1000)
+                started = time.perf_counter()
+                store.save(f"{item['content']} ({'with' if pieces else 'without'} pieces)", type=item["type"],
+                           files=item["files"])
+                timings["save" + suffix].append((time.perf_counter() - started) * 1000)
+    return timings
+
+
 def time_saves(store: Store, count: int, seed: int) -> list[float]:
     rng = random.Random(seed)
     timings = []
@@ -182,10 +220,11 @@ def main(argv: list[str] | None = None) -> int:
                 save = summary(time_saves(store, args.saves, seed=2))
                 search_after = summary(time_searches(store, args.queries, seed=3))
                 fusions = {name: summary(values) for name, values in time_fusions(store, args.queries, 4).items()}
+                pieces = {name: summary(values) for name, values in time_pieces(store, args.saves, 5).items()}
                 results["sizes"][size] = {"build_s": round(build_s, 1), "build_per_s": round(size / build_s),
                                           "corpus_vectors": "hashed" if synthetic else "model",
                                           "search": search, "save": save, "search_after_saves": search_after,
-                                          "fusion_ab": fusions}
+                                          "fusion_ab": fusions, "pieces_ab": pieces}
                 print(json.dumps({size: results["sizes"][size]}), flush=True)
     print(f"\n{results['date']} | {results['machine']}\n{results['command']}")
     print(f"{'memories':>9} | {'search p50':>10} | {'search p95':>10} | {'save p50':>8} | {'save p95':>8} | build/s")
@@ -196,6 +235,11 @@ def main(argv: list[str] | None = None) -> int:
         ab = row["fusion_ab"]
         print(f"{size:>9,}: fusion A/B, same store, interleaved: score p50 {ab['score']['p50_ms']} / p95 "
               f"{ab['score']['p95_ms']} ms, rrf p50 {ab['rrf']['p50_ms']} / p95 {ab['rrf']['p95_ms']} ms")
+        ab = row["pieces_ab"]
+        print(f"{size:>9,}: sentence pieces A/B, same store, interleaved: search p50/p95 with "
+              f"{ab['search']['p50_ms']}/{ab['search']['p95_ms']} ms, without {ab['search_without']['p50_ms']}/"
+              f"{ab['search_without']['p95_ms']} ms; save p50/p95 with {ab['save']['p50_ms']}/{ab['save']['p95_ms']}"
+              f" ms, without {ab['save_without']['p50_ms']}/{ab['save_without']['p95_ms']} ms")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

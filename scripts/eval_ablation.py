@@ -109,6 +109,8 @@ class Haystack:
             self.indexes[name] = index
         self.chunks, owners = store_chunk_vectors(store, memory_ids)
         self.owners = np.asarray(owners)
+        self.pieces, piece_owners = store_chunk_vectors(store, memory_ids, pieces=True)
+        self.piece_owners = np.asarray(piece_owners, dtype=int)
 
     def features(self, query: str, query_vector: np.ndarray) -> Features:
         n = len(self.ids)
@@ -120,7 +122,11 @@ class Haystack:
         sims = self.chunks @ query_vector
         cos = np.full(n, -1.0)
         np.maximum.at(cos, self.owners, sims)
-        out["cos"] = cos
+        piece = np.full(n, -2.0)
+        if len(self.piece_owners):
+            np.maximum.at(piece, self.piece_owners, self.pieces @ query_vector)
+        out["cos, chunks only"] = cos
+        out["cos"] = np.where(piece > -2.0, (cos + piece) / 2, cos)  # vectors.combine
         out["qvec"] = query_vector
         return out
 
@@ -191,6 +197,7 @@ def dense_feedback(f: Features, hay: Haystack, beta: float = 0.5, m: int = 3) ->
 
 VARIANTS: dict[str, Callable[[Features, Haystack], np.ndarray]] = {
     "product: score fusion 0.4/0.6, 2 earlier turns, exact cosines": lambda f, h: by_value(f["ctx2"], f["cos"]),
+    "without sentence pieces (before 19:20 UTC)": lambda f, h: by_value(f["ctx2"], f["cos, chunks only"]),
     "relative time words as keywords too (before 18:50 UTC)": lambda f, h: by_value(f["ctx2, raw query"], f["cos"]),
     "before 2026-11-29: RRF k=60 0.4/0.6, no context": lambda f, h: by_rank(f["plain"], f["cos"]),
     "RRF k=60, 2 earlier turns": lambda f, h: by_rank(f["ctx2"], f["cos"]),
@@ -208,7 +215,7 @@ VARIANTS: dict[str, Callable[[Features, Haystack], np.ndarray]] = {
     "context only for memories up to 600 characters": lambda f, h: by_value(f["ctx2<=600"], f["cos"]),
     "context as a second field, weight 0.5": lambda f, h: by_value(f["plain"] + 0.5 * f["ctx2only"], f["cos"]),
     "+ session boost (0.2 x its best turn)": lambda f, h: session_boost(by_value(f["ctx2"], f["cos"]), h.groups),
-    "+ dense pseudo-relevance feedback": dense_feedback,
+    "+ dense pseudo-relevance feedback (chunk vectors only)": dense_feedback,
 }
 
 

@@ -188,15 +188,20 @@ def rrf(rankings: Sequence[Sequence[Any]], k: int = 60, weights: Sequence[float]
     return sorted(scores, key=lambda item: -scores[item])
 
 
-def store_chunk_vectors(store: Store, memory_ids: Sequence[str]) -> tuple[np.ndarray, list[int]]:
-    """The float vectors agentmem stored for these memories' chunks, and each chunk's index in `memory_ids`:
-    the dense baseline searches exactly the vectors the product searches (read from
-    `memory_chunks.embedding`, or from the vec0 table when it holds the floats)."""
+def store_chunk_vectors(store: Store, memory_ids: Sequence[str],
+                        pieces: bool = False) -> tuple[np.ndarray, list[int]]:
+    """The float vectors agentmem stored for these memories' chunks (or, with `pieces`, their sentence
+    pieces), and each one's index in `memory_ids`: the dense baseline searches exactly the chunk vectors the
+    product's KNN searches (read from `memory_chunks.embedding`, or from the vec0 table when it holds the
+    floats)."""
+    from agentmem_mcp.index.vectors import PIECE_INDEX
+
     position = {memory_id: i for i, memory_id in enumerate(memory_ids)}
     dim = store.embedder.dimension or 384
     columns = {row[1] for row in store.conn.execute("PRAGMA table_info(memory_chunks)")}
-    sql = ("SELECT memory_id, embedding FROM memory_chunks" if "embedding" in columns else
+    sql = ("SELECT memory_id, embedding FROM memory_chunks c" if "embedding" in columns else
            "SELECT c.memory_id, v.embedding FROM memory_chunks c JOIN memory_vectors v ON v.chunk_id = c.id")
+    sql += f" WHERE c.chunk_index {'>=' if pieces else '<'} {PIECE_INDEX}"
     vectors, owners = [], []
     for memory_id, blob in store.conn.execute(sql).fetchall():
         if memory_id in position and blob is not None and len(blob) == dim * 4:
@@ -302,12 +307,12 @@ class CachingEmbedder(Embedder):
 def embedding_chunks(content: str, title: str | None = None) -> list[str]:
     """The chunk texts agentmem's write path embeds for a memory (to prefill the cache; a mismatch after a
     product change only costs time: the write path embeds whatever it misses)."""
-    from agentmem_mcp.index.vectors import chunk_text
+    from agentmem_mcp.index.vectors import embedding_texts
     from agentmem_mcp.lifecycle.remember import check_content, derive_title
     from agentmem_mcp.store import memory_text
 
     body = check_content(content)
-    return chunk_text(memory_text(title or derive_title(body), body))
+    return embedding_texts(memory_text(title or derive_title(body), body), body)
 
 
 def make_embedder(model_path: Path, cache_dir: Path | None, model_name: str = DEFAULT_MODEL_NAME) -> CachingEmbedder:

@@ -195,6 +195,60 @@ def test_vectors_are_added_once_the_model_is_ready(settings, embedder):
         assert ids(warm.search("where is the list of steps for shipping a version"))[0] == saved.id
 
 
+def test_a_memory_of_several_sentences_is_also_scored_sentence_by_sentence(store):
+    """A one-chunk memory with several sentences gets a vector per sentence piece, kept out of the KNN table;
+    its vector score is (best chunk + best piece) / 2, the same from KNN and from the exact re-scoring."""
+    import numpy as np
+
+    from agentmem_mcp.index import vectors
+
+    text = ("I'm looking for throw pillows for the living room couch, something in blue or grey. "
+            "By the way, I bought a new coffee table from West Elm about three weeks ago.")
+    saved = store.save(text, title="Throw pillows")
+    single = store.save("Use pnpm, not yarn, to install the dependencies of the web app")
+    rows = store.conn.execute("SELECT memory_id, chunk_index, text FROM memory_chunks ORDER BY memory_id, "
+                              "chunk_index").fetchall()
+    mine = [(r["chunk_index"], r["text"]) for r in rows if r["memory_id"] == saved.id]
+    assert [i for i, _ in mine] == [0, vectors.PIECE_INDEX, vectors.PIECE_INDEX + 1]
+    assert mine[2][1].startswith("By the way") and "Throw pillows" in mine[0][1]
+    assert [r["chunk_index"] for r in rows if r["memory_id"] == single.id] == [0]
+    assert store.conn.execute(f"SELECT COUNT(*) FROM {vectors.TABLE}").fetchone()[0] == 2  # chunks only
+
+    query = np.asarray(store.embedder.embed_query("what furniture did I buy recently?"), np.float32)
+    whole, first, second = (np.asarray(v, np.float32) for v in store.embedder.embed([t for _, t in mine]))
+    expected = (float(whole @ query) + max(float(first @ query), float(second @ query))) / 2
+    assert vectors.similarities(store.conn, query, [saved.id])[saved.id] == pytest.approx(expected, abs=1e-5)
+    knn = dict(vectors.knn(store.conn, query, projects=None, latest_only=True, k=5))
+    assert knn[saved.id] == pytest.approx(expected, abs=1e-5)
+    assert expected > float(whole @ query)  # the sentence about the table lifts it
+    store.forget(ids=[saved.id], reason="test")
+    assert store.conn.execute("SELECT COUNT(*) FROM memory_chunks WHERE memory_id = ?", (saved.id,)).fetchone()[0] \
+        == 0
+
+
+def test_memories_embedded_before_sentence_pieces_get_them_bit_by_bit(store):
+    from agentmem_mcp.index import vectors
+
+    texts = [f"Service {n} listens on port {8000 + n} in staging. Its health check is /healthz on the same port."
+             for n in range(5)]
+    saved = [store.save(t) for t in texts] + [store.save("Use pnpm, not yarn")]
+    pieces = "SELECT COUNT(*) FROM memory_chunks WHERE chunk_index >= ?"
+    with_pieces = store.conn.execute(pieces, (vectors.PIECE_INDEX,)).fetchone()[0]
+    assert with_pieces == 10
+    listing = "SELECT memory_id, chunk_index, text, embedding FROM memory_chunks ORDER BY memory_id, chunk_index"
+    before = [tuple(r) for r in store.conn.execute(listing)]
+    with store.transaction() as conn:  # as a store from before pieces existed
+        conn.execute("DELETE FROM memory_chunks WHERE chunk_index >= ?", (vectors.PIECE_INDEX,))
+        conn.execute("DELETE FROM meta WHERE key = 'sentence_pieces_after'")
+    assert store.add_sentence_pieces(limit=4) == 4
+    assert 0 < store.conn.execute(pieces, (vectors.PIECE_INDEX,)).fetchone()[0] < with_pieces
+    assert store.add_sentence_pieces(limit=4) == 2
+    assert store.conn.execute(pieces, (vectors.PIECE_INDEX,)).fetchone()[0] == with_pieces
+    assert store.add_sentence_pieces(limit=4) == 0  # done: nothing is read again
+    assert [tuple(r) for r in store.conn.execute(listing)] == before  # as if saved with pieces
+    assert len(saved) == 6
+
+
 def test_a_hit_counts_as_an_access(store):
     saved = store.save("Run database migrations with alembic upgrade head", source="hook")
     before = store.get(saved.id)
