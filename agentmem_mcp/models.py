@@ -83,6 +83,7 @@ class Memory:
     @classmethod
     def from_row(cls, row: Any) -> Memory:
         data = dict(row)
+        data.pop("pieces", None)  # bookkeeping of the vector index (index/vectors.py), not part of a memory
         for name in ("tags", "files", "source_ids"):
             data[name] = json.loads(data[name] or "[]")
         data["pinned"] = bool(data["pinned"])

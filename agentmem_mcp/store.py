@@ -222,9 +222,8 @@ class Store:
             prepared = []
             for row in rows:
                 memory = dict(row)
-                chunks = vectors.embedding_texts(memory_text(memory["title"], memory["content"],
-                                                             json.loads(memory["tags"]), json.loads(memory["files"])),
-                                                 memory["content"])
+                chunks = vectors.chunk_text(memory_text(memory["title"], memory["content"],
+                                                        json.loads(memory["tags"]), json.loads(memory["files"])))
                 prepared.append((memory, chunks))
             flat = [chunk for _, chunks in prepared for chunk in chunks]
             embedded = self.embedder.embed(flat) or []
@@ -243,42 +242,31 @@ class Store:
                 progress(done, total)
 
     def add_sentence_pieces(self, limit: int = 500) -> int:
-        """Give the sentence pieces (index/vectors.py) to memories embedded before pieces existed, `limit`
-        memories a call (the worker's passes do it bit by bit; a new memory gets them when saved). Returns
-        how many memories were looked at; 0 once every memory has been."""
+        """Embed the sentence pieces (index/vectors.py) of up to `limit` memories that have vectors but have
+        not been looked at for pieces yet: saving does not wait for them, the worker's passes do this.
+        Returns how many memories were looked at (0: none is left)."""
         if not self.embedder.ready:
             return 0
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'sentence_pieces_after'").fetchone()
-        if row is not None and row[0] == "done":
-            return 0
-        after = int(row[0]) if row is not None else 0
         rows = self.conn.execute(
-            "SELECT rowid, id, title, content, tags, files, "
-            "EXISTS (SELECT 1 FROM memory_chunks c WHERE c.memory_id = m.id AND c.chunk_index >= ?) AS has "
-            "FROM memories m WHERE rowid > ? AND embedding_model = ? ORDER BY rowid LIMIT ?",
-            (vectors.PIECE_INDEX, after, self.embedder.model_id, limit)).fetchall()
-        todo = []
-        for r in rows:
-            if not r["has"]:
-                text = memory_text(r["title"], r["content"], json.loads(r["tags"]), json.loads(r["files"]))
-                pieces = [t for t in vectors.embedding_texts(text, r["content"]) if isinstance(t, vectors.Piece)]
-                if pieces:
-                    todo.append((r["id"], pieces))
-        embedded = self.embedder.embed([p for _, pieces in todo for p in pieces]) if todo else []
-        if embedded is None:  # the model failed: try these again on the next call
+            "SELECT id, title, content, tags, files FROM memories INDEXED BY memories_pieces_todo "
+            "WHERE embedding_model = ? AND pieces IS NULL LIMIT ?", (self.embedder.model_id, limit)).fetchall()
+        if not rows:
+            return 0
+        found = [(r["id"], vectors.memory_pieces(memory_text(r["title"], r["content"], json.loads(r["tags"]),
+                                                             json.loads(r["files"])), r["content"])) for r in rows]
+        texts = [p for _, pieces in found for p in pieces]
+        embedded = self.embedder.embed(texts) if texts else []
+        if embedded is None or len(embedded) != len(texts):  # the model failed: these wait for the next call
             return 0
         with self.transaction() as conn:
             offset = 0
-            for memory_id, pieces in todo:
+            for memory_id, pieces in found:
                 vecs = embedded[offset:offset + len(pieces)]
                 offset += len(pieces)
-                if len(vecs) == len(pieces) and conn.execute(
-                        "SELECT 1 FROM memories WHERE id = ? AND embedding_model = ?",
-                        (memory_id, self.embedder.model_id)).fetchone():
+                # a memory re-embedded or forgotten meanwhile is looked at again or not at all
+                if conn.execute("SELECT 1 FROM memories WHERE id = ? AND embedding_model = ? AND pieces IS NULL",
+                                (memory_id, self.embedder.model_id)).fetchone():
                     vectors.put_pieces(conn, memory_id, pieces, vecs)
-            mark = "done" if len(rows) < limit else str(rows[-1]["rowid"])
-            conn.execute("INSERT INTO meta (key, value) VALUES ('sentence_pieces_after', ?) "
-                         "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (mark,))
         return len(rows)
 
     # the outbox: SQLite -> tantivy -------------------------------------------------------------

@@ -188,6 +188,13 @@ def rrf(rankings: Sequence[Sequence[Any]], k: int = 60, weights: Sequence[float]
     return sorted(scores, key=lambda item: -scores[item])
 
 
+def settle(store: Store) -> None:
+    """What the background worker does for freshly imported memories before anyone searches them: embed
+    their sentence pieces (index/vectors.py). A deployment does it within a few worker passes."""
+    while store.add_sentence_pieces():
+        pass
+
+
 def store_chunk_vectors(store: Store, memory_ids: Sequence[str],
                         pieces: bool = False) -> tuple[np.ndarray, list[int]]:
     """The float vectors agentmem stored for these memories' chunks (or, with `pieces`, their sentence
@@ -307,12 +314,13 @@ class CachingEmbedder(Embedder):
 def embedding_chunks(content: str, title: str | None = None) -> list[str]:
     """The chunk texts agentmem's write path embeds for a memory (to prefill the cache; a mismatch after a
     product change only costs time: the write path embeds whatever it misses)."""
-    from agentmem_mcp.index.vectors import embedding_texts
+    from agentmem_mcp.index.vectors import chunk_text, memory_pieces
     from agentmem_mcp.lifecycle.remember import check_content, derive_title
     from agentmem_mcp.store import memory_text
 
     body = check_content(content)
-    return embedding_texts(memory_text(title or derive_title(body), body), body)
+    text = memory_text(title or derive_title(body), body)
+    return [*chunk_text(text), *memory_pieces(text, body)]
 
 
 def make_embedder(model_path: Path, cache_dir: Path | None, model_name: str = DEFAULT_MODEL_NAME) -> CachingEmbedder:

@@ -49,6 +49,7 @@ from eval_common import (  # noqa: E402
     rrf,
     session_key,
     setting_overrides,
+    settle,
     store_chunk_vectors,
     temp_store,
     timed_search,
@@ -145,6 +146,7 @@ def ingest(store, turns: list[Turn], sessions: bool = True) -> tuple[list[str | 
     for start in range(0, len(items), 1000):
         for position, result in zip(positions[start:start + 1000], store.save_many(items[start:start + 1000])):
             memory_of[position] = result.id
+    settle(store)
     turns_of: dict[str, list[int]] = defaultdict(list)
     for position, memory_id in enumerate(memory_of):
         if memory_id is not None:

@@ -547,19 +547,19 @@ def test_dates_in_a_query_name_a_day_month_or_year():
 
 
 def test_sentence_pieces_of_a_memory():
-    from agentmem_mcp.index.vectors import CHUNK_CHARS, Piece, combine, embedding_texts, sentence_pieces
+    from agentmem_mcp.index.vectors import CHUNK_CHARS, combine, memory_pieces, sentence_pieces
 
     text = ("[2023/05/26 (Fri) 03:20] user: I need throw pillows for my couch. "
             "Thanks! I got a new coffee table last week.")
     pieces = sentence_pieces(text)
     assert pieces == ["user: I need throw pillows for my couch.", "Thanks! I got a new coffee table last week."]
-    assert all(isinstance(p, Piece) for p in pieces)  # short "Thanks!" joined the next sentence
+    # the stamp is dropped, the short "Thanks!" joined the next sentence
     assert sentence_pieces("Use pnpm, not yarn.") == []  # one sentence: its chunk says it all
     assert sentence_pieces("Run the tests first. Then deploy.") == []  # one piece after joining short ones
     long = "This sentence is long enough to be a piece of its own. " * 20
     assert len(long) > CHUNK_CHARS and sentence_pieces(long) == []  # chunks split long texts already
-    assert embedding_texts(text) == [text, *pieces]
-    assert embedding_texts(long) == [c for c in embedding_texts(long) if not isinstance(c, Piece)]
+    assert memory_pieces(f"Pillows\n{text}", text) == pieces  # from the body, not the title
+    assert memory_pieces(f"{text}\n{long}", text) == []  # the whole memory takes several chunks
     assert combine(0.4, None) == 0.4 and combine(0.4, 0.6) == pytest.approx(0.5)
 
 

@@ -206,6 +206,11 @@ def test_a_memory_of_several_sentences_is_also_scored_sentence_by_sentence(store
             "By the way, I bought a new coffee table from West Elm about three weeks ago.")
     saved = store.save(text, title="Throw pillows")
     single = store.save("Use pnpm, not yarn, to install the dependencies of the web app")
+    assert store.conn.execute("SELECT COUNT(*) FROM memory_chunks WHERE chunk_index > 0").fetchone()[0] == 0
+    assert store.add_sentence_pieces() == 2  # the worker's job: saving does not wait for pieces
+    assert store.add_sentence_pieces() == 0
+    assert store.get(saved.id) and [r[0] for r in store.conn.execute(
+        "SELECT pieces FROM memories ORDER BY pieces")] == [0, 2]
     rows = store.conn.execute("SELECT memory_id, chunk_index, text FROM memory_chunks ORDER BY memory_id, "
                               "chunk_index").fetchall()
     mine = [(r["chunk_index"], r["text"]) for r in rows if r["memory_id"] == saved.id]
@@ -226,27 +231,31 @@ def test_a_memory_of_several_sentences_is_also_scored_sentence_by_sentence(store
         == 0
 
 
-def test_memories_embedded_before_sentence_pieces_get_them_bit_by_bit(store):
+def test_sentence_pieces_are_added_bit_by_bit_and_redone_with_new_vectors(store):
     from agentmem_mcp.index import vectors
 
-    texts = [f"Service {n} listens on port {8000 + n} in staging. Its health check is /healthz on the same port."
-             for n in range(5)]
+    texts = ["The billing service listens on port 8001 in staging. Its health check answers on /healthz there.",
+             "Mail goes out through Postmark in production. Bounces come back to the shared support inbox.",
+             "Feature flags are read from LaunchDarkly at startup. Changing a flag needs a restart of the pods.",
+             "The nightly backup runs at 03:00 UTC every day. It keeps thirty days of snapshots in cold storage.",
+             "Integration tests need Docker running locally. They start Postgres and Redis containers."]
+    assert all(len(vectors.sentence_pieces(t)) == 2 for t in texts)
     saved = [store.save(t) for t in texts] + [store.save("Use pnpm, not yarn")]
+    assert store.conn.execute("SELECT COUNT(*) FROM memories WHERE is_latest = 1").fetchone()[0] == 6
     pieces = "SELECT COUNT(*) FROM memory_chunks WHERE chunk_index >= ?"
-    with_pieces = store.conn.execute(pieces, (vectors.PIECE_INDEX,)).fetchone()[0]
-    assert with_pieces == 10
-    listing = "SELECT memory_id, chunk_index, text, embedding FROM memory_chunks ORDER BY memory_id, chunk_index"
-    before = [tuple(r) for r in store.conn.execute(listing)]
-    with store.transaction() as conn:  # as a store from before pieces existed
-        conn.execute("DELETE FROM memory_chunks WHERE chunk_index >= ?", (vectors.PIECE_INDEX,))
-        conn.execute("DELETE FROM meta WHERE key = 'sentence_pieces_after'")
     assert store.add_sentence_pieces(limit=4) == 4
-    assert 0 < store.conn.execute(pieces, (vectors.PIECE_INDEX,)).fetchone()[0] < with_pieces
     assert store.add_sentence_pieces(limit=4) == 2
-    assert store.conn.execute(pieces, (vectors.PIECE_INDEX,)).fetchone()[0] == with_pieces
-    assert store.add_sentence_pieces(limit=4) == 0  # done: nothing is read again
-    assert [tuple(r) for r in store.conn.execute(listing)] == before  # as if saved with pieces
-    assert len(saved) == 6
+    assert store.add_sentence_pieces(limit=4) == 0  # every memory has been looked at
+    assert store.conn.execute(pieces, (vectors.PIECE_INDEX,)).fetchone()[0] == 10
+    # a model change drops every vector: the memories are embedded again, then get their pieces again
+    with store.transaction() as conn:
+        conn.execute("UPDATE meta SET value = 'some-other-model|384' WHERE key = 'embedding_model'")
+    store.prepare_vectors()
+    assert store.conn.execute(pieces, (vectors.PIECE_INDEX,)).fetchone()[0] == 0
+    assert store.add_sentence_pieces() == 6
+    assert store.conn.execute(pieces, (vectors.PIECE_INDEX,)).fetchone()[0] == 10
+    store.forget(ids=[saved[0].id], reason="test")
+    assert store.conn.execute(pieces, (vectors.PIECE_INDEX,)).fetchone()[0] == 8
 
 
 def test_a_hit_counts_as_an_access(store):

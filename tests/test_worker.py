@@ -399,16 +399,13 @@ def test_serve_worker_loop_works_while_holding_the_lease_and_stops_cleanly(store
     assert len(working_sources(store)) == 5
 
 
-def test_worker_passes_give_old_memories_their_sentence_pieces(store):
+def test_worker_passes_give_memories_their_sentence_pieces(store):
     from agentmem_mcp.index.vectors import PIECE_INDEX
 
     for text in ("The mail queue retries failed jobs three times. After that a job lands in the dead-letter queue.",
                  "Invoices are rendered with WeasyPrint on the worker. The PDF is uploaded to the billing bucket.",
                  "Staging deploys run from the release branch. Production needs a tag signed by two maintainers."):
         store.save(text)
-    with store.transaction() as conn:  # as a store from before sentence pieces existed
-        conn.execute("DELETE FROM memory_chunks WHERE chunk_index >= ?", (PIECE_INDEX,))
-        conn.execute("DELETE FROM meta WHERE key = 'sentence_pieces_after'")
     report = Worker(store, sweep=False).run_until_idle()
     assert report.pieces == 3 and "pieces 3" in report.text()
     count = "SELECT COUNT(DISTINCT memory_id) FROM memory_chunks WHERE chunk_index >= ?"

@@ -199,7 +199,14 @@ def m002_session_order(conn: Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS memories_session")
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order]
+def m003_sentence_pieces(conn: Connection) -> None:
+    """memories.pieces: how many sentence-piece vectors a memory has (index/vectors.py); NULL until the
+    background worker has looked at it, which the partial index finds without a scan."""
+    conn.execute("ALTER TABLE memories ADD COLUMN pieces INTEGER")
+    conn.execute("CREATE INDEX memories_pieces_todo ON memories(embedding_model) WHERE pieces IS NULL")
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces]
 
 
 def migrate(conn: Connection) -> int:

@@ -8,10 +8,11 @@ by Hamming distance (32x less data to scan than floats: ~5x faster at 100k), the
 candidates exactly by cosine on the float vectors. A memory's vector score is its best chunk.
 
 A memory of one chunk that says several things ("I'm after throw pillows. By the way, I got a coffee table
-three weeks ago.") is also embedded sentence by sentence: its `Piece`s. They live in `memory_chunks` only
+three weeks ago.") is also embedded sentence by sentence: its pieces. They live in `memory_chunks` only
 (chunk_index from PIECE_INDEX on), never in the KNN table, so the scan costs what it did; every candidate
-that KNN, BM25 or the graph found is then scored on both: (best chunk + best piece) / 2. On LongMemEval's
-user turns this lifted turn recall_all@5 by 11 points (docs/evaluation.md).
+that KNN, BM25 or the graph found is then scored on both: (best chunk + best piece) / 2 (LongMemEval
+session recall_all@5 +2.4, LoCoMo turn recall@10 +1; docs/evaluation.md). Saving does not wait for them:
+the background worker embeds them (`Store.add_sentence_pieces`) and counts them in `memories.pieces`.
 """
 
 from __future__ import annotations
@@ -34,33 +35,28 @@ PIECE_MIN_CHARS = 40  # shorter sentences join the next one ("Thanks! I got it."
 _STAMP = re.compile(r"\A\s*\[[^\]\n]{1,60}\]\s*")  # a leading "[2023-05-20 14:02]" transcript stamp
 
 
-class Piece(str):
-    """A sentence (or a few short ones) of a one-chunk memory: embedded and scored, not in the KNN table."""
-
-
-def sentence_pieces(text: str, min_chars: int = PIECE_MIN_CHARS) -> list[Piece]:
+def sentence_pieces(text: str, min_chars: int = PIECE_MIN_CHARS) -> list[str]:
     """The sentence pieces of a text that fits in one chunk; none for a text of a single piece (its chunk
     says the same) or one longer than a chunk (its chunks already split it)."""
     text = _STAMP.sub("", text.strip(), count=1)
     if len(text) > CHUNK_CHARS:
         return []
-    pieces: list[Piece] = []
+    pieces: list[str] = []
     current = ""
     for sentence in _SENTENCE_END.split(text):
         current = f"{current} {sentence}".strip() if current else sentence.strip()
         if len(current) >= min_chars:
-            pieces.append(Piece(current))
+            pieces.append(current)
             current = ""
     if current and pieces:
-        pieces[-1] = Piece(f"{pieces[-1]} {current}")
+        pieces[-1] = f"{pieces[-1]} {current}"
     return pieces if len(pieces) > 1 else []
 
 
-def embedding_texts(text: str, body: str | None = None) -> list[str]:
-    """What a memory is embedded as: the chunks of its text, then (for a text of one chunk) the sentence
-    pieces of its body (default: the text), which leaves out the title and tags that the text adds."""
-    chunks = chunk_text(text)
-    return [*chunks, *sentence_pieces(text if body is None else body)] if len(chunks) == 1 else chunks
+def memory_pieces(text: str, body: str) -> list[str]:
+    """The sentence pieces of a memory embedded as `text` (title + body + ...): those of its body, when the
+    whole text fits in one chunk (a longer one is split into chunks already)."""
+    return sentence_pieces(body) if len(chunk_text(text)) == 1 else []
 
 
 def combine(chunk: float, piece: float | None) -> float:
@@ -116,26 +112,21 @@ def ensure_table(conn: Connection, model_id: str, dimension: int) -> bool:
         f"latest INTEGER, embedding BIT[{int(dimension)}])"
     )
     # '' marks a memory that has no vector by design (see remember.prepare_saves' vector_text)
-    conn.execute("UPDATE memories SET embedding_model = NULL WHERE embedding_model IS NOT ''")
+    conn.execute("UPDATE memories SET embedding_model = NULL, pieces = NULL WHERE embedding_model IS NOT ''")
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedding_model', ?)", (wanted,))
     return True
 
 
 def put(conn: Connection, memory_id: str, project: str | None, latest: bool, chunks: Sequence[str],
         vectors: Sequence[Any]) -> None:
-    """Replace a memory's chunks and vectors (inside the caller's transaction). `chunks` as from
-    `embedding_texts`: the `Piece`s among them are stored for scoring but not put in the KNN table."""
+    """Replace a memory's chunks and vectors (inside the caller's transaction); its sentence pieces go too,
+    and the worker gives it new ones."""
     delete(conn, [memory_id])
-    whole = pieces = 0
-    for text, vector in zip(chunks, vectors):
-        is_piece = isinstance(text, Piece)
-        index = PIECE_INDEX + pieces if is_piece else whole
-        pieces, whole = pieces + is_piece, whole + (not is_piece)
+    conn.execute("UPDATE memories SET pieces = NULL WHERE id = ?", (memory_id,))
+    for index, (text, vector) in enumerate(zip(chunks, vectors)):
         chunk_id = conn.execute(
             "INSERT INTO memory_chunks (memory_id, chunk_index, text, embedding) VALUES (?, ?, ?, ?)",
             (memory_id, index, text, vector.tobytes())).lastrowid
-        if is_piece:
-            continue
         conn.execute(
             f"INSERT INTO {TABLE} (chunk_id, project, latest, embedding) VALUES (?, ?, ?, vec_quantize_binary(?))",
             (chunk_id, project or "", 1 if latest else 0, vector.tobytes()),
@@ -143,11 +134,12 @@ def put(conn: Connection, memory_id: str, project: str | None, latest: bool, chu
 
 
 def put_pieces(conn: Connection, memory_id: str, pieces: Sequence[str], vectors: Sequence[Any]) -> None:
-    """Add the sentence pieces of a memory embedded before pieces existed (its chunks stay as they are)."""
+    """Set a memory's sentence pieces (none: it has none) beside its chunks, and count them."""
     conn.execute("DELETE FROM memory_chunks WHERE memory_id = ? AND chunk_index >= ?", (memory_id, PIECE_INDEX))
     conn.executemany("INSERT INTO memory_chunks (memory_id, chunk_index, text, embedding) VALUES (?, ?, ?, ?)",
                      [(memory_id, PIECE_INDEX + i, text, vector.tobytes())
                       for i, (text, vector) in enumerate(zip(pieces, vectors))])
+    conn.execute("UPDATE memories SET pieces = ? WHERE id = ?", (len(pieces), memory_id))
 
 
 def delete(conn: Connection, memory_ids: Sequence[str]) -> None:

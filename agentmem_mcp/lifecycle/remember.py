@@ -359,10 +359,10 @@ def _vector_chunks(draft: Draft, vector_text: Any) -> list[str]:
     if vector_text is None:
         return []
     if isinstance(vector_text, str):
-        return vectors.embedding_texts(vector_text)
+        return vectors.chunk_text(vector_text)
     from ..store import memory_text
 
-    return vectors.embedding_texts(memory_text(draft.title, draft.content, draft.tags, draft.files), draft.content)
+    return vectors.chunk_text(memory_text(draft.title, draft.content, draft.tags, draft.files))
 
 
 def _text_candidates(store: Store, draft: Draft) -> list[str]:
