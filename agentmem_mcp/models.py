@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 TIERS = ("working", "episodic", "semantic", "procedural")
@@ -82,8 +82,10 @@ class Memory:
 
     @classmethod
     def from_row(cls, row: Any) -> Memory:
-        data = dict(row)
-        data.pop("pieces", None)  # bookkeeping of the vector index (index/vectors.py), not part of a memory
+        # only the memory's own fields: a column a later migration adds (such as `pieces`, the vector index's
+        # bookkeeping) must not break a reader, even one from an older version running beside a newer one
+        names = {f.name for f in fields(cls)}
+        data = {name: value for name, value in dict(row).items() if name in names}
         for name in ("tags", "files", "source_ids"):
             data[name] = json.loads(data[name] or "[]")
         data["pinned"] = bool(data["pinned"])

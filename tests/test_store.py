@@ -258,6 +258,14 @@ def test_sentence_pieces_are_added_bit_by_bit_and_redone_with_new_vectors(store)
     assert store.conn.execute(pieces, (vectors.PIECE_INDEX,)).fetchone()[0] == 8
 
 
+def test_reading_a_memory_ignores_columns_a_later_version_adds(store):
+    saved = store.save("Feature flags are read from LaunchDarkly at startup")
+    with store.transaction() as conn:
+        conn.execute("ALTER TABLE memories ADD COLUMN added_by_a_later_version TEXT DEFAULT 'x'")
+    assert store.get(saved.id).content == "Feature flags are read from LaunchDarkly at startup"
+    assert [m.id for m in store.history(saved.id)] == [saved.id]
+
+
 def test_a_hit_counts_as_an_access(store):
     saved = store.save("Run database migrations with alembic upgrade head", source="hook")
     before = store.get(saved.id)
