@@ -5,7 +5,8 @@ Each memory is split into chunks (`memory_chunks`); every chunk keeps its float3
 table whose rowid is the chunk id. The partition key is the project ('' = global) and `latest` is a
 metadata column, so the KNN filters on both inside sqlite-vec. Search takes the nearest binary codes
 by Hamming distance (32x less data to scan than floats: ~5x faster at 100k), then re-scores those
-candidates exactly by cosine on the float vectors. A memory's vector score is its best chunk.
+candidates exactly by cosine on the float vectors. A memory's vector score is its best chunk, or, for a
+memory of several sentences, that and its best sentence piece together.
 
 A memory of one chunk that says several things ("I'm after throw pillows. By the way, I got a coffee table
 three weeks ago.") is also embedded sentence by sentence: its pieces. They live in `memory_chunks` only
@@ -32,7 +33,7 @@ CANDIDATES_PER_RESULT = 2
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s+")
 PIECE_INDEX = 1000  # memory_chunks.chunk_index of a memory's first sentence piece
 PIECE_MIN_CHARS = 40  # shorter sentences join the next one ("Thanks! I got it.")
-_STAMP = re.compile(r"\A\s*\[[^\]\n]{1,60}\]\s*")  # a leading "[2023-05-20 14:02]" transcript stamp
+_STAMP = re.compile(r"\A\s*\[[^\]\n]{1,60}\]\s*")  # a leading "[2023-05-20 14:02]" stamp, as in neighbours.py
 
 
 def sentence_pieces(text: str, min_chars: int = PIECE_MIN_CHARS) -> list[str]:
