@@ -40,6 +40,11 @@ def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
             tx.execute("DELETE FROM meta WHERE key = 'embedding_model'")
             vectors.ensure_table(tx, store.embedder.model_id, store.embedder.dimension or 384)
         embedded = store.embed_pending(progress=(lambda d, t: progress("vectors", d, t)) if progress else None)
+        looked = 0
+        while step := store.add_sentence_pieces():  # what the worker would do next, done now
+            looked = min(total, looked + step)
+            if progress:
+                progress("pieces", looked, total)
     return {"memories": total, "indexed": store.fulltext.count(), "embedded": embedded}
 
 

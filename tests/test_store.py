@@ -401,6 +401,7 @@ def test_reindex_and_doctor_repair_a_deleted_index(store):
     assert {c.name: c.ok for c in doctor(store)}["bm25 index"] is False
     result = reindex(store)
     assert result["indexed"] == 1
+    assert store.stats()["vector_backlog"] == {"memories": 0, "sentence_pieces": 0}
     assert all(c.ok for c in doctor(store)), [c for c in doctor(store) if not c.ok]
     assert ids(store.search("feature flags"))[0] == saved.id
 
