@@ -69,7 +69,7 @@ class Report:
     pruned: int = 0
     failed: int = 0
     claimed: int = 0
-    pieces: int = 0  # memories looked at for sentence pieces (stores from before pieces existed)
+    pieces: int = 0  # memories looked at for sentence pieces (Store.add_sentence_pieces)
 
     def add(self, other: Report) -> None:
         for name, value in asdict(other).items():

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from eval_common import with_settings  # noqa: E402
+from eval_common import settle, with_settings  # noqa: E402
 from machine import describe_machine  # noqa: E402
 
 from agentmem_mcp.config import load_settings  # noqa: E402
@@ -94,8 +94,7 @@ def build(store: Store, size: int, seed: int, batch: int = 500, synthetic_vector
         _fill(store, size, rng, batch)
         store.flush()
         filled = time.perf_counter()
-        while store.add_sentence_pieces():  # the worker's job after an import
-            pass
+        settle(store)  # the worker's sentence pieces, as after an import
         print(f"  sentence pieces: {time.perf_counter() - filled:.1f} s", file=sys.stderr, flush=True)
     finally:
         store.embedder.embed = real_embed

@@ -9,16 +9,15 @@ returns are unchanged. Measured on LoCoMo and LongMemEval in docs/evaluation.md.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..db.connection import Connection
+from .tokenize import without_stamp
 
 CONTEXT_TURNS = 2  # how many earlier memories of the same session
 CONTEXT_CHARS = 200  # of each: a long earlier reply would otherwise drown the memory's own words
 CONTEXT_TIER = "episodic"  # events of a session; facts and procedures stand on their own
-_STAMP = re.compile(r"\A\s*\[[^\]\n]{1,60}\]\s*")  # a leading "[2023-05-20 14:02]" transcript stamp
 
 
 def context_text(earlier: Sequence[str], turns: int = CONTEXT_TURNS) -> str:
@@ -26,7 +25,7 @@ def context_text(earlier: Sequence[str], turns: int = CONTEXT_TURNS) -> str:
     opening, without a leading timestamp in brackets, cut at a word within CONTEXT_CHARS."""
     pieces = []
     for content in earlier[:turns]:
-        text = _STAMP.sub("", content, count=1).strip()
+        text = without_stamp(content)
         if len(text) > CONTEXT_CHARS:
             cut = text.rfind(" ", 0, CONTEXT_CHARS + 1)
             text = text[:cut if cut > CONTEXT_CHARS // 2 else CONTEXT_CHARS]

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..db.connection import Connection
+from .tokenize import without_stamp
 
 TABLE = "memory_vectors"
 CHUNK_CHARS = 900
@@ -33,13 +34,12 @@ CANDIDATES_PER_RESULT = 2
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s+")
 PIECE_INDEX = 1000  # memory_chunks.chunk_index of a memory's first sentence piece
 PIECE_MIN_CHARS = 40  # shorter sentences join the next one ("Thanks! I got it.")
-_STAMP = re.compile(r"\A\s*\[[^\]\n]{1,60}\]\s*")  # a leading "[2023-05-20 14:02]" stamp, as in neighbours.py
 
 
 def sentence_pieces(text: str, min_chars: int = PIECE_MIN_CHARS) -> list[str]:
     """The sentence pieces of a text that fits in one chunk; none for a text of a single piece (its chunk
     says the same) or one longer than a chunk (its chunks already split it)."""
-    text = _STAMP.sub("", text.strip(), count=1)
+    text = without_stamp(text)
     if len(text) > CHUNK_CHARS:
         return []
     pieces: list[str] = []
@@ -203,26 +203,25 @@ def _keep_best(best: dict[str, float], rows: Sequence[Any], query: Any) -> None:
             best[memory_id] = similarity
 
 
-def _with_pieces(conn: Connection, query: Any, chunk_best: dict[str, float]) -> dict[str, float]:
-    """Each memory's score from its best chunk (given) and its best sentence piece (looked up)."""
-    ids = list(chunk_best)
-    piece_best: dict[str, float] = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
-        _keep_best(piece_best, conn.execute(
-            f"SELECT memory_id, embedding FROM memory_chunks WHERE memory_id IN ({','.join('?' * len(part))}) "
-            "AND chunk_index >= ?", [*part, PIECE_INDEX]).fetchall(), query)
-    return {memory_id: combine(score, piece_best.get(memory_id)) for memory_id, score in chunk_best.items()}
-
-
-def similarities(conn: Connection, query: Any, memory_ids: Sequence[str]) -> dict[str, float]:
-    """The exact vector score of each given memory that has a vector (memories without one are left out):
-    what the vector retriever would have scored them, for candidates it did not return."""
+def _best_rows(conn: Connection, query: Any, memory_ids: Sequence[str], pieces: bool) -> dict[str, float]:
+    """Each given memory's best cosine over its chunks, or over its sentence pieces."""
     ids = list(dict.fromkeys(memory_ids))
     best: dict[str, float] = {}
     for start in range(0, len(ids), 500):
         part = ids[start:start + 500]
         _keep_best(best, conn.execute(
             f"SELECT memory_id, embedding FROM memory_chunks WHERE memory_id IN ({','.join('?' * len(part))}) "
-            "AND chunk_index < ?", [*part, PIECE_INDEX]).fetchall(), query)
-    return _with_pieces(conn, query, best)
+            f"AND chunk_index {'>=' if pieces else '<'} ?", [*part, PIECE_INDEX]).fetchall(), query)
+    return best
+
+
+def _with_pieces(conn: Connection, query: Any, chunk_best: dict[str, float]) -> dict[str, float]:
+    """Each memory's score from its best chunk (given) and its best sentence piece (looked up)."""
+    piece_best = _best_rows(conn, query, list(chunk_best), pieces=True)
+    return {memory_id: combine(score, piece_best.get(memory_id)) for memory_id, score in chunk_best.items()}
+
+
+def similarities(conn: Connection, query: Any, memory_ids: Sequence[str]) -> dict[str, float]:
+    """The exact vector score of each given memory that has a vector (memories without one are left out):
+    what the vector retriever would have scored them, for candidates it did not return."""
+    return _with_pieces(conn, query, _best_rows(conn, query, memory_ids, pieces=False))
