@@ -19,7 +19,6 @@ _CJK = (
 )
 _WORD = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+(?:_+[^\W_{_CJK}]+)*", re.UNICODE)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_IS_CJK = re.compile(rf"[{_CJK}]")
 MAX_TERM_LEN = 40
 # English function words, including the question and request words that prompts are full of.
 STOPWORDS = sorted(set("""
@@ -42,19 +41,24 @@ def without_stamp(text: str) -> str:
 def terms(text: str) -> list[str]:
     """Split text into lowercased terms: every CJK character, identifier parts and joined identifiers."""
     out: list[str] = []
-    for match in _WORD.finditer(text):
-        word = match.group()
-        if _IS_CJK.match(word):
-            out.append(word)
+    append = out.append
+    for word in _WORD.findall(text):
+        # most words are one term: a plain word, a number, a non-ASCII word (the slow path below finds
+        # the same; indexing spends most of its time here)
+        if "_" not in word and (not word.isascii() or word.isdigit() or word.isalpha() and (
+                word.islower() or word.isupper() or word[1:].islower())):
+            lowered = word.lower()
+            if len(lowered) <= MAX_TERM_LEN:
+                append(lowered)
             continue
         chunks = word.split("_")
         parts = [p for chunk in chunks for p in (_CAMEL.findall(chunk) if chunk.isascii() else [chunk])]
-        lowered = [p.lower() for p in parts if p]
-        out.extend(p for p in lowered if len(p) <= MAX_TERM_LEN)
-        if len(lowered) > 1:
-            joined = "".join(lowered)
+        lowered_parts = [p.lower() for p in parts if p]
+        out.extend(p for p in lowered_parts if len(p) <= MAX_TERM_LEN)
+        if len(lowered_parts) > 1:
+            joined = "".join(lowered_parts)
             if len(joined) <= MAX_TERM_LEN:
-                out.append(joined)
+                append(joined)
     return out
 
 
