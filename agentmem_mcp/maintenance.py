@@ -81,7 +81,7 @@ def doctor(store: Store) -> list[Check]:
     latest = {row[0] for row in conn.execute("SELECT id FROM memories")}
     indexed = store.fulltext.ids()
     missing, stale = latest - indexed, indexed - latest
-    backlog = conn.execute("SELECT COUNT(*) FROM index_outbox").fetchone()[0]
+    backlog = store.index_backlog()
     checks.append(Check(
         "bm25 index", not missing and not stale,
         f"{len(indexed)} documents for {len(latest)} memories; {len(missing)} missing, {len(stale)} stale, "

@@ -201,6 +201,9 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
             if query_vector is None:
                 continue
         results[name] = list(result)
+    if "bm25" in jobs and (left := store.rebuilding()):
+        notes.append(f"the keyword index is being rebuilt ({left:,} memories left): keyword matches among "
+                     "those are missing until it finishes")
     return results, reasons, notes, query_vector
 
 
@@ -223,7 +226,8 @@ def _bm25_search(store: Store, query: str, projects: list[str | None] | None, la
     query = without_relative_time(query)
     pending = store.pending_index_ids(limit=MAX_PENDING_SCAN + 1)
     if len(pending) > MAX_PENDING_SCAN:
-        store.flush()
+        if not store.rebuilding():  # a rebuild is not waited for: search what is indexed so far
+            store.flush()
         pending = []
     hits = store.fulltext.search(query, projects=projects, latest_only=latest_only, tiers=tiers, types=types,
                                  limit=RETRIEVER_DEPTH)

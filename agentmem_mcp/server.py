@@ -54,7 +54,8 @@ class AppState:
             if self._store is None:
                 from .store import Store
 
-                self._store = Store.open(self.settings, project=self.project, load_embedder=False)
+                self._store = Store.open(self.settings, project=self.project, load_embedder=False,
+                                         index_in_background=True)
                 if not self.stopping.is_set():
                     self._model_thread = threading.Thread(target=self._load_model, args=(self._store,),
                                                           name="agentmem-model", daemon=True)

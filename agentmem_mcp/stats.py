@@ -52,7 +52,7 @@ def stats(store: Store, *, project: str | None = ..., all_projects: bool = False
         "last_sweep": json.loads(sweep[0]) if sweep else None,
         "observations": observations,
         "sessions": conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
-        "index_backlog": conn.execute("SELECT COUNT(*) FROM index_outbox").fetchone()[0],
+        "index_backlog": store.index_backlog(),
         # what the background worker has still to embed: whole memories, then their sentence pieces
         "vector_backlog": {
             "memories": conn.execute("SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL").fetchone()[0],

@@ -38,6 +38,11 @@ OUTBOX_BATCH = 500
 # (the outbox scan), so nothing waits for the commit.
 INDEX_DEBOUNCE_S = 0.5
 HEAL_EVERY_S = 60.0
+# A bigger outbox at open (a BM25 rebuild after an upgrade, or a deleted or damaged index: ~3,000-7,000
+# memories/s) is applied on the indexer thread when the store is opened with index_in_background, so a
+# long-running server answers at once (searching what is indexed so far, and saying so) instead of making its
+# first tool call wait; and close() leaves at most this much for the next process to apply.
+BIG_BACKLOG = 2000
 OPENING_CHARS = 48  # how much of a long first line `memory_text` repeats
 
 
@@ -61,12 +66,13 @@ class Store:
     """A memory store on one SQLite file and one tantivy index directory."""
 
     def __init__(self, settings: Settings, *, project: str | None = None, embedder: Embedder | None = None,
-                 load_embedder: bool = True, sync_index: bool = False) -> None:
+                 load_embedder: bool = True, sync_index: bool = False, index_in_background: bool = False) -> None:
         self.settings = settings
         self.project = project
         self.sync_index = sync_index
         self._drain_lock = threading.Lock()
         self._index_wanted = threading.Event()
+        self._catching_up = threading.Event()  # the indexer thread is applying a big backlog (a rebuild)
         self._indexer: threading.Thread | None = None
         self._closing = False
         self._closed = threading.Event()
@@ -85,7 +91,13 @@ class Store:
             self.embedder.wait()
             self.prepare_vectors()
         try:
-            self.drain_outbox()
+            if index_in_background and not sync_index and (backlog := self.index_backlog()) > BIG_BACKLOG:
+                log.warning("BM25 index: %d changes to apply; applying them in the background (search uses "
+                            "what is indexed so far meanwhile)", backlog)
+                self._catching_up.set()
+                self.index_soon()
+            else:
+                self.drain_outbox()
         except Exception:  # e.g. a full disk: the outbox keeps the work, and the store still answers
             log.exception("could not update the BM25 index at open; the changes stay queued")
 
@@ -127,22 +139,27 @@ class Store:
             with self._drain_lock:
                 self.fulltext.reset()
                 self._queue_every_memory()
+            if not self.sync_index:
+                self._catching_up.set()  # searches meanwhile use what is indexed so far
             self.index_soon()
         except Exception:
             log.exception("could not rebuild the BM25 index; `agentmem reindex` rebuilds it")
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, project: str | None = None, load_embedder: bool = True,
-             embedder: Embedder | None = None, sync_index: bool = False, **overrides: Any) -> Store:
+             embedder: Embedder | None = None, sync_index: bool = False, index_in_background: bool = False,
+             **overrides: Any) -> Store:
         """Open (creating if needed) the store described by settings (default: environment + config file).
 
         load_embedder=False returns at once and leaves the model to `embedder.start_loading()`; until it is
         ready, saves store no vectors (they are added later) and search runs on BM25 + graph.
         sync_index=True updates the BM25 index inside every write instead of on a background thread.
+        index_in_background=True (a long-running server) applies a big BM25 backlog found at open (a rebuild)
+        on the indexer thread instead of before returning; search meanwhile uses what is indexed so far.
         """
         settings = settings or load_settings(**overrides)
         return cls(settings, project=project, embedder=embedder, load_embedder=load_embedder,
-                   sync_index=sync_index)
+                   sync_index=sync_index, index_in_background=index_in_background)
 
     # connections -------------------------------------------------------------------------------
 
@@ -174,7 +191,7 @@ class Store:
             self._indexer.join(timeout=60)
             self._indexer = None
         try:
-            self.flush()
+            self.drain_outbox(limit=BIG_BACKLOG)  # a bigger rest (a rebuild cut short) waits for the next process
         except Exception:  # the outbox keeps what is not indexed; the next open drains it
             log.exception("could not update the BM25 index at close")
         if self._pool is not None:
@@ -289,12 +306,15 @@ class Store:
                 return
             if not self._index_wanted.is_set():
                 continue
-            self._closed.wait(INDEX_DEBOUNCE_S)  # close() cuts the wait short
+            if not self._catching_up.is_set():
+                self._closed.wait(INDEX_DEBOUNCE_S)  # close() cuts the wait short
             self._index_wanted.clear()
             try:
-                self.drain_outbox()
+                self.drain_outbox(stop=self._closed)
             except Exception:
                 log.exception("background BM25 indexing failed; the outbox keeps the work")
+            finally:
+                self._catching_up.clear()
 
     def pending_index_ids(self, limit: int = 501) -> list[str]:
         """Memories written but not yet applied to BM25 (by any process)."""
@@ -305,14 +325,27 @@ class Store:
         """Apply every pending index change now."""
         return self.drain_outbox()
 
-    def drain_outbox(self, limit: int | None = None) -> int:
-        """Apply pending index changes to tantivy. Safe to run from several processes (idempotent)."""
-        with self._drain_lock:
-            return self._drain(limit)
+    def index_backlog(self) -> int:
+        """Index changes not yet applied to BM25 (by any process)."""
+        return self.conn.execute("SELECT COUNT(*) FROM index_outbox").fetchone()[0]
 
-    def _drain(self, limit: int | None) -> int:
+    def rebuilding(self) -> int:
+        """The BM25 backlog while the indexer thread applies a big one (a rebuild), else 0: search does not
+        wait for it, and says how much is left."""
+        if not self._catching_up.is_set():
+            return 0
+        backlog = self.index_backlog()
+        return backlog if backlog > BIG_BACKLOG else 0
+
+    def drain_outbox(self, limit: int | None = None, stop: threading.Event | None = None) -> int:
+        """Apply pending index changes to tantivy, batch by batch, until `limit` rows are applied, the outbox
+        is empty or `stop` is set. Safe to run from several processes (idempotent)."""
+        with self._drain_lock:
+            return self._drain(limit, stop)
+
+    def _drain(self, limit: int | None, stop: threading.Event | None) -> int:
         applied = 0
-        while limit is None or applied < limit:
+        while (limit is None or applied < limit) and not (stop is not None and stop.is_set()):
             rows = self.conn.execute(
                 "SELECT seq, memory_id FROM index_outbox ORDER BY seq LIMIT ?", (OUTBOX_BATCH,)).fetchall()
             if not rows:

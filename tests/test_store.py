@@ -613,3 +613,60 @@ def test_a_memory_without_any_evidence_is_not_a_hit(store):
     store.save("The cafeteria serves soup on Tuesdays")
     for query in ("how do we ship to production", "deploy.yml", "zzyzx qwerty"):
         assert all(hit.score > 0 for hit in store.search(query).hits), query
+
+
+def test_a_server_store_rebuilds_bm25_in_the_background(settings, monkeypatch):
+    """A long-running server opens a store whose BM25 index must be rebuilt (an upgrade, a deleted index):
+    it answers at once, searching what is indexed so far and saying so, and the rebuild finishes behind it.
+    Closing in the middle leaves the rest in the outbox for the next process, which finishes it."""
+    import shutil
+    import threading
+    import time
+
+    from agentmem_mcp import store as store_module
+    from agentmem_mcp.index.fulltext import FulltextIndex
+
+    monkeypatch.setattr(store_module, "BIG_BACKLOG", 20)
+    monkeypatch.setattr(store_module, "OUTBOX_BATCH", 10)
+    with Store.open(settings, project="/repo/a", load_embedder=False) as first:
+        first.save_many([{"content": f"Routine note {n} about the build"} for n in range(60)])
+        needle = first.save("The payments service retries webhooks with exponential backoff")
+    shutil.rmtree(settings.fulltext_dir)
+
+    gate = threading.Event()
+    apply = FulltextIndex.apply
+    monkeypatch.setattr(FulltextIndex, "apply", lambda self, *a, **k: (gate.wait(30), apply(self, *a, **k))[1])
+    began = time.monotonic()
+    server_store = Store.open(settings, project="/repo/a", load_embedder=False, index_in_background=True)
+    try:
+        assert time.monotonic() - began < 5  # not waiting for the rebuild
+        during = server_store.search("payments webhooks backoff", retrievers=("bm25",))
+        assert any("keyword index is being rebuilt (61 memories left)" in note for note in during.notes), during.notes
+        assert server_store.stats()["index_backlog"] == 61
+        gate.set()
+        deadline = time.monotonic() + 30
+        while server_store.index_backlog() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        after = server_store.search("payments webhooks backoff", retrievers=("bm25",))
+        assert ids(after)[0] == needle.id and after.notes == []
+    finally:
+        server_store.close()
+
+    shutil.rmtree(settings.fulltext_dir)
+    gate.clear()
+    server_store = Store.open(settings, project="/repo/a", load_embedder=False, index_in_background=True)
+    threading.Timer(0.5, gate.set).start()
+    began = time.monotonic()
+    server_store.close()  # the indexer stops after its batch; close applies at most BIG_BACKLOG more
+    assert time.monotonic() - began < 10
+    from agentmem_mcp.db.connection import connect
+
+    conn = connect(settings.database)
+    try:
+        assert 0 < conn.execute("SELECT COUNT(*) FROM index_outbox").fetchone()[0] < 61
+    finally:
+        conn.close()
+    with Store.open(settings, project="/repo/a", load_embedder=False) as reopened:
+        assert reopened.index_backlog() == 0  # a plain open (the CLI) applies the rest before answering
+        assert reopened.fulltext.count() == 61
+        assert ids(reopened.search("payments webhooks backoff", retrievers=("bm25",)))[0] == needle.id
