@@ -1,7 +1,7 @@
 """Ranking ablations on LoCoMo and LongMemEval: what each ingredient of agentmem's search is worth, and
 what the alternatives measured. The harness to tune against before changing search.
 
-    python scripts/eval_ablation.py [--benchmark locomo|longmemeval|both] [--limit N] [--json FIGURES.json]
+    python scripts/eval_ablation.py [--benchmark locomo|longmemeval|both] [--limit N] [--more] [--json FIGURES.json]
 
 Each LoCoMo conversation and each LongMemEval haystack (user turns) is ingested once through the real write
 path into a fresh store, as eval_locomo.py and eval_longmemeval.py do. For each question the script then
@@ -12,17 +12,22 @@ every memory to the query (the store's own vectors). Each variant ranks the memo
 as search does (candidates: the top 60 of each retriever; scores fused by value or by reciprocal rank),
 applies search's date window and the memories' state factor, and is scored with the benchmarks' own
 metrics. The row `product` mirrors `Store.search`; the evaluation scripts measure the real search path.
+Rows starting with "+" rerank the product's scores. `--more` adds rows that embed other texts (chunks
+without their timestamp, each turn with the turn before it, the question without its question words):
+a cold cache embeds each store once more for them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import shutil
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,6 +54,9 @@ from eval_common import (  # noqa: E402
 
 from agentmem_mcp.index.fulltext import FulltextDoc, FulltextIndex  # noqa: E402
 from agentmem_mcp.index.neighbours import context_text  # noqa: E402
+from agentmem_mcp.index.tokenize import STOPWORDS, terms, without_stamp  # noqa: E402
+from agentmem_mcp.index.vectors import chunk_text  # noqa: E402
+from agentmem_mcp.lifecycle.remember import derive_title  # noqa: E402
 from agentmem_mcp.lifecycle.retention import retention  # noqa: E402
 from agentmem_mcp.ranking import state_factor  # noqa: E402
 from agentmem_mcp.retrieval import RETRIEVER_DEPTH, TIME_WINDOW_BOOST  # noqa: E402
@@ -88,7 +96,7 @@ def contexts(contents: list[str], groups: list[str], earlier: int, with_next: bo
 class Haystack:
     """One store's memories in time order, their BM25 variants, vectors and state factors."""
 
-    def __init__(self, store, memory_ids: list[str], groups: list[str], home: Path) -> None:
+    def __init__(self, store, memory_ids: list[str], groups: list[str], home: Path, embedder=None) -> None:
         self.store, self.ids, self.groups = store, memory_ids, groups
         self.position = {m: i for i, m in enumerate(memory_ids)}
         rows = {r["id"]: r for r in store.conn.execute("SELECT * FROM memories")}
@@ -111,6 +119,27 @@ class Haystack:
         self.owners = np.asarray(owners)
         self.pieces, piece_owners = store_chunk_vectors(store, memory_ids, pieces=True)
         self.piece_owners = np.asarray(piece_owners, dtype=int)
+        self.first_chunk = np.zeros(len(memory_ids), dtype=int)  # each memory's first chunk vector
+        for row in range(len(self.owners) - 1, -1, -1):
+            self.first_chunk[self.owners[row]] = row
+        self.words = [terms(without_stamp(c)) for c in contents]
+        frequency = Counter(t for words in self.words for t in set(words))
+        self.idf = {t: math.log(1 + (len(contents) - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+        self.next = np.array([i + 1 if i + 1 < len(groups) and groups[i + 1] == groups[i] else -1
+                              for i in range(len(groups))])
+        self.embedder = embedder
+        if embedder is not None:  # --more
+            stamp_free, owners = [], []
+            for i, content in enumerate(contents):
+                body = without_stamp(content)
+                for chunk in chunk_text(memory_text(derive_title(body), body)):
+                    stamp_free.append(chunk)
+                    owners.append(i)
+            self.stamp_free = np.asarray(embedder.embed(stamp_free), np.float32)
+            self.stamp_free_owners = np.asarray(owners)
+            with_earlier = [("\n".join(p for p in (c, without_stamp(b)) if p))[:900]
+                            for c, b in zip(contexts(contents, groups, 1, False), contents)]
+            self.with_earlier = np.asarray(embedder.embed(with_earlier), np.float32)
 
     def features(self, query: str, query_vector: np.ndarray) -> Features:
         n = len(self.ids)
@@ -127,7 +156,22 @@ class Haystack:
             np.maximum.at(piece, self.piece_owners, self.pieces @ query_vector)
         out["cos, chunks only"] = cos
         out["cos"] = np.where(piece > -2.0, (cos + piece) / 2, cos)  # vectors.combine
+        out["piece"] = piece
         out["qvec"] = query_vector
+        out["keywords"] = keywords
+        if self.embedder is not None:
+            stamp_free = np.full(n, -1.0)
+            np.maximum.at(stamp_free, self.stamp_free_owners, self.stamp_free @ query_vector)
+            out["cos, stamp-free chunks"] = np.where(piece > -2.0, (stamp_free + piece) / 2, stamp_free)
+            out["cos + turn with the one before"] = 0.75 * out["cos"] + 0.25 * (self.with_earlier @ query_vector)
+            stripped = np.asarray(self.embedder.embed([without_question_words(query)])[0], np.float32)
+            mean_query = (stripped + query_vector) / np.linalg.norm(stripped + query_vector)
+            cos2 = np.full(n, -1.0)
+            np.maximum.at(cos2, self.owners, self.chunks @ mean_query)
+            piece2 = np.full(n, -2.0)
+            if len(self.piece_owners):
+                np.maximum.at(piece2, self.piece_owners, self.pieces @ mean_query)
+            out["cos, query without question words"] = np.where(piece2 > -2.0, (cos2 + piece2) / 2, cos2)
         return out
 
     def bm25(self, index: FulltextIndex, query: str) -> np.ndarray:
@@ -173,6 +217,92 @@ def by_rank(lexical: np.ndarray, cosine: np.ndarray, w_bm25: float = 0.4, k: int
     return out
 
 
+def without_question_words(query: str) -> str:
+    kept = [w for w in re.findall(r"[\w'-]+", query) if w.lower() not in STOPWORDS]
+    return " ".join(kept) or query
+
+
+def min_max_cosines(lexical: np.ndarray, cosine: np.ndarray, w_bm25: float = 0.4) -> np.ndarray:
+    """Score fusion with the cosines scaled to 0..1 over the candidates (lowest to highest)."""
+    candidates = top(lexical) | top(cosine)
+    low = cosine[candidates].min() if candidates.any() else 0.0
+    scaled = np.clip((cosine - low) / ((cosine.max() - low) or 1.0), 0.0, 1.0)
+    lex = np.where(top(lexical), lexical, 0.0)
+    return np.where(candidates, w_bm25 * lex / (lex.max() or 1.0) + (1 - w_bm25) * scaled, 0.0)
+
+
+def rooted_bm25(lexical: np.ndarray, cosine: np.ndarray, w_bm25: float = 0.4) -> np.ndarray:
+    """Score fusion with the BM25 share square-rooted (weak keyword matches weigh more)."""
+    candidates = top(lexical) | top(cosine)
+    lex = np.where(top(lexical), lexical, 0.0)
+    cos = np.maximum(cosine, 0.0)
+    return np.where(candidates, w_bm25 * np.sqrt(lex / (lex.max() or 1.0)) + (1 - w_bm25) * cos / (cos.max() or 1.0),
+                    0.0)
+
+
+def with_pieces(f: Features, piece_weight: float) -> np.ndarray:
+    chunks, piece = f["cos, chunks only"], f["piece"]
+    return np.where(piece > -2.0, (1 - piece_weight) * chunks + piece_weight * piece, chunks)
+
+
+def keyword_feedback(f: Features, hay: Haystack, first: int = 5, words: int = 10, weight: float = 0.2) -> np.ndarray:
+    """RM3-like: a second BM25 query of the `words` most telling terms of the `first` best memories."""
+    ranked = np.argsort(-by_value(f["ctx2"], f["cos"]), kind="stable")[:first]
+    asked = set(terms(f["keywords"]))
+    gain: Counter[str] = Counter()
+    for i in ranked:
+        for term, n in Counter(hay.words[i]).items():
+            if term not in asked and len(term) > 2 and hay.idf.get(term, 0.0) >= 1.5:
+                gain[term] += n / max(len(hay.words[i]), 1) * hay.idf[term]
+    extra = " ".join(t for t, _ in gain.most_common(words))
+    lexical = f["ctx2"] + (weight * hay.bm25(hay.indexes["ctx2"], extra) if extra else 0.0)
+    return by_value(lexical, f["cos"])
+
+
+def from_next_turn(f: Features, hay: Haystack, share: float = 0.7) -> np.ndarray:
+    """A turn scores at least `share` of the turn after it (a question gains from its answer)."""
+    scores = by_value(f["ctx2"], f["cos"])
+    has = hay.next >= 0
+    out = scores.copy()
+    out[has] = np.maximum(scores[has], share * scores[hay.next[has]])
+    return out
+
+
+Reorder = Callable[[np.ndarray, "Haystack"], list[int]]
+
+
+def session_diversity(decay: float = 0.9, depth: int = 30) -> Reorder:
+    """Greedy: each pick's score is multiplied by `decay` per earlier pick from its session."""
+    def reorder(final: np.ndarray, hay: Haystack) -> list[int]:
+        order = [int(i) for i in np.argsort(-final, kind="stable") if final[i] > 0]
+        pool, picked, seen = order[:depth], [], Counter()
+        while pool:
+            best = max(pool, key=lambda i: final[i] * decay ** seen[hay.groups[i]])
+            pool.remove(best)
+            picked.append(best)
+            seen[hay.groups[best]] += 1
+        return picked + order[depth:]
+    return reorder
+
+
+def mmr(redundancy: float = 0.1, depth: int = 30) -> Reorder:
+    """Maximal marginal relevance over the memories' first chunk vectors."""
+    def reorder(final: np.ndarray, hay: Haystack) -> list[int]:
+        order = [int(i) for i in np.argsort(-final, kind="stable") if final[i] > 0]
+        pool, picked = order[:depth], []
+        vectors = {i: hay.chunks[hay.first_chunk[i]] for i in pool}
+        best_score = final[order[0]] if order else 1.0
+        while pool:
+            def value(i: int) -> float:
+                similar = max((float(vectors[i] @ vectors[j]) for j in picked), default=0.0)
+                return final[i] / best_score - redundancy * similar
+            chosen = max(pool, key=value)
+            pool.remove(chosen)
+            picked.append(chosen)
+        return picked + order[depth:]
+    return reorder
+
+
 def session_boost(scores: np.ndarray, groups: list[str], share: float = 0.2) -> np.ndarray:
     best: dict[str, float] = defaultdict(float)
     for score, group in zip(scores, groups):
@@ -216,18 +346,41 @@ VARIANTS: dict[str, Callable[[Features, Haystack], np.ndarray]] = {
     "context as a second field, weight 0.5": lambda f, h: by_value(f["plain"] + 0.5 * f["ctx2only"], f["cos"]),
     "+ session boost (0.2 x its best turn)": lambda f, h: session_boost(by_value(f["ctx2"], f["cos"]), h.groups),
     "+ dense pseudo-relevance feedback (chunk vectors only)": dense_feedback,
+    "+ keyword feedback (RM3-like: 10 terms of the top 5, weight 0.2)": keyword_feedback,
+    "+ a turn scores at least 0.7 of the turn after it": from_next_turn,
+    "+ session diversity (x0.9 per earlier pick of its session, top 30)":
+        lambda f, h: (by_value(f["ctx2"], f["cos"]), session_diversity()),
+    "+ MMR over chunk vectors (redundancy 0.1, top 30)": lambda f, h: (by_value(f["ctx2"], f["cos"]), mmr()),
+    "sentence pieces weigh 0.7 (chunks 0.3)": lambda f, h: by_value(f["ctx2"], with_pieces(f, 0.7)),
+    "cosines min-max scaled over the candidates": lambda f, h: min_max_cosines(f["ctx2"], f["cos"]),
+    "BM25 share square-rooted": lambda f, h: rooted_bm25(f["ctx2"], f["cos"]),
+}
+MORE: dict[str, Callable[[Features, Haystack], np.ndarray]] = {
+    "chunk vectors without the leading timestamp": lambda f, h: by_value(f["ctx2"], f["cos, stamp-free chunks"]),
+    "+ a vector of each turn with the turn before (a quarter of the cosine)":
+        lambda f, h: by_value(f["ctx2"], f["cos + turn with the one before"]),
+    "dense query: mean of the question and the question without question words":
+        lambda f, h: by_value(f["ctx2"], f["cos, query without question words"]),
 }
 
 
 # benchmarks --------------------------------------------------------------------------------------
 
-def rank(scores: np.ndarray, hay: Haystack, query: str, limit: int = 100) -> list[str]:
+def rank(scores: np.ndarray | tuple[np.ndarray, Reorder], hay: Haystack, query: str, limit: int = 100) -> list[str]:
+    """Memory ids best first: the scores after search's date window and state factor, in order or reordered
+    by a variant's reranker."""
+    scores, reorder = scores if isinstance(scores, tuple) else (scores, None)
     final = hay.post(scores, query)
-    order = [i for i in np.argsort(-final, kind="stable")[:limit] if final[i] > 0]
-    return [hay.ids[i] for i in order]
+    order = reorder(final, hay) if reorder else [i for i in np.argsort(-final, kind="stable") if final[i] > 0]
+    return [hay.ids[i] for i in order[:limit]]
 
 
-def run_locomo(path: Path, limit: int | None, embedder, model_path: Path) -> dict[str, list[dict[str, float]]]:
+def variants(more: bool) -> dict[str, Callable[[Features, Haystack], Any]]:
+    return {**VARIANTS, **(MORE if more else {})}
+
+
+def run_locomo(path: Path, limit: int | None, embedder, model_path: Path,
+               more: bool = False) -> dict[str, list[dict[str, float]]]:
     data = json.loads(path.read_text(encoding="utf-8"))[:limit]
     embedder.prefill([c for s in data for t in eval_locomo.conversation_turns(s)
                       for c in eval_locomo.embedding_chunks(t.content)])
@@ -240,10 +393,11 @@ def run_locomo(path: Path, limit: int | None, embedder, model_path: Path) -> dic
             with temp_store(embedder, model_path) as store:
                 _, turns_of, _ = eval_locomo.ingest(store, turns)
                 memory_ids = list(turns_of)
-                hay = Haystack(store, memory_ids, [turns[turns_of[m][0]].session for m in memory_ids], home)
+                hay = Haystack(store, memory_ids, [turns[turns_of[m][0]].session for m in memory_ids], home,
+                               embedder if more else None)
                 for qa in eval_locomo.questions(sample):
                     f = hay.features(qa["question"], np.asarray(embedder.embed_query(qa["question"]), np.float32))
-                    for name, variant in VARIANTS.items():
+                    for name, variant in variants(more).items():
                         ids = rank(variant(f, hay), hay, qa["question"])
                         dias = eval_locomo.unique(turns[p].dia_id for m in ids for p in turns_of[m])
                         metrics = eval_locomo.score(dias, qa["evidence"], session_of)
@@ -254,7 +408,8 @@ def run_locomo(path: Path, limit: int | None, embedder, model_path: Path) -> dic
     return results
 
 
-def run_longmemeval(path: Path, limit: int | None, embedder, model_path: Path) -> dict[str, list[dict[str, float]]]:
+def run_longmemeval(path: Path, limit: int | None, embedder, model_path: Path,
+                    more: bool = False) -> dict[str, list[dict[str, float]]]:
     data = json.loads(path.read_text(encoding="utf-8"))[:limit]
     roles = ("user",)
     embedder.prefill([c for item in data for text in eval_longmemeval.haystack_turns(item, roles)[1]
@@ -270,10 +425,11 @@ def run_longmemeval(path: Path, limit: int | None, embedder, model_path: Path) -
                 store.now = lambda at=asked_at: at  # the clock of a deployment asked that day
                 _, turns_of, _ = eval_longmemeval.ingest(store, turns, contents)
                 memory_ids = list(turns_of)
-                hay = Haystack(store, memory_ids, [turns[turns_of[m][0]].session_id for m in memory_ids], home)
+                hay = Haystack(store, memory_ids, [turns[turns_of[m][0]].session_id for m in memory_ids], home,
+                               embedder if more else None)
                 question = item["question"]
                 f = hay.features(question, np.asarray(embedder.embed_query(question), np.float32))
-                for name, variant in VARIANTS.items():
+                for name, variant in variants(more).items():
                     ranking = eval_longmemeval.rankings_from_memories(rank(variant(f, hay), hay, question),
                                                                       turns_of, turns)
                     metrics = eval_longmemeval.score(ranking, rel)
@@ -299,6 +455,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--longmemeval", type=Path, default=eval_longmemeval.DEFAULT_DATA,
                         help="LongMemEval JSON file (user turns are stored)")
     parser.add_argument("--limit", type=int, default=None, help="first N conversations / questions")
+    parser.add_argument("--more", action="store_true",
+                        help="also the rows that embed other texts (slower on a cold embedding cache)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--model-path", type=Path, default=DEFAULT_MODEL_PATH)
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
@@ -309,12 +467,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     embedder = make_embedder(args.model_path, args.cache_dir)
     summary: dict[str, Any] = {}
     if args.benchmark in ("locomo", "both"):
-        summary["locomo"] = summarize(run_locomo(args.locomo, args.limit, embedder, args.model_path))
+        summary["locomo"] = summarize(run_locomo(args.locomo, args.limit, embedder, args.model_path, args.more))
         print("\n## LoCoMo, categories 1-4 (%)")
         print_table(["variant", "turn@10", "session@10"],
                     [[name, *(fmt(v) for v in row.values())] for name, row in summary["locomo"].items()])
     if args.benchmark in ("longmemeval", "both"):
-        summary["longmemeval"] = summarize(run_longmemeval(args.longmemeval, args.limit, embedder, args.model_path))
+        summary["longmemeval"] = summarize(run_longmemeval(args.longmemeval, args.limit, embedder, args.model_path,
+                                                           args.more))
         print("\n## LongMemEval, user turns (%): peer recall_any@5 over all questions, official metrics over "
               "the official ones")
         print_table(["variant", "peer R@5", "S R_all@5", "S ndcg@5", "T R_all@5"],

@@ -166,6 +166,17 @@ def score(dia_ranking: list[str], evidence: list[str], session_of: dict[str, str
     return out
 
 
+def session_misses(dia_ranking: list[str], evidence: list[str], session_of: dict[str, str], k: int = 10,
+                   depth: int = 50) -> dict[str, int]:
+    """The question's evidence sessions outside the top k sessions, and how many of those have no turn
+    at all among the top `depth` turns (not found, as against found but ranked too low)."""
+    sessions = unique(session_of[d] for d in dia_ranking)
+    top = set(sessions[:k])
+    reached = {session_of[d] for d in dia_ranking[:depth]}
+    missed = [s for s in unique(session_of.get(e, e.split(":")[0]) for e in evidence) if s not in top]
+    return {"missed": len(missed), "absent": sum(1 for s in missed if s not in reached)}
+
+
 def budget_view(store, question: str, evidence: list[str], memory_by_dia: dict[str, str],
                 latencies: list[float]) -> dict[str, Any]:
     targets = [memory_by_dia[e] for e in evidence if e in memory_by_dia]
@@ -233,6 +244,7 @@ def evaluate_conversation(sample: dict[str, Any], embedder, model_path: Path, no
                 "sample_id": sample.get("sample_id"), "qa_index": qa["index"], "category": qa["category"],
                 "evidence": qa["evidence"],
                 "metrics": {name: score(r, qa["evidence"], session_of) for name, r in dia_rankings.items()},
+                "session_misses": session_misses(dia_rankings["agentmem"], qa["evidence"], session_of),
                 "budget": budget_view(store, qa["question"], qa["evidence"], memory_by_dia,
                                       latencies["search_budgeted"]),
                 "ranked_dia_ids": dia_rankings,
@@ -261,6 +273,7 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
                           for key in ("returned_any", "returned_all", "visible_any", "visible_all", "hits", "tokens")}
         budget[str(b)]["questions"] = len(views)
     out["budget"] = budget
+    out["session_misses"] = {key: sum(r["session_misses"][key] for r in records) for key in ("missed", "absent")}
     return out
 
 
@@ -278,6 +291,9 @@ def print_report(summary: dict[str, Any], timing: dict[str, Any]) -> None:
                 [[f"{c} {CATEGORY_NAMES[c]}", *(f"{fmt(systems[s]['by_category'][c]['turn@10'])} / "
                                                 f"{fmt(systems[s]['by_category'][c]['session@10'])}" for s in SYSTEMS)]
                  for c in CATEGORIES])
+    misses = summary["session_misses"]
+    print(f"agentmem session@10 misses: {misses['missed']} evidence sessions (question by question), "
+          f"{misses['absent']} of them with no turn among the top 50 turns")
     print("\n## Evidence under a token budget (memory_search, limit 100): % of questions")
     print_table(["budget", "questions", "hits", "tokens", "returned any", "returned all", "text shown any",
                  "text shown all"],
