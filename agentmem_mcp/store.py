@@ -311,9 +311,13 @@ class Store:
             self._index_wanted.clear()
             try:
                 self.drain_outbox(stop=self._closed)
+                unfinished = self._catching_up.is_set() and self.index_backlog() > BIG_BACKLOG
             except Exception:
                 log.exception("background BM25 indexing failed; the outbox keeps the work")
-            finally:
+                unfinished = False  # searches go back to applying the outbox themselves
+            if unfinished and not self._closing:  # another process held the index writer: go on after it
+                self._index_wanted.set()
+            else:
                 self._catching_up.clear()
 
     def pending_index_ids(self, limit: int = 501) -> list[str]:

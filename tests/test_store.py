@@ -670,3 +670,34 @@ def test_a_server_store_rebuilds_bm25_in_the_background(settings, monkeypatch):
         assert reopened.index_backlog() == 0  # a plain open (the CLI) applies the rest before answering
         assert reopened.fulltext.count() == 61
         assert ids(reopened.search("payments webhooks backoff", retrievers=("bm25",)))[0] == needle.id
+
+
+def test_a_background_rebuild_goes_on_after_another_process_held_the_writer(settings, monkeypatch):
+    """tantivy allows one writer across processes: a rebuild whose batch found the writer busy (past the
+    lock timeout) is not abandoned with the note still showing; the indexer tries again."""
+    import shutil
+    import time
+
+    from agentmem_mcp import store as store_module
+    from agentmem_mcp.index.fulltext import FulltextIndex, IndexBusyError
+
+    monkeypatch.setattr(store_module, "BIG_BACKLOG", 20)
+    with Store.open(settings, project="/repo/a", load_embedder=False) as first:
+        first.save_many([{"content": f"Routine note {n} about the deploy"} for n in range(60)])
+    shutil.rmtree(settings.fulltext_dir)
+
+    apply, refusals = FulltextIndex.apply, []
+
+    def busy_once(self, *args, **kwargs):
+        if not refusals:
+            refusals.append(1)
+            raise IndexBusyError("another process holds the BM25 index writer")
+        return apply(self, *args, **kwargs)
+
+    monkeypatch.setattr(FulltextIndex, "apply", busy_once)
+    with Store.open(settings, project="/repo/a", load_embedder=False, index_in_background=True) as server_store:
+        deadline = time.monotonic() + 30
+        while server_store.index_backlog() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert refusals and server_store.index_backlog() == 0
+        assert server_store.fulltext.count() == 60 and server_store.rebuilding() == 0
