@@ -21,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agentmem_mcp.capture.redact import find_secrets, redact  # noqa: E402
+from agentmem_mcp.capture.redact import redact  # noqa: E402
+from agentmem_mcp.capture.secret_scan import find_secrets  # noqa: E402
 from tests.secrets_corpus import ORDINARY_TEXTS, SECRET_CASES  # noqa: E402
 
 

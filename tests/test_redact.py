@@ -12,14 +12,13 @@ from hypothesis import strategies as st
 
 from agentmem_mcp.capture.redact import (
     REDACTED,
-    Finding,
-    find_secrets,
     is_sensitive_key,
     is_sensitive_path,
     redact,
     redact_value,
     truncate_middle,
 )
+from agentmem_mcp.capture.secret_scan import Finding, find_secrets
 from tests.secrets_corpus import ORDINARY_TEXTS, SECRET_CASES, r
 
 # -- the secret corpus ------------------------------------------------------------------------------------
