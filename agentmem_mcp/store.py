@@ -132,6 +132,8 @@ class Store:
         makes tantivy panic at query time. Rebuild the index from SQLite, at most once a minute."""
         if isinstance(error, IndexBusyError) or time.monotonic() - self._healed_at < HEAL_EVERY_S:
             return
+        if self._catching_up.is_set():  # a rebuild is under way: waiting for its lock would stall this search
+            return
         self._healed_at = time.monotonic()
         log.warning("BM25 search failed (%s: %s); rebuilding the index from SQLite", type(error).__name__,
                     str(error)[:300])
