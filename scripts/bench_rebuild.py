@@ -1,18 +1,23 @@
 """How long the first open of an existing store takes when its BM25 index must be rebuilt from SQLite
 (after an upgrade that moves the index's schema marker, or a deleted or corrupt index).
 
-    python scripts/bench_rebuild.py [--sizes 10000,100000] [--session-size 20]
+    python scripts/bench_rebuild.py [--sizes 10000,100000] [--session-size 20] [--stdio 40000]
 
 Builds a store of episodic memories in sessions (so every document gets its neighbouring-turn context,
 index/neighbours.py), without vectors (the rebuild does not touch them), deletes the tantivy directory and
 times `Store.open`, which rebuilds it before answering (as the CLI does); then a normal open for comparison;
 then deletes the index again and opens the store as `agentmem serve` does (index_in_background): how long
 the open takes, how long a BM25 search takes during the rebuild, and when the rebuild has finished.
+`--stdio N` does the last part through the real server: `agentmem serve` started over stdio by the MCP
+SDK's client on a store of N memories whose index was deleted (embeddings off), calling memory_search
+every 0.5 s until its notes no longer mention the rebuild.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
 import shutil
 import statistics
@@ -32,17 +37,23 @@ from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
 
 
-def measure(size: int, session_size: int) -> tuple[float, float]:
+def build(settings, size: int, session_size: int, project: str) -> random.Random:
+    """A store of `size` episodic memories in sessions, indexed; returns the generator for queries."""
+    rng = random.Random(size)
+    with Store.open(settings, project=project, load_embedder=False) as store:
+        for start in range(0, size, 500):
+            store.save_many([{"content": memory_text(rng, n)["content"], "tier": "episodic", "type": "context",
+                              "session_id": f"session-{n // session_size}", "created_at": 1_700_000_000.0 + n}
+                             for n in range(start, min(start + 500, size))])
+        store.flush()
+    return rng
+
+
+def measure(size: int, session_size: int) -> dict:
     home = Path(tempfile.mkdtemp(prefix="agentmem-rebuild-"))
     try:
         settings = load_settings(env={}, home=home, embeddings=False)
-        rng = random.Random(size)
-        with Store.open(settings, project="/bench/project", load_embedder=False) as store:
-            for start in range(0, size, 500):
-                store.save_many([{"content": memory_text(rng, n)["content"], "tier": "episodic", "type": "context",
-                                  "session_id": f"session-{n // session_size}", "created_at": 1_700_000_000.0 + n}
-                                 for n in range(start, min(start + 500, size))])
-            store.flush()
+        rng = build(settings, size, session_size, "/bench/project")
         shutil.rmtree(settings.fulltext_dir)
         began = time.perf_counter()
         with Store.open(settings, project="/bench/project", load_embedder=False) as store:
@@ -69,10 +80,54 @@ def measure(size: int, session_size: int) -> tuple[float, float]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def over_stdio(size: int, session_size: int) -> dict:
+    """The real server over stdio on a store whose BM25 index was deleted."""
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    home = Path(tempfile.mkdtemp(prefix="agentmem-rebuild-"))
+    repo = home / "repo"
+    (repo / ".git").mkdir(parents=True)
+    try:
+        settings = load_settings(env={}, home=home / "home", embeddings=False)
+        rng = build(settings, size, session_size, str(repo))
+        shutil.rmtree(settings.fulltext_dir)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+        env.update(AGENTMEM_HOME=str(settings.home), AGENTMEM_EMBEDDINGS="0")
+        params = StdioServerParameters(command=sys.executable, args=["-m", "agentmem_mcp", "serve"], env=env,
+                                       cwd=str(repo))
+        out: dict = {"calls": []}
+
+        async def run() -> None:
+            began = time.perf_counter()
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                out["initialize"] = time.perf_counter() - began
+                while time.perf_counter() - began < 600:
+                    at = time.perf_counter()
+                    result = await session.call_tool("memory_search", {
+                        "query": memory_text(rng, size + len(out["calls"]))["content"][:80]})
+                    notes = json.loads(result.content[0].text)["notes"]
+                    left = next((note for note in notes if "being rebuilt" in note), None)
+                    out["calls"].append((time.perf_counter() - at, left))
+                    if left is None:
+                        out["note_gone"] = time.perf_counter() - began
+                        return
+                    await anyio.sleep(0.5)
+
+        anyio.run(run)
+        return out
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--session-size", type=int, default=20)
+    parser.add_argument("--stdio", type=int, default=0, metavar="N",
+                        help="also through the real server over stdio, on N memories")
     args = parser.parse_args(argv)
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} | {describe_machine()}")
     print("python scripts/bench_rebuild.py " + " ".join(argv if argv is not None else sys.argv[1:]))
@@ -85,6 +140,15 @@ def main(argv: list[str] | None = None) -> int:
               f"p50 {statistics.median(during) * 1000 if during else float('nan'):.0f} ms "
               f"(max {max(during, default=float('nan')) * 1000:.0f} ms, {len(during)} searches, each noting "
               f"the rebuild), rebuild finished after {m['finished']:.2f} s", flush=True)
+    if args.stdio:
+        m = over_stdio(args.stdio, args.session_size)
+        during = sorted(seconds for seconds, left in m["calls"] if left)
+        first = m["calls"][0]
+        print(f"over stdio, {args.stdio:,} memories: initialize {m['initialize'] * 1000:.0f} ms; first memory_search "
+              f"{first[0] * 1000:.0f} ms ({first[1] or 'no rebuild note'}); {len(during)} calls during the rebuild, "
+              f"p50 {statistics.median(during) * 1000 if during else float('nan'):.0f} ms, max "
+              f"{max(during, default=float('nan')) * 1000:.0f} ms; the note was gone after "
+              f"{m.get('note_gone', float('nan')):.1f} s", flush=True)
     return 0
 
 
