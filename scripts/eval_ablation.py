@@ -93,6 +93,22 @@ def contexts(contents: list[str], groups: list[str], earlier: int, with_next: bo
     return out
 
 
+NO_PIECE = -2.0  # below any cosine
+
+
+def best_per_memory(n: int, owners: np.ndarray, similarities: np.ndarray, floor: float = -1.0) -> np.ndarray:
+    """The best of each memory's rows (owners[i] = the memory of row i); `floor` for a memory with none."""
+    best = np.full(n, floor)
+    if len(owners):
+        np.maximum.at(best, owners, similarities)
+    return best
+
+
+def with_piece(chunks: np.ndarray, piece: np.ndarray, piece_weight: float = 0.5) -> np.ndarray:
+    """vectors.combine over arrays (weight 0.5): a memory with sentence pieces scores chunk and piece."""
+    return np.where(piece > NO_PIECE, (1 - piece_weight) * chunks + piece_weight * piece, chunks)
+
+
 class Haystack:
     """One store's memories in time order, their BM25 variants, vectors and state factors."""
 
@@ -148,31 +164,26 @@ class Haystack:
         for name, index in self.indexes.items():
             out[name] = self.bm25(index, keywords)
         out["ctx2, raw query"] = self.bm25(self.indexes["ctx2"], query) if keywords != query else out["ctx2"]
-        sims = self.chunks @ query_vector
-        cos = np.full(n, -1.0)
-        np.maximum.at(cos, self.owners, sims)
-        piece = np.full(n, -2.0)
-        if len(self.piece_owners):
-            np.maximum.at(piece, self.piece_owners, self.pieces @ query_vector)
+        cos, piece = self.cosines(query_vector)
         out["cos, chunks only"] = cos
-        out["cos"] = np.where(piece > -2.0, (cos + piece) / 2, cos)  # vectors.combine
+        out["cos"] = with_piece(cos, piece)
         out["piece"] = piece
         out["qvec"] = query_vector
         out["keywords"] = keywords
         if self.embedder is not None:
-            stamp_free = np.full(n, -1.0)
-            np.maximum.at(stamp_free, self.stamp_free_owners, self.stamp_free @ query_vector)
-            out["cos, stamp-free chunks"] = np.where(piece > -2.0, (stamp_free + piece) / 2, stamp_free)
+            stamp_free = best_per_memory(n, self.stamp_free_owners, self.stamp_free @ query_vector)
+            out["cos, stamp-free chunks"] = with_piece(stamp_free, piece)
             out["cos + turn with the one before"] = 0.75 * out["cos"] + 0.25 * (self.with_earlier @ query_vector)
             stripped = np.asarray(self.embedder.embed([without_question_words(query)])[0], np.float32)
             mean_query = (stripped + query_vector) / np.linalg.norm(stripped + query_vector)
-            cos2 = np.full(n, -1.0)
-            np.maximum.at(cos2, self.owners, self.chunks @ mean_query)
-            piece2 = np.full(n, -2.0)
-            if len(self.piece_owners):
-                np.maximum.at(piece2, self.piece_owners, self.pieces @ mean_query)
-            out["cos, query without question words"] = np.where(piece2 > -2.0, (cos2 + piece2) / 2, cos2)
+            out["cos, query without question words"] = with_piece(*self.cosines(mean_query))
         return out
+
+    def cosines(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each memory's best chunk cosine, and its best sentence-piece cosine (NO_PIECE: it has none)."""
+        n = len(self.ids)
+        return (best_per_memory(n, self.owners, self.chunks @ query_vector),
+                best_per_memory(n, self.piece_owners, self.pieces @ query_vector, NO_PIECE))
 
     def bm25(self, index: FulltextIndex, query: str) -> np.ndarray:
         scores = np.zeros(len(self.ids))
@@ -238,11 +249,6 @@ def rooted_bm25(lexical: np.ndarray, cosine: np.ndarray, w_bm25: float = 0.4) ->
     cos = np.maximum(cosine, 0.0)
     return np.where(candidates, w_bm25 * np.sqrt(lex / (lex.max() or 1.0)) + (1 - w_bm25) * cos / (cos.max() or 1.0),
                     0.0)
-
-
-def with_pieces(f: Features, piece_weight: float) -> np.ndarray:
-    chunks, piece = f["cos, chunks only"], f["piece"]
-    return np.where(piece > -2.0, (1 - piece_weight) * chunks + piece_weight * piece, chunks)
 
 
 def keyword_feedback(f: Features, hay: Haystack, first: int = 5, words: int = 10, weight: float = 0.2) -> np.ndarray:
@@ -319,10 +325,7 @@ def dense_feedback(f: Features, hay: Haystack, beta: float = 0.5, m: int = 3) ->
         vectors[n] = hay.chunks[np.flatnonzero(hay.owners == i)[0]]
     query = f["qvec"] + beta * vectors.mean(axis=0)
     query /= np.linalg.norm(query)
-    sims = hay.chunks @ query
-    cos = np.full(len(hay.ids), -1.0)
-    np.maximum.at(cos, hay.owners, sims)
-    return by_value(f["ctx2"], cos)
+    return by_value(f["ctx2"], best_per_memory(len(hay.ids), hay.owners, hay.chunks @ query))
 
 
 VARIANTS: dict[str, Callable[[Features, Haystack], np.ndarray]] = {
@@ -351,7 +354,8 @@ VARIANTS: dict[str, Callable[[Features, Haystack], np.ndarray]] = {
     "+ session diversity (x0.9 per earlier pick of its session, top 30)":
         lambda f, h: (by_value(f["ctx2"], f["cos"]), session_diversity()),
     "+ MMR over chunk vectors (redundancy 0.1, top 30)": lambda f, h: (by_value(f["ctx2"], f["cos"]), mmr()),
-    "sentence pieces weigh 0.7 (chunks 0.3)": lambda f, h: by_value(f["ctx2"], with_pieces(f, 0.7)),
+    "sentence pieces weigh 0.7 (chunks 0.3)":
+        lambda f, h: by_value(f["ctx2"], with_piece(f["cos, chunks only"], f["piece"], 0.7)),
     "cosines min-max scaled over the candidates": lambda f, h: min_max_cosines(f["ctx2"], f["cos"]),
     "BM25 share square-rooted": lambda f, h: rooted_bm25(f["ctx2"], f["cos"]),
 }

@@ -30,13 +30,13 @@ than that the their theirs them themselves then there these they this those thro
 very was we were what when where which while who whom why will with would you your yours yourself yourselves
 """.split()))
 
-
 _STAMP = re.compile(r"\A\s*\[[^\]\n]{1,60}\]\s*")  # a leading "[2023-05-20 14:02]" transcript stamp
 
 
 def without_stamp(text: str) -> str:
     """The text without a leading timestamp in brackets, stripped."""
     return _STAMP.sub("", text.strip(), count=1).strip()
+
 
 def terms(text: str) -> list[str]:
     """Split text into lowercased terms: every CJK character, identifier parts and joined identifiers."""
