@@ -62,6 +62,9 @@ SETTINGS: tuple[Setting, ...] = (
             "Weight of the vector similarity in the fusion."),
     Setting("weight_graph", "float", 0.3, "AGENTMEM_WEIGHT_GRAPH",
             "Weight of the entity graph in the fusion."),
+    Setting("soft_match_weight", "float", 0.5, "AGENTMEM_SOFT_MATCH_WEIGHT",
+            "How much a word similar in meaning to a query word counts, as a share of a keyword match "
+            "(`fusion = score`; 0 turns it off)."),
     Setting("rrf_k", "int", 60, "AGENTMEM_RRF_K",
             "The k constant of reciprocal rank fusion (`fusion = rrf`)."),
     Setting("search_budget_tokens", "int", 2000, "AGENTMEM_SEARCH_BUDGET",
@@ -106,6 +109,7 @@ class Settings:
     weight_bm25: float
     weight_vector: float
     weight_graph: float
+    soft_match_weight: float
     rrf_k: int
     search_budget_tokens: int
     context_budget_tokens: int

@@ -45,6 +45,11 @@ def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
             looked = min(total, looked + step)
             if progress:
                 progress("pieces", looked, total)
+        looked = 0
+        while step := store.add_word_vectors():
+            looked = min(total, looked + step)
+            if progress:
+                progress("words", looked, total)
     return {"memories": total, "indexed": store.fulltext.count(), "embedded": embedded}
 
 

@@ -1,9 +1,10 @@
 """`memory_search`: BM25 + vectors + entity graph, fused, re-checked against SQLite, reranked, packed.
 
 The three retrievers run concurrently. Every candidate any of them found gets its exact cosine
-similarity to the query (the vector retriever returns only its nearest 60); then the retrievers' scores
-are fused, each divided by its best and weighted (`fusion = score`, the default), or their rankings by
-weighted reciprocal rank fusion (`fusion = rrf`), renormalised over the retrievers that answered. Every
+similarity to the query (the vector retriever returns only its nearest 60) and, in BM25, credit for its
+words similar in meaning to the query's (index/words.py); then the retrievers' scores are fused, each
+divided by its best and weighted (`fusion = score`, the default), or their rankings by weighted
+reciprocal rank fusion (`fusion = rrf`), renormalised over the retrievers that answered. Every
 candidate is joined back against SQLite (so a stale index entry can never resurrect a deleted or
 superseded memory), filtered, reranked by the memory's own state (confidence, importance/priority,
 retention) and by the time the query names, and packed under a token budget.
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .db.connection import OperationalError, write_transaction
-from .index import graph, vectors
+from .index import graph, vectors, words
 from .index.tokenize import index_text
 from .lifecycle.access import note_access
 from .lifecycle.retention import retention
@@ -104,8 +105,9 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
     project = store.project if project is ... else project
     projects: list[str | None] | None = None if all_projects else list(dict.fromkeys([project, None]))
 
-    results, reasons, notes, query_vector = _run_retrievers(
+    results, reasons, notes, query_vector, asked = _run_retrievers(
         store, query, projects, not include_history, tier_list, type_list, retrievers)
+    similar: dict[str, str] = {}
     vector_ran = query_vector is not None
     absent = {"vector": _without_vectors(store, results)} if vector_ran and "working" in tier_list else None
     weights = {"bm25": store.settings.weight_bm25, "vector": store.settings.weight_vector,
@@ -117,10 +119,12 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
     else:
         if vector_ran:
             _complete_similarities(store, results, query_vector)
+            if asked is not None:
+                similar = _add_similar_words(store, asked, results)
         # a memory no retriever found any evidence for (no keyword, no entity, a cosine below zero) is noise
         fused, top = [f for f in fuse_scores(results, weights, absent) if f.score > 0], 1.0
     hits = _join_and_rerank(store, fused[: max(limit * 4, 40)], projects, not include_history, type_list,
-                            tier_list, since, until, min_confidence, reasons, query, top)
+                            tier_list, since, until, min_confidence, reasons, query, top, similar)
     hits = hits[:limit]
     packed, used = [], 0
     for hit in hits:
@@ -165,11 +169,48 @@ def _complete_similarities(store: Store, results: dict[str, list[tuple[str, floa
         results["vector"] = [*results["vector"], *vectors.similarities(store.conn, query_vector, others).items()]
 
 
+QueryWords = tuple[list[str], list[Any], list[float]]  # index/words.py: the query's words, vectors and IDFs
+
+
+def _query_words(store: Store, query: str) -> QueryWords:
+    """The query's words that BM25 knows, their vectors (stored, or embedded now for a word no memory has) and
+    their IDF, for `_add_similar_words`."""
+    asked = words.text_words(without_relative_time(query))
+    idf = store.fulltext.word_idf(asked) if asked else {}
+    known = words.lookup(store.conn, [w for w in asked if w in idf], store.word_cache)
+    if missing := [w for w in asked if w in idf and w not in known]:  # embedded now, not kept
+        known.update(zip(missing, store.embedder.embed(missing) or []))
+    asked = [w for w in asked if w in known]
+    return asked, [known[w] for w in asked], [idf[w] for w in asked]
+
+
+def _add_similar_words(store: Store, asked: QueryWords, results: dict[str, list[tuple[str, float]]],
+                       ) -> dict[str, str]:
+    """Add to each candidate's BM25 score `soft_match_weight` x its similar-word score (index/words.py); a
+    candidate no keyword found enters the BM25 results that way. Returns the closest pair of words of each
+    candidate that has one ("cities~chicago"), for its `why`."""
+    candidates = list({memory_id for pairs in results.values() for memory_id, _ in pairs})
+    if not asked[0] or "bm25" not in results or not candidates:
+        return {}
+    marks = ",".join("?" * len(candidates))
+    memory_words = {row[0]: row[1].split() for row in store.conn.execute(
+        f"SELECT id, words FROM memories WHERE id IN ({marks}) AND words IS NOT NULL", candidates)}
+    found = words.soft_scores(*asked, memory_words, words.lookup(
+        store.conn, [w for ws in memory_words.values() for w in ws], store.word_cache))
+    if found:
+        weight = store.settings.soft_match_weight
+        scores = dict(results["bm25"])
+        for memory_id, (score, _) in found.items():
+            scores[memory_id] = scores.get(memory_id, 0.0) + weight * score
+        results["bm25"] = list(scores.items())
+    return {memory_id: pair for memory_id, (_, pair) in found.items()}
+
+
 def _run_retrievers(store: Store, query: str, projects: list[str | None] | None, latest_only: bool,
                     tiers: list[str] | None, types: list[str] | None, retrievers: Sequence[str],
-                    ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, str], list[str], Any]:
-    """Each retriever's (id, score) pairs, the graph's reasons, notes for the answer, and the query vector
-    (None when the vector retriever did not run)."""
+                    ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, str], list[str], Any, QueryWords | None]:
+    """Each retriever's (id, score) pairs, the graph's reasons, notes for the answer, the query vector (None
+    when the vector retriever did not run) and the query's words for `_add_similar_words` (None: not used)."""
     notes: list[str] = []
     jobs = {}
     if "bm25" in retrievers:
@@ -181,9 +222,19 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
         notes.append(f"vector search unavailable ({store.embedder.status}); results use BM25 + entity graph")
     if "graph" in retrievers:
         jobs["graph"] = store.pool.submit(_graph_search, store, query)
+    words_job = None
+    settings = store.settings
+    if vector_ran and "bm25" in retrievers and settings.fusion == "score" and settings.soft_match_weight > 0:
+        words_job = store.pool.submit(_query_words, store, query)
     results: dict[str, list[tuple[str, float]]] = {}
     reasons: dict[str, str] = {}
     query_vector = None
+    asked: QueryWords | None = None
+    if words_job is not None:
+        try:
+            asked = words_job.result()
+        except Exception as exc:  # search goes on without similar words
+            log.warning("similar words unavailable for this search: %s: %s", type(exc).__name__, exc)
     for name, job in jobs.items():
         try:
             result = job.result()
@@ -204,7 +255,7 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
     if "bm25" in jobs and (left := store.rebuilding()):
         notes.append(f"the keyword index is being rebuilt ({left:,} memories left): keyword matches among "
                      "those are missing until it finishes")
-    return results, reasons, notes, query_vector
+    return results, reasons, notes, query_vector, asked
 
 
 def _without_vectors(store: Store, results: dict[str, list[tuple[str, float]]]) -> set[str]:
@@ -286,8 +337,9 @@ def _graph_search(store: Store, query: str) -> tuple[list[tuple[str, float]], di
 def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None] | None, latest_only: bool,
                      types: list[str] | None, tiers: list[str] | None, since: float | None, until: float | None,
                      min_confidence: float | None, reasons: dict[str, str], query: str,
-                     top: float) -> list[SearchHit]:
-    """`top`: the best fused score possible, so that a perfect match scores 1 before its state factor."""
+                     top: float, similar: dict[str, str] | None = None) -> list[SearchHit]:
+    """`top`: the best fused score possible, so that a perfect match scores 1 before its state factor;
+    `similar`: the closest pair of similar words of a candidate, for its `why`."""
     if not fused:
         return []
     by_id = {f.id: f for f in fused}
@@ -321,17 +373,19 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
         hits.append((score, SearchHit(
             id=row["id"], title=row["title"], type=row["type"], tier=row["tier"], project=row["project"],
             snippet=snippet(row["content"], query_terms), score=round(score, 4),
-            age=humanize_age(now - row["created_at"]), why=_why(entry, reasons.get(row["id"]), row, in_window),
+            age=humanize_age(now - row["created_at"]),
+            why=_why(entry, reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"])),
             confidence=round(row["confidence"], 3), version=row["version"], is_latest=bool(row["is_latest"]),
         )))
     hits.sort(key=lambda item: -item[0])
     return [hit for _, hit in hits]
 
 
-def _why(entry: Fused, graph_reason: str | None, row: Any, in_window: bool = False) -> str:
+def _why(entry: Fused, graph_reason: str | None, row: Any, in_window: bool = False,
+         similar: str | None = None) -> str:
     parts = []
     if "bm25" in entry.ranks:
-        parts.append(f"keywords #{entry.ranks['bm25']}")
+        parts.append(f"keywords #{entry.ranks['bm25']}" + (f" (similar words: {similar})" if similar else ""))
     if "vector" in entry.ranks:
         parts.append(f"meaning #{entry.ranks['vector']}")
     if "graph" in entry.ranks:

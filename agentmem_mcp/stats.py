@@ -53,11 +53,14 @@ def stats(store: Store, *, project: str | None = ..., all_projects: bool = False
         "observations": observations,
         "sessions": conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
         "index_backlog": store.index_backlog(),
-        # what the background worker has still to embed: whole memories, then their sentence pieces
+        # what the background worker has still to embed: whole memories, then their sentence pieces and words
         "vector_backlog": {
             "memories": conn.execute("SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL").fetchone()[0],
             "sentence_pieces": conn.execute(
                 "SELECT COUNT(*) FROM memories INDEXED BY memories_pieces_todo WHERE pieces IS NULL "
+                "AND embedding_model IS NOT NULL AND embedding_model != ''").fetchone()[0],
+            "words": conn.execute(
+                "SELECT COUNT(*) FROM memories INDEXED BY memories_words_todo WHERE words IS NULL "
                 "AND embedding_model IS NOT NULL AND embedding_model != ''").fetchone()[0]},
         "embedder": store.embedder.status,
         "llm_today": {"tokens": spend[0], "calls": spend[1], "budget": store.settings.llm_daily_tokens,
@@ -83,7 +86,8 @@ def format_stats(data: dict[str, Any]) -> str:
         line("observations", data["observations"]),
         f"index queue  {data['index_backlog']}",
         f"vector queue {data['vector_backlog']['memories']} memories, "
-        f"{data['vector_backlog']['sentence_pieces']} awaiting sentence pieces",
+        f"{data['vector_backlog']['sentence_pieces']} awaiting sentence pieces, "
+        f"{data['vector_backlog']['words']} awaiting word vectors",
         f"embedder     {data['embedder']}",
         f"llm today    {data['llm_today']['tokens']} / {data['llm_today']['budget']} tokens "
         f"({data['llm_today']['provider']})",

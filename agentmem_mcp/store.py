@@ -23,7 +23,7 @@ from .config import Settings, load_settings
 from .db import audit
 from .db.connection import Connection, connect, ensure_private_dir, make_private, write_transaction
 from .db.migrations import migrate
-from .index import vectors
+from .index import vectors, words
 from .index.embedder import Embedder
 from .index.fulltext import FulltextDoc, FulltextIndex, IndexBusyError
 from .index.neighbours import turn_contexts
@@ -77,6 +77,7 @@ class Store:
         self._closing = False
         self._closed = threading.Event()
         self._healed_at = float("-inf")
+        self.word_cache: dict[str, Any] = {}  # word -> vector, read from word_vectors by search (index/words.py)
         ensure_private_dir(settings.home)
         self.db_path = settings.database
         self._local = threading.local()
@@ -182,7 +183,7 @@ class Store:
     @property
     def pool(self) -> ThreadPoolExecutor:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="agentmem-search")
+            self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agentmem-search")
         return self._pool
 
     def close(self) -> None:
@@ -286,6 +287,37 @@ class Store:
                 if conn.execute("SELECT 1 FROM memories WHERE id = ? AND embedding_model = ? AND pieces IS NULL",
                                 (memory_id, self.embedder.model_id)).fetchone():
                     vectors.put_pieces(conn, memory_id, pieces, vecs)
+        return len(rows)
+
+    def add_word_vectors(self, limit: int = 500) -> int:
+        """Embed the words (index/words.py) of up to `limit` memories that have vectors but whose words have not
+        been counted yet, the new words only; the worker's passes do this. Returns how many memories were
+        looked at (0: none is left)."""
+        if not self.embedder.ready:
+            return 0
+        rows = self.conn.execute(
+            "SELECT id, title, content FROM memories INDEXED BY memories_words_todo "
+            "WHERE embedding_model = ? AND words IS NULL LIMIT ?", (self.embedder.model_id, limit)).fetchall()
+        if not rows:
+            return 0
+        found = {r["id"]: words.memory_words(r["title"], r["content"]) for r in rows}
+        every = list(dict.fromkeys(w for ws in found.values() for w in ws))
+        new = [w for w in every if w not in words.known(self.conn, every)]
+        embedded = self.embedder.embed(new) if new else []
+        if embedded is None or len(embedded) != len(new):  # the model failed: these wait for the next call
+            return 0
+        with self.transaction() as conn:
+            # a memory re-embedded or forgotten meanwhile is looked at again or not at all
+            marks = ",".join("?" * len(found))
+            still = [row[0] for row in conn.execute(
+                f"SELECT id FROM memories WHERE id IN ({marks}) AND embedding_model = ? AND words IS NULL",
+                [*found, self.embedder.model_id])]
+            uses: dict[str, int] = {}
+            for memory_id in still:
+                for word in found[memory_id]:
+                    uses[word] = uses.get(word, 0) + 1
+            words.add(conn, uses, dict(zip(new, embedded)))
+            conn.executemany("UPDATE memories SET words = ? WHERE id = ?", [(" ".join(found[m]), m) for m in still])
         return len(rows)
 
     # the outbox: SQLite -> tantivy -------------------------------------------------------------

@@ -70,6 +70,7 @@ class Report:
     failed: int = 0
     claimed: int = 0
     pieces: int = 0  # memories looked at for sentence pieces (Store.add_sentence_pieces)
+    words: int = 0  # memories whose words were embedded (Store.add_word_vectors)
 
     def add(self, other: Report) -> None:
         for name, value in asdict(other).items():
@@ -77,11 +78,12 @@ class Report:
 
     @property
     def busy(self) -> bool:
-        return bool(self.claimed or self.summaries or self.consolidated or self.pruned or self.pieces)
+        return bool(self.claimed or self.summaries or self.consolidated or self.pruned or self.pieces or self.words)
 
     def text(self) -> str:
         return (f"compressed {self.compressed}, summaries {self.summaries}, consolidated {self.consolidated}, "
-                f"pruned {self.pruned}, failed {self.failed}" + (f", pieces {self.pieces}" if self.pieces else ""))
+                f"pruned {self.pruned}, failed {self.failed}" + (f", pieces {self.pieces}" if self.pieces else "")
+                + (f", words {self.words}" if self.words else ""))
 
 
 def backoff_seconds(attempts: int) -> float:
@@ -122,6 +124,7 @@ class Worker:
         report.summaries += summarize.summarize_due(self.store, llm=self.llm)
         report.consolidated += self.consolidate(every=consolidate_every)
         report.pieces += self.store.add_sentence_pieces()
+        report.words += self.store.add_word_vectors()
         if time.time() - self._last_maintenance >= MAINTENANCE_EVERY_SECONDS:
             self._last_maintenance = time.time()
             report.pruned += self.maintain()

@@ -190,8 +190,11 @@ def rrf(rankings: Sequence[Sequence[Any]], k: int = 60, weights: Sequence[float]
 
 def settle(store: Store) -> None:
     """What the background worker does for freshly imported memories before anyone searches them: embed
-    their sentence pieces (index/vectors.py). A deployment does it within a few worker passes."""
+    their sentence pieces (index/vectors.py) and their new words (index/words.py). A deployment does it
+    within a few worker passes."""
     while store.add_sentence_pieces():
+        pass
+    while store.add_word_vectors():
         pass
 
 

@@ -207,12 +207,13 @@ def test_a_memory_of_several_sentences_is_also_scored_sentence_by_sentence(store
     saved = store.save(text, title="Throw pillows")
     single = store.save("Use pnpm, not yarn, to install the dependencies of the web app")
     assert store.conn.execute("SELECT COUNT(*) FROM memory_chunks WHERE chunk_index > 0").fetchone()[0] == 0
-    assert store.stats()["vector_backlog"] == {"memories": 0, "sentence_pieces": 2}
+    assert store.stats()["vector_backlog"] == {"memories": 0, "sentence_pieces": 2, "words": 2}
     assert store.add_sentence_pieces() == 2  # the worker's job: saving does not wait for pieces
     assert store.add_sentence_pieces() == 0
     from agentmem_mcp.stats import format_stats
 
-    assert "vector queue 0 memories, 0 awaiting sentence pieces" in format_stats(store.stats())
+    assert "vector queue 0 memories, 0 awaiting sentence pieces, 2 awaiting word vectors" in format_stats(
+        store.stats())
     assert store.get(saved.id) and [r[0] for r in store.conn.execute(
         "SELECT pieces FROM memories ORDER BY pieces")] == [0, 2]
     rows = store.conn.execute("SELECT memory_id, chunk_index, text FROM memory_chunks ORDER BY memory_id, "
@@ -401,7 +402,7 @@ def test_reindex_and_doctor_repair_a_deleted_index(store):
     assert {c.name: c.ok for c in doctor(store)}["bm25 index"] is False
     result = reindex(store)
     assert result["indexed"] == 1
-    assert store.stats()["vector_backlog"] == {"memories": 0, "sentence_pieces": 0}
+    assert store.stats()["vector_backlog"] == {"memories": 0, "sentence_pieces": 0, "words": 0}
     assert all(c.ok for c in doctor(store)), [c for c in doctor(store) if not c.ok]
     assert ids(store.search("feature flags"))[0] == saved.id
 

@@ -206,7 +206,18 @@ def m003_sentence_pieces(conn: Connection) -> None:
     conn.execute("CREATE INDEX memories_pieces_todo ON memories(embedding_model) WHERE pieces IS NULL")
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces]
+def m004_word_vectors(conn: Connection) -> None:
+    """word_vectors: each word of the store embedded on its own, with how many memories have it
+    (index/words.py); memories.words: the memory's words, space-separated (search reads them instead of
+    tokenizing every candidate), NULL until the background worker has embedded them."""
+    conn.execute("CREATE TABLE word_vectors (word TEXT PRIMARY KEY, uses INTEGER NOT NULL, vector BLOB NOT NULL) "
+                 "WITHOUT ROWID")
+    conn.execute("ALTER TABLE memories ADD COLUMN words TEXT")
+    conn.execute("CREATE INDEX memories_words_todo ON memories(embedding_model) WHERE words IS NULL")
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces,
+                                                  m004_word_vectors]
 
 
 def migrate(conn: Connection) -> int:

@@ -209,6 +209,20 @@ class FulltextIndex:
         return {t: 0.5 + 0.5 * math.log(1 + (total - (df := searcher.doc_freq("text", t)) + 0.5) / (df + 0.5))
                 / unseen for t in query_terms}
 
+    def word_idf(self, words: list[str]) -> dict[str, float]:
+        """BM25's IDF of each word (as its analysed term; a stop word is left out)."""
+        import math
+
+        searcher = self._searcher()
+        total = searcher.num_docs
+        out = {}
+        for word in words:
+            analysed = self.analyzer.analyze(word)
+            if analysed:
+                df = searcher.doc_freq("text", analysed[0])
+                out[word] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+        return out
+
     def _searcher(self) -> tantivy.Searcher:
         """A searcher on the latest commit. Reloading costs ~1-8 ms, so it happens only when meta.json (which
         every commit, from any process, replaces) has changed since the last reload."""

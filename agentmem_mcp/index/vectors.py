@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..db.connection import Connection
+from . import words
 from .tokenize import without_stamp
 
 TABLE = "memory_vectors"
@@ -114,6 +115,7 @@ def ensure_table(conn: Connection, model_id: str, dimension: int) -> bool:
     )
     # '' marks a memory that has no vector by design (see remember.prepare_saves' vector_text)
     conn.execute("UPDATE memories SET embedding_model = NULL, pieces = NULL WHERE embedding_model IS NOT ''")
+    words.reset(conn)
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedding_model', ?)", (wanted,))
     return True
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..db import audit
-from ..index import graph, vectors
+from ..index import graph, vectors, words
 from ..models import TIERS, TYPES, InvalidInput, NotFound, check_choice, check_memory_id
 
 if TYPE_CHECKING:
@@ -129,6 +129,7 @@ def delete_memories(store: Store, rows: Sequence[Any], reason: str, now: float, 
         marks = ",".join("?" * len(batch_ids))
         with store.transaction() as conn:
             vectors.delete(conn, batch_ids)
+            words.release(conn, batch_ids)
             graph.unlink_memories(conn, batch_ids)
             conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", batch_ids)
             conn.executemany("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'delete', ?)",

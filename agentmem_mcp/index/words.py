@@ -1,0 +1,154 @@
+"""Similar words: a memory word close in meaning to a query word counts as part of a keyword match.
+
+BM25 matches words themselves, so "Which cities has John been to?" scores nothing for "I was in Chicago, it
+was awesome!", and the memory's one vector blurs "Chicago" with the rest of it. Each word of the store is
+embedded once, on its own, by the background worker (`Store.add_word_vectors`, table `word_vectors`); the
+model puts "cities" and "Chicago" at 0.56, "countries" and "England" at 0.64, "pets" and "dog" at 0.70,
+"exercises" and "weekend" at 0.17. Search then gives every candidate, for each query word, the similarity of
+its closest other word from SIMILAR_FROM up, scaled to 0..1 and weighted by the query word's BM25 IDF, and
+adds `soft_match_weight` (0.5: at most half a keyword match per query word) times the sum to the candidate's
+BM25 score (LoCoMo turn recall@10 +0.9, LongMemEval turn recall_all@5 +2.4: docs/evaluation.md).
+
+Only candidates that BM25, the vectors or the graph found are rescored: the words reorder them, they do not
+find new ones (in the evaluation, scoring every memory instead found nothing more). `uses` counts the
+memories that have a word, so forgetting the last of them removes the word too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..db.connection import Connection
+from .tokenize import STOPWORDS, terms, without_stamp
+
+TABLE = "word_vectors"
+SIMILAR_FROM = 0.4  # cosine of two words below which they are not similar at all
+MIN_CHARS, MAX_CHARS = 3, 24
+SCALE = 127.0  # vectors are stored as int8: 384 bytes a word, cosines off by about 0.005
+MAX_CACHED = 20_000  # words a process keeps unpacked (1.5 kB each), emptied when full
+_STOP = frozenset(STOPWORDS)
+
+
+def is_word(term: str) -> bool:
+    """A term that gets a vector: letters only (no numbers, hashes or paths), 3-24 of them, not a stop word."""
+    return MIN_CHARS <= len(term) <= MAX_CHARS and term.isalpha() and term not in _STOP
+
+
+def text_words(text: str) -> list[str]:
+    """The distinct words of a text that get vectors, in order of appearance."""
+    return list(dict.fromkeys(t for t in terms(without_stamp(text)) if is_word(t)))
+
+
+def memory_words(title: str, content: str) -> list[str]:
+    """The distinct words of a memory that get vectors (its title's, then its content's)."""
+    return list(dict.fromkeys([*text_words(title), *text_words(content)]))
+
+
+def pack(vector: Any) -> bytes:
+    import numpy as np
+
+    return np.clip(np.rint(np.asarray(vector, dtype=np.float32) * SCALE), -127, 127).astype(np.int8).tobytes()
+
+
+def unpack(blob: bytes) -> Any:
+    import numpy as np
+
+    vector = np.frombuffer(blob, dtype=np.int8).astype(np.float32)
+    return vector / (float(np.linalg.norm(vector)) or 1.0)
+
+
+def soft_scores(query: Sequence[str], query_vectors: Sequence[Any], idf: Sequence[float],
+                candidates: Mapping[str, Sequence[str]], vectors: Mapping[str, Any],
+                similar_from: float = SIMILAR_FROM) -> dict[str, tuple[float, str]]:
+    """For each candidate with a similar word: sum over the query words of idf x the scaled similarity of its
+    closest other word (0 below `similar_from`, 1 for the same meaning), and the closest pair, "cities~chicago".
+
+    query: the query words, one vector and one IDF each; candidates: memory id -> its words; vectors: word ->
+    unit vector (a word without one is skipped)."""
+    import numpy as np
+
+    column: dict[str, int] = {}
+    ids, starts, columns = [], [], []
+    for memory_id, words in candidates.items():
+        mine = [column.setdefault(w, len(column)) for w in words if w in vectors]
+        if mine:
+            ids.append(memory_id)
+            starts.append(len(columns))
+            columns.extend(mine)
+    if not query or not columns:
+        return {}
+    vocabulary = list(column)
+    matrix = np.stack([vectors[w] for w in vocabulary])
+    # one matrix-vector product per query word: a matrix-matrix product wakes OpenBLAS's threads, whose
+    # spinning after it doubled the next query embedding's time on two cores
+    similarity = np.stack([matrix @ np.asarray(v, dtype=np.float32) for v in query_vectors])
+    for row, word in enumerate(query):
+        if word in column:  # the word itself is BM25's to count
+            similarity[row, column[word]] = 0.0
+    weights = np.asarray(idf, dtype=np.float32)[:, None]
+    weighted = np.clip((similarity - similar_from) / (1.0 - similar_from), 0.0, 1.0)[:, columns] * weights
+    scores = np.maximum.reduceat(weighted, starts, axis=1).sum(axis=0)  # best word per query word, summed
+    ends = [*starts[1:], len(columns)]
+    out: dict[str, tuple[float, str]] = {}
+    for n in np.flatnonzero(scores > 0):
+        block = weighted[:, starts[n]:ends[n]]
+        row, col = np.unravel_index(int(np.argmax(block)), block.shape)
+        out[ids[n]] = (float(scores[n]), f"{query[row]}~{vocabulary[columns[starts[n] + col]]}")
+    return out
+
+
+# the table ---------------------------------------------------------------------------------------
+
+def _stored(conn: Connection, words: Sequence[str]) -> Iterable[tuple[str, bytes]]:
+    for start in range(0, len(words), 500):
+        batch = list(words[start:start + 500])
+        marks = ",".join("?" * len(batch))
+        yield from conn.execute(f"SELECT word, vector FROM {TABLE} WHERE word IN ({marks})", batch)
+
+
+def lookup(conn: Connection, words: Iterable[str], cache: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The stored vectors of these words (a word without one is left out), through `cache`."""
+    cache = {} if cache is None else cache
+    if len(cache) > MAX_CACHED:
+        cache.clear()
+    words = list(dict.fromkeys(words))
+    out = {w: cache[w] for w in words if w in cache}
+    for word, blob in _stored(conn, [w for w in words if w not in out]):
+        out[word] = cache[word] = unpack(blob)
+    return out
+
+
+def known(conn: Connection, words: Sequence[str]) -> set[str]:
+    """Those of these words that have a vector."""
+    return {word for word, _ in _stored(conn, words)}
+
+
+def add(conn: Connection, uses: Mapping[str, int], new_vectors: Mapping[str, Any]) -> None:
+    """Count more memories for these words (inside the caller's transaction); a word not stored yet is
+    stored with its vector from `new_vectors` (a word without one there is skipped)."""
+    conn.executemany(f"UPDATE {TABLE} SET uses = uses + ? WHERE word = ?",
+                     [(n, w) for w, n in uses.items() if w not in new_vectors])
+    conn.executemany(f"INSERT INTO {TABLE} (word, uses, vector) VALUES (?, ?, ?) "
+                     f"ON CONFLICT(word) DO UPDATE SET uses = uses + excluded.uses",
+                     [(w, uses[w], pack(v)) for w, v in new_vectors.items() if w in uses])
+
+
+def release(conn: Connection, memory_ids: Sequence[str]) -> None:
+    """Before these memories are deleted: count them out of their words, and drop the words no memory has."""
+    if not memory_ids:
+        return
+    marks = ",".join("?" * len(memory_ids))
+    counts: dict[str, int] = {}
+    for (text,) in conn.execute(f"SELECT words FROM memories WHERE id IN ({marks}) AND words IS NOT NULL",
+                                list(memory_ids)):
+        for word in text.split():
+            counts[word] = counts.get(word, 0) + 1
+    conn.executemany(f"UPDATE {TABLE} SET uses = uses - ? WHERE word = ?", [(n, w) for w, n in counts.items()])
+    conn.executemany(f"DELETE FROM {TABLE} WHERE word = ? AND uses <= 0", [(w,) for w in counts])
+
+
+def reset(conn: Connection) -> None:
+    """Forget every word vector (the embedding model changed): the worker embeds the words again."""
+    conn.execute(f"DELETE FROM {TABLE}")
+    conn.execute("UPDATE memories SET words = NULL WHERE words IS NOT NULL")

@@ -1,0 +1,114 @@
+"""Similar words (index/words.py): the pure scoring, the word_vectors table the worker fills, and search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agentmem_mcp.index import words
+from agentmem_mcp.store import Store
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.asarray(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def test_a_word_is_letters_only_and_not_a_stop_word():
+    text = "[2023-05-20 14:02] I was in Chicago in 2019, commit 3fa9c2e, see src/app.py and the CI logs."
+    assert words.text_words(text) == ["chicago", "commit", "see", "src", "app", "logs"]
+    assert words.memory_words("Chicago trip", text)[:2] == ["chicago", "trip"]
+    assert not words.is_word("x" * 25) and not words.is_word("py") and words.is_word("kickboxing")
+
+
+def test_packed_vectors_keep_their_cosines():
+    rng = np.random.default_rng(7)
+    a, b = (unit(*rng.normal(size=384)) for _ in range(2))
+    a_, b_ = words.unpack(words.pack(a)), words.unpack(words.pack(b))
+    assert len(words.pack(a)) == 384
+    assert float(a_ @ b_) == pytest.approx(float(a @ b), abs=0.01)
+    assert float(a_ @ a_) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_soft_scores_take_the_closest_other_word_above_the_threshold():
+    cities, chicago, city, weekend = unit(1, 0, 0), unit(0.7, 0.714, 0), unit(0.95, 0.31, 0), unit(0.1, 0, 0.99)
+    vectors = {"cities": cities, "chicago": chicago, "city": city, "weekend": weekend}
+    found = words.soft_scores(
+        ["cities"], [cities], [2.0],
+        {"trip": ["chicago", "awesome"], "both": ["chicago", "city"], "same": ["cities"], "far": ["weekend"]},
+        vectors)
+    # the same word is BM25's to count; 0.1 is below the threshold; "awesome" has no vector and is skipped
+    assert set(found) == {"trip", "both"}
+    def scaled(a: np.ndarray, b: np.ndarray) -> float:
+        return (float(a @ b) - 0.4) / 0.6
+
+    assert found["trip"] == (pytest.approx(2.0 * scaled(cities, chicago), abs=1e-5), "cities~chicago")
+    assert found["both"] == (pytest.approx(2.0 * scaled(cities, city), abs=1e-5), "cities~city")
+    # each query word counts its own best word, weighted by its IDF
+    two = words.soft_scores(["cities", "weekend"], [cities, weekend], [2.0, 1.0], {"m": ["chicago", "weekend"],
+                            "n": ["city", "saturday"]}, {**vectors, "saturday": unit(0.1, 0.2, 0.97)})
+    assert two["n"][0] == pytest.approx(2.0 * scaled(cities, city) + 1.0 * scaled(unit(0.1, 0.2, 0.97), weekend),
+                                        abs=1e-5)
+    assert two["m"][1] == "cities~chicago"
+    assert words.soft_scores([], [], [], {"m": ["city"]}, vectors) == {}
+
+
+def stored_words(store: Store) -> dict[str, int]:
+    return dict(store.conn.execute(f"SELECT word, uses FROM {words.TABLE}").fetchall())
+
+
+def test_the_worker_embeds_new_words_once_and_forgetting_removes_them(store):
+    trip = store.save("Last year I took a solo trip to Spain and loved the food there.")
+    visit = store.save("I visited my grandmother every Sunday this year, she lives nearby in Spain.")
+    assert stored_words(store) == {} and store.stats()["vector_backlog"]["words"] == 2
+    assert store.add_word_vectors(limit=1) == 1 and store.add_word_vectors() == 1 and store.add_word_vectors() == 0
+    table = stored_words(store)
+    assert table["spain"] == 2 and table["trip"] == 1 and table["grandmother"] == 1
+    assert "year" in table and "the" not in table and "last" in table
+    row = store.conn.execute("SELECT words FROM memories WHERE id = ?", (trip.id,)).fetchone()
+    assert row[0].split() == words.memory_words(store.get(trip.id).title, store.get(trip.id).content)
+    blob = store.conn.execute(f"SELECT vector FROM {words.TABLE} WHERE word = 'spain'").fetchone()[0]
+    expected = np.asarray(store.embedder.embed(["spain"])[0], np.float32)
+    assert float(words.unpack(blob) @ expected) > 0.999
+
+    store.forget(ids=[trip.id], reason="test")  # a forgotten memory's own words leave the database with it
+    table = stored_words(store)
+    assert "trip" not in table and "food" not in table and table["spain"] == 1 and table["grandmother"] == 1
+    store.forget(ids=[visit.id], reason="test")
+    assert stored_words(store) == {}
+
+
+def test_a_new_embedding_model_embeds_the_words_again(store):
+    store.save("Integration tests need Docker running locally with Postgres and Redis containers.")
+    store.add_word_vectors()
+    assert stored_words(store)
+    with store.transaction() as conn:
+        conn.execute("UPDATE meta SET value = 'some-other-model|384' WHERE key = 'embedding_model'")
+    store.prepare_vectors()
+    assert stored_words(store) == {}
+    assert store.conn.execute("SELECT COUNT(*) FROM memories WHERE words IS NOT NULL").fetchone()[0] == 0
+    store.embed_pending()
+    assert store.add_word_vectors() == 1 and stored_words(store)["docker"] == 1
+
+
+def test_search_credits_similar_words_and_says_which(settings, embedder):
+    texts = ["Last year I took a solo trip to Spain and loved the food there.",
+             "I visited my grandmother every Sunday this year, she lives nearby.",
+             "The museum I visited had a great exhibit about old maps.",
+             "Our team visited the new office downtown for the planning meeting.",
+             "The release checklist lives in docs/release.md and must be followed."]
+    with Store.open(settings, project="/repo/a", embedder=embedder, sync_index=True) as store:
+        saved = [store.save(t).id for t in texts]
+        query = "Which countries have I visited?"
+        before = {h.id: h for h in store.search(query, record_access=False).hits}
+        assert not any("similar words" in h.why for h in before.values())  # the worker has not run yet
+        store.add_word_vectors()
+        after = {h.id: h for h in store.search(query, record_access=False).hits}
+        trip = after[saved[0]]
+        assert "similar words: countries~spain" in trip.why or "similar words: visited~trip" in trip.why
+        assert trip.score > before[saved[0]].score  # it had no keyword at all before
+        off = Store.open(settings.replace(soft_match_weight=0.0), project="/repo/a", embedder=embedder)
+        with off:
+            assert {h.id: h.score for h in off.search(query, record_access=False).hits} == {
+                i: h.score for i, h in before.items()}
+            assert not any("similar words" in h.why for h in off.search(query, record_access=False).hits)
