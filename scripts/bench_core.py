@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from eval_common import settle, with_settings  # noqa: E402
+from eval_common import with_settings  # noqa: E402
 from machine import describe_machine  # noqa: E402
 
 from agentmem_mcp.config import load_settings  # noqa: E402
@@ -81,10 +81,11 @@ def hashed_vectors(texts: list[str], dimension: int = 384) -> list:
     return out
 
 
-def build(store: Store, size: int, seed: int, batch: int = 500, synthetic_vectors: bool = False) -> float:
+def build(store: Store, size: int, seed: int, batch: int = 500, synthetic_vectors: bool = False) -> dict[str, float]:
     """Fill the store through save_many. synthetic_vectors: corpus vectors come from `hashed_vectors`
     instead of the model (the model embeds ~3,000 tokens/s on 2 cores: 100k memories would take most of
-    an hour); queries and the timed saves still use the real model."""
+    an hour); queries and the timed saves still use the real model. Returns the seconds taken in all, and
+    by the worker's two steps after an import: sentence pieces and word vectors."""
     rng = random.Random(seed)
     started = time.perf_counter()
     real_embed = store.embedder.embed
@@ -94,11 +95,18 @@ def build(store: Store, size: int, seed: int, batch: int = 500, synthetic_vector
         _fill(store, size, rng, batch)
         store.flush()
         filled = time.perf_counter()
-        settle(store)  # the worker's sentence pieces, as after an import
-        print(f"  sentence pieces: {time.perf_counter() - filled:.1f} s", file=sys.stderr, flush=True)
+        while store.add_sentence_pieces():  # the worker's steps after an import (eval_common.settle)
+            pass
+        pieces = time.perf_counter()
+        while store.add_word_vectors():
+            pass
+        words = time.perf_counter()
+        print(f"  sentence pieces: {pieces - filled:.1f} s, word vectors: {words - pieces:.1f} s "
+              f"({store.conn.execute('SELECT COUNT(*) FROM word_vectors').fetchone()[0]:,} words)",
+              file=sys.stderr, flush=True)
     finally:
         store.embedder.embed = real_embed
-    return time.perf_counter() - started
+    return {"build_s": words - started, "pieces_s": pieces - filled, "words_s": words - pieces}
 
 
 def _fill(store: Store, size: int, rng: random.Random, batch: int) -> None:
@@ -170,6 +178,26 @@ def time_pieces(store: Store, count: int, seed: int) -> dict[str, list[float]]:
     return timings
 
 
+def time_similar_words(store: Store, count: int, seed: int) -> dict[str, list[float]]:
+    """The same queries on the same store with and without similar words (index/words.py), interleaved
+    (alternating which goes first): what they cost a search."""
+    rng = random.Random(seed)
+    timings: dict[str, list[float]] = {"with": [], "without": []}
+    on = store.settings
+    off = on.replace(soft_match_weight=0.0)
+    try:
+        for n in range(count):
+            query = rng.choice(QUERIES)
+            for similar in ((True, False) if n % 2 else (False, True)):
+                store.settings = on if similar else off
+                started = time.perf_counter()
+                store.search(query, limit=10)
+                timings["with" if similar else "without"].append((time.perf_counter() - started) * 1000)
+    finally:
+        store.settings = on
+    return timings
+
+
 def time_saves(store: Store, count: int, seed: int) -> list[float]:
     rng = random.Random(seed)
     timings = []
@@ -209,16 +237,21 @@ def main(argv: list[str] | None = None) -> int:
             with Store.open(settings, project="/bench/project", embedder=embedder) as store:
                 print(f"building {size:,} memories", file=sys.stderr)
                 synthetic = size > args.synthetic_above
-                build_s = build(store, size, seed=size, synthetic_vectors=synthetic)
+                built = build(store, size, seed=size, synthetic_vectors=synthetic)
+                build_s = built["build_s"]
                 search = summary(time_searches(store, args.queries, seed=1))
                 save = summary(time_saves(store, args.saves, seed=2))
                 search_after = summary(time_searches(store, args.queries, seed=3))
                 fusions = {name: summary(values) for name, values in time_fusions(store, args.queries, 4).items()}
                 pieces = {name: summary(values) for name, values in time_pieces(store, args.queries, 5).items()}
+                similar = {name: summary(values)
+                           for name, values in time_similar_words(store, args.queries, 6).items()}
                 results["sizes"][size] = {"build_s": round(build_s, 1), "build_per_s": round(size / build_s),
+                                          "pieces_s": round(built["pieces_s"], 1),
+                                          "words_s": round(built["words_s"], 1),
                                           "corpus_vectors": "hashed" if synthetic else "model",
                                           "search": search, "save": save, "search_after_saves": search_after,
-                                          "fusion_ab": fusions, "pieces_ab": pieces}
+                                          "fusion_ab": fusions, "pieces_ab": pieces, "similar_words_ab": similar}
                 print(json.dumps({size: results["sizes"][size]}), flush=True)
     print(f"\n{results['date']} | {results['machine']}\n{results['command']}")
     print(f"{'memories':>9} | {'search p50':>10} | {'search p95':>10} | {'save p50':>8} | {'save p95':>8} | build/s")
@@ -233,6 +266,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{size:>9,}: sentence pieces A/B, same store, interleaved: search p50/p95 with "
               f"{ab['with']['p50_ms']}/{ab['with']['p95_ms']} ms, without {ab['without']['p50_ms']}/"
               f"{ab['without']['p95_ms']} ms")
+        ab = row["similar_words_ab"]
+        print(f"{size:>9,}: similar words A/B, same store, interleaved: search p50/p95 with "
+              f"{ab['with']['p50_ms']}/{ab['with']['p95_ms']} ms, without {ab['without']['p50_ms']}/"
+              f"{ab['without']['p95_ms']} ms; after the import, the worker took {row['pieces_s']} s for sentence "
+              f"pieces and {row['words_s']} s for word vectors")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

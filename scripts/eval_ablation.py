@@ -52,6 +52,7 @@ from eval_common import (  # noqa: E402
     write_json,
 )
 
+from agentmem_mcp.index import words as word_vectors  # noqa: E402
 from agentmem_mcp.index.fulltext import FulltextDoc, FulltextIndex  # noqa: E402
 from agentmem_mcp.index.neighbours import context_text  # noqa: E402
 from agentmem_mcp.index.tokenize import STOPWORDS, terms, without_stamp  # noqa: E402
@@ -112,7 +113,8 @@ def with_piece(chunks: np.ndarray, piece: np.ndarray, piece_weight: float = 0.5)
 class Haystack:
     """One store's memories in time order, their BM25 variants, vectors and state factors."""
 
-    def __init__(self, store, memory_ids: list[str], groups: list[str], home: Path, embedder=None) -> None:
+    def __init__(self, store, memory_ids: list[str], groups: list[str], home: Path, embedder,
+                 more: bool = False) -> None:
         self.store, self.ids, self.groups = store, memory_ids, groups
         self.position = {m: i for i, m in enumerate(memory_ids)}
         rows = {r["id"]: r for r in store.conn.execute("SELECT * FROM memories")}
@@ -143,8 +145,11 @@ class Haystack:
         self.idf = {t: math.log(1 + (len(contents) - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
         self.next = np.array([i + 1 if i + 1 < len(groups) and groups[i + 1] == groups[i] else -1
                               for i in range(len(groups))])
-        self.embedder = embedder
-        if embedder is not None:  # --more
+        stored = dict(store.conn.execute("SELECT id, words FROM memories WHERE words IS NOT NULL").fetchall())
+        self.memory_words = {i: stored[m].split() for i, m in enumerate(memory_ids) if m in stored}
+        self.word_vectors = word_vectors.lookup(store.conn, [w for ws in self.memory_words.values() for w in ws])
+        self.embedder, self.more = embedder, more
+        if more:
             stamp_free, owners = [], []
             for i, content in enumerate(contents):
                 body = without_stamp(content)
@@ -170,13 +175,29 @@ class Haystack:
         out["piece"] = piece
         out["qvec"] = query_vector
         out["keywords"] = keywords
-        if self.embedder is not None:
+        out["similar"] = self.similar_words(keywords)
+        if self.more:
             stamp_free = best_per_memory(n, self.stamp_free_owners, self.stamp_free @ query_vector)
             out["cos, stamp-free chunks"] = with_piece(stamp_free, piece)
             out["cos + turn with the one before"] = 0.75 * out["cos"] + 0.25 * (self.with_earlier @ query_vector)
             stripped = np.asarray(self.embedder.embed([without_question_words(query)])[0], np.float32)
             mean_query = (stripped + query_vector) / np.linalg.norm(stripped + query_vector)
             out["cos, query without question words"] = with_piece(*self.cosines(mean_query))
+        return out
+
+    def similar_words(self, keywords: str) -> np.ndarray:
+        """Each memory's similar-word score, as retrieval._query_words and _add_similar_words compute it."""
+        asked = word_vectors.text_words(keywords)
+        idf = self.store.fulltext.word_idf(asked) if asked else {}
+        asked = [w for w in asked if w in idf]
+        known = word_vectors.lookup(self.store.conn, asked)
+        if missing := [w for w in asked if w not in known]:
+            known.update(zip(missing, self.embedder.embed(missing)))
+        found = word_vectors.soft_scores(asked, [known[w] for w in asked], [idf[w] for w in asked],
+                                         self.memory_words, self.word_vectors)
+        out = np.zeros(len(self.ids))
+        for i, (score, _) in found.items():
+            out[i] = score
         return out
 
     def cosines(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -205,6 +226,11 @@ def top(scores: np.ndarray, depth: int = RETRIEVER_DEPTH) -> np.ndarray:
     mask = np.zeros(len(scores), bool)
     mask[np.argsort(-scores, kind="stable")[:depth]] = True
     return mask & (scores > 0)
+
+
+def with_similar_words(f: Features, weight: float = 0.5) -> np.ndarray:
+    """BM25 plus `weight` x the similar-word score, for the candidates of BM25 and the vectors (as search)."""
+    return f["ctx2"] + weight * f["similar"] * (top(f["ctx2"]) | top(f["cos"]))
 
 
 def by_value(lexical: np.ndarray, cosine: np.ndarray, w_bm25: float = 0.4, exact: bool = True) -> np.ndarray:
@@ -329,7 +355,12 @@ def dense_feedback(f: Features, hay: Haystack, beta: float = 0.5, m: int = 3) ->
 
 
 VARIANTS: dict[str, Callable[[Features, Haystack], np.ndarray]] = {
-    "product: score fusion 0.4/0.6, 2 earlier turns, exact cosines": lambda f, h: by_value(f["ctx2"], f["cos"]),
+    "product: score fusion 0.4/0.6, 2 earlier turns, exact cosines, similar words":
+        lambda f, h: by_value(with_similar_words(f), f["cos"]),
+    "without similar words (before 2026-11-30; the base of the rows below)":
+        lambda f, h: by_value(f["ctx2"], f["cos"]),
+    "similar words weigh 0.3": lambda f, h: by_value(with_similar_words(f, 0.3), f["cos"]),
+    "similar words weigh 1.0": lambda f, h: by_value(with_similar_words(f, 1.0), f["cos"]),
     "without sentence pieces (before 19:20 UTC)": lambda f, h: by_value(f["ctx2"], f["cos, chunks only"]),
     "relative time words as keywords too (before 18:50 UTC)": lambda f, h: by_value(f["ctx2, raw query"], f["cos"]),
     "before 2026-11-29: RRF k=60 0.4/0.6, no context": lambda f, h: by_rank(f["plain"], f["cos"]),
@@ -398,7 +429,7 @@ def run_locomo(path: Path, limit: int | None, embedder, model_path: Path,
                 _, turns_of, _ = eval_locomo.ingest(store, turns)
                 memory_ids = list(turns_of)
                 hay = Haystack(store, memory_ids, [turns[turns_of[m][0]].session for m in memory_ids], home,
-                               embedder if more else None)
+                               embedder, more)
                 for qa in eval_locomo.questions(sample):
                     f = hay.features(qa["question"], np.asarray(embedder.embed_query(qa["question"]), np.float32))
                     for name, variant in variants(more).items():
@@ -430,7 +461,7 @@ def run_longmemeval(path: Path, limit: int | None, embedder, model_path: Path,
                 _, turns_of, _ = eval_longmemeval.ingest(store, turns, contents)
                 memory_ids = list(turns_of)
                 hay = Haystack(store, memory_ids, [turns[turns_of[m][0]].session_id for m in memory_ids], home,
-                               embedder if more else None)
+                               embedder, more)
                 question = item["question"]
                 f = hay.features(question, np.asarray(embedder.embed_query(question), np.float32))
                 for name, variant in variants(more).items():
