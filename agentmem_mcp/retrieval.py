@@ -169,19 +169,18 @@ def _complete_similarities(store: Store, results: dict[str, list[tuple[str, floa
         results["vector"] = [*results["vector"], *vectors.similarities(store.conn, query_vector, others).items()]
 
 
-QueryWords = tuple[list[str], list[Any], list[float]]  # index/words.py: the query's words, vectors and IDFs
+QueryWords = tuple[list[str], dict[str, Any], dict[str, float]]  # the query's words, stored vectors, IDFs
 
 
 def _query_words(store: Store, query: str) -> QueryWords:
-    """The query's words that BM25 knows, their vectors (stored, or embedded now for a word no memory has) and
-    their IDF, for `_add_similar_words`."""
+    """The query's words that BM25 knows, the stored vectors of those the store has, and their IDF, for
+    `_add_similar_words` (which embeds the others once the retrievers are done: the query's own embedding,
+    on the vector retriever's thread, ran twice as slow beside another on two cores)."""
     asked = words.text_words(without_relative_time(query))
     idf = store.fulltext.word_idf(asked) if asked else {}
-    known = words.lookup(store.conn, [w for w in asked if w in idf], store.word_cache)
-    if missing := [w for w in asked if w in idf and w not in known]:  # embedded now, not kept
-        known.update(zip(missing, store.embedder.embed(missing) or []))
-    asked = [w for w in asked if w in known]
-    return asked, [known[w] for w in asked], [idf[w] for w in asked]
+    asked = [w for w in asked if w in idf]
+    known = {w: words.unpack(blob) for w, blob in words.lookup(store.conn, asked, store.word_cache).items()}
+    return asked, known, idf
 
 
 def _add_similar_words(store: Store, asked: QueryWords, results: dict[str, list[tuple[str, float]]],
@@ -189,14 +188,19 @@ def _add_similar_words(store: Store, asked: QueryWords, results: dict[str, list[
     """Add to each candidate's BM25 score `soft_match_weight` x its similar-word score (index/words.py); a
     candidate no keyword found enters the BM25 results that way. Returns the closest pair of words of each
     candidate that has one ("cities~chicago"), for its `why`."""
+    query, known, idf = asked
     candidates = list({memory_id for pairs in results.values() for memory_id, _ in pairs})
-    if not asked[0] or "bm25" not in results or not candidates:
+    if not query or "bm25" not in results or not candidates:
         return {}
+    if missing := [w for w in query if w not in known]:  # a word no memory has: embedded now, not kept
+        known = {**known, **dict(zip(missing, store.embedder.embed(missing) or []))}
+    query = [w for w in query if w in known]
     marks = ",".join("?" * len(candidates))
     memory_words = {row[0]: row[1].split() for row in store.conn.execute(
         f"SELECT id, words FROM memories WHERE id IN ({marks}) AND words IS NOT NULL", candidates)}
-    found = words.soft_scores(*asked, memory_words, words.lookup(
-        store.conn, [w for ws in memory_words.values() for w in ws], store.word_cache))
+    stored = words.lookup(store.conn, [w for ws in memory_words.values() for w in ws], store.word_cache)
+    found = words.soft_scores(query, [known[w] for w in query], [idf[w] for w in query], memory_words,
+                              words.Vocabulary.from_blobs(stored))
     if found:
         weight = store.settings.soft_match_weight
         scores = dict(results["bm25"])

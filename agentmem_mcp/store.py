@@ -77,7 +77,7 @@ class Store:
         self._closing = False
         self._closed = threading.Event()
         self._healed_at = float("-inf")
-        self.word_cache: dict[str, Any] = {}  # word -> vector, read from word_vectors by search (index/words.py)
+        self.word_cache: dict[str, bytes] = {}  # word -> packed vector, read by search (index/words.py)
         ensure_private_dir(settings.home)
         self.db_path = settings.database
         self._local = threading.local()

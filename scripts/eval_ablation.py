@@ -147,7 +147,8 @@ class Haystack:
                               for i in range(len(groups))])
         stored = dict(store.conn.execute("SELECT id, words FROM memories WHERE words IS NOT NULL").fetchall())
         self.memory_words = {i: stored[m].split() for i, m in enumerate(memory_ids) if m in stored}
-        self.word_vectors = word_vectors.lookup(store.conn, [w for ws in self.memory_words.values() for w in ws])
+        self.word_vectors = word_vectors.Vocabulary.from_blobs(
+            word_vectors.lookup(store.conn, [w for ws in self.memory_words.values() for w in ws]))
         self.embedder, self.more = embedder, more
         if more:
             stamp_free, owners = [], []
@@ -190,7 +191,7 @@ class Haystack:
         asked = word_vectors.text_words(keywords)
         idf = self.store.fulltext.word_idf(asked) if asked else {}
         asked = [w for w in asked if w in idf]
-        known = word_vectors.lookup(self.store.conn, asked)
+        known = {w: word_vectors.unpack(b) for w, b in word_vectors.lookup(self.store.conn, asked).items()}
         if missing := [w for w in asked if w not in known]:
             known.update(zip(missing, self.embedder.embed(missing)))
         found = word_vectors.soft_scores(asked, [known[w] for w in asked], [idf[w] for w in asked],

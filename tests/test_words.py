@@ -36,7 +36,7 @@ def test_soft_scores_take_the_closest_other_word_above_the_threshold():
     found = words.soft_scores(
         ["cities"], [cities], [2.0],
         {"trip": ["chicago", "awesome"], "both": ["chicago", "city"], "same": ["cities"], "far": ["weekend"]},
-        vectors)
+        words.Vocabulary.from_vectors(vectors))
     # the same word is BM25's to count; 0.1 is below the threshold; "awesome" has no vector and is skipped
     assert set(found) == {"trip", "both"}
     def scaled(a: np.ndarray, b: np.ndarray) -> float:
@@ -46,11 +46,16 @@ def test_soft_scores_take_the_closest_other_word_above_the_threshold():
     assert found["both"] == (pytest.approx(2.0 * scaled(cities, city), abs=1e-5), "cities~city")
     # each query word counts its own best word, weighted by its IDF
     two = words.soft_scores(["cities", "weekend"], [cities, weekend], [2.0, 1.0], {"m": ["chicago", "weekend"],
-                            "n": ["city", "saturday"]}, {**vectors, "saturday": unit(0.1, 0.2, 0.97)})
+                            "n": ["city", "saturday"]},
+                            words.Vocabulary.from_vectors({**vectors, "saturday": unit(0.1, 0.2, 0.97)}))
     assert two["n"][0] == pytest.approx(2.0 * scaled(cities, city) + 1.0 * scaled(unit(0.1, 0.2, 0.97), weekend),
                                         abs=1e-5)
     assert two["m"][1] == "cities~chicago"
-    assert words.soft_scores([], [], [], {"m": ["city"]}, vectors) == {}
+    assert words.soft_scores([], [], [], {"m": ["city"]}, words.Vocabulary.from_vectors(vectors)) == {}
+    # stored vectors give the same scores as the floats they were packed from
+    packed = words.Vocabulary.from_blobs({w: words.pack(v) for w, v in vectors.items()})
+    again = words.soft_scores(["cities"], [cities], [2.0], {"both": ["chicago", "city"]}, packed)
+    assert again["both"][0] == pytest.approx(found["both"][0], abs=0.02) and again["both"][1] == "cities~city"
 
 
 def stored_words(store: Store) -> dict[str, int]:

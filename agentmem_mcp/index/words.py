@@ -26,7 +26,7 @@ TABLE = "word_vectors"
 SIMILAR_FROM = 0.4  # cosine of two words below which they are not similar at all
 MIN_CHARS, MAX_CHARS = 3, 24
 SCALE = 127.0  # vectors are stored as int8: 384 bytes a word, cosines off by about 0.005
-MAX_CACHED = 20_000  # words a process keeps unpacked (1.5 kB each), emptied when full
+MAX_CACHED = 100_000  # packed word vectors a process keeps (~0.4 kB each), emptied when full
 _STOP = frozenset(STOPWORDS)
 
 
@@ -58,44 +58,70 @@ def unpack(blob: bytes) -> Any:
     return vector / (float(np.linalg.norm(vector)) or 1.0)
 
 
+class Vocabulary:
+    """Words and their unit vectors as one matrix (row i is `words[i]`)."""
+
+    def __init__(self, words: Sequence[str], matrix: Any) -> None:
+        self.words = list(words)
+        self.row = {w: i for i, w in enumerate(self.words)}
+        self.matrix = matrix
+
+    @classmethod
+    def from_vectors(cls, vectors: Mapping[str, Any]) -> Vocabulary:
+        import numpy as np
+
+        return cls(list(vectors), np.asarray([vectors[w] for w in vectors], dtype=np.float32))
+
+    @classmethod
+    def from_blobs(cls, blobs: Mapping[str, bytes]) -> Vocabulary:
+        """From stored (packed) vectors, in one go: unpacking them one by one cost ~5 us a word."""
+        import numpy as np
+
+        if not blobs:
+            return cls([], np.zeros((0, 0), dtype=np.float32))
+        matrix = np.frombuffer(b"".join(blobs.values()), dtype=np.int8).reshape(len(blobs), -1)
+        return cls(list(blobs), matrix.astype(np.float32) * (1.0 / SCALE))  # unit length, within 0.5%
+
+
 def soft_scores(query: Sequence[str], query_vectors: Sequence[Any], idf: Sequence[float],
-                candidates: Mapping[str, Sequence[str]], vectors: Mapping[str, Any],
+                candidates: Mapping[str, Sequence[str]], vocabulary: Vocabulary,
                 similar_from: float = SIMILAR_FROM) -> dict[str, tuple[float, str]]:
     """For each candidate with a similar word: sum over the query words of idf x the scaled similarity of its
     closest other word (0 below `similar_from`, 1 for the same meaning), and the closest pair, "cities~chicago".
 
-    query: the query words, one vector and one IDF each; candidates: memory id -> its words; vectors: word ->
-    unit vector (a word without one is skipped)."""
+    query: the query words, one vector and one IDF each; candidates: memory id -> its words; vocabulary: the
+    vectors of the candidates' words (a word without one is skipped)."""
     import numpy as np
 
-    column: dict[str, int] = {}
+    row_of = vocabulary.row
     ids, starts, columns = [], [], []
     for memory_id, words in candidates.items():
-        mine = [column.setdefault(w, len(column)) for w in words if w in vectors]
+        mine = [row_of[w] for w in words if w in row_of]
         if mine:
             ids.append(memory_id)
             starts.append(len(columns))
             columns.extend(mine)
     if not query or not columns:
         return {}
-    vocabulary = list(column)
-    matrix = np.stack([vectors[w] for w in vocabulary])
     # one matrix-vector product per query word: a matrix-matrix product wakes OpenBLAS's threads, whose
     # spinning after it doubled the next query embedding's time on two cores
-    similarity = np.stack([matrix @ np.asarray(v, dtype=np.float32) for v in query_vectors])
+    similarity = np.stack([vocabulary.matrix @ np.asarray(v, dtype=np.float32) for v in query_vectors])
     for row, word in enumerate(query):
-        if word in column:  # the word itself is BM25's to count
-            similarity[row, column[word]] = 0.0
+        if word in row_of:  # the word itself is BM25's to count
+            similarity[row, row_of[word]] = 0.0
     weights = np.asarray(idf, dtype=np.float32)[:, None]
-    weighted = np.clip((similarity - similar_from) / (1.0 - similar_from), 0.0, 1.0)[:, columns] * weights
-    scores = np.maximum.reduceat(weighted, starts, axis=1).sum(axis=0)  # best word per query word, summed
-    ends = [*starts[1:], len(columns)]
-    out: dict[str, tuple[float, str]] = {}
-    for n in np.flatnonzero(scores > 0):
-        block = weighted[:, starts[n]:ends[n]]
-        row, col = np.unravel_index(int(np.argmax(block)), block.shape)
-        out[ids[n]] = (float(scores[n]), f"{query[row]}~{vocabulary[columns[starts[n] + col]]}")
-    return out
+    weighted = np.clip((similarity[:, columns] - similar_from) / (1.0 - similar_from), 0.0, 1.0) * weights
+    best = np.maximum.reduceat(weighted, starts, axis=1)  # per query word and candidate: its closest word
+    scores = best.sum(axis=0)
+    # the closest pair of each candidate: its best query word, and the first of its words that reaches it
+    segment = np.repeat(np.arange(len(starts)), np.diff([*starts, len(columns)]))
+    top_row = best.argmax(axis=0)
+    top = best[top_row, np.arange(len(starts))]
+    reaches = np.flatnonzero(weighted[top_row[segment], np.arange(len(columns))] >= top[segment])
+    _, first = np.unique(segment[reaches], return_index=True)
+    pair_column = dict(zip(segment[reaches][first].tolist(), reaches[first].tolist()))
+    return {ids[n]: (float(scores[n]), f"{query[top_row[n]]}~{vocabulary.words[columns[pair_column[n]]]}")
+            for n in np.flatnonzero(scores > 0).tolist()}
 
 
 # the table ---------------------------------------------------------------------------------------
@@ -107,15 +133,15 @@ def _stored(conn: Connection, words: Sequence[str]) -> Iterable[tuple[str, bytes
         yield from conn.execute(f"SELECT word, vector FROM {TABLE} WHERE word IN ({marks})", batch)
 
 
-def lookup(conn: Connection, words: Iterable[str], cache: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The stored vectors of these words (a word without one is left out), through `cache`."""
+def lookup(conn: Connection, words: Iterable[str], cache: dict[str, bytes] | None = None) -> dict[str, bytes]:
+    """The stored (packed) vectors of these words (a word without one is left out), through `cache`."""
     cache = {} if cache is None else cache
     if len(cache) > MAX_CACHED:
         cache.clear()
     words = list(dict.fromkeys(words))
     out = {w: cache[w] for w in words if w in cache}
     for word, blob in _stored(conn, [w for w in words if w not in out]):
-        out[word] = cache[word] = unpack(blob)
+        out[word] = cache[word] = blob
     return out
 
 
