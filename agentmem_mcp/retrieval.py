@@ -192,8 +192,13 @@ def _add_similar_words(store: Store, asked: QueryWords, results: dict[str, list[
     candidates = list({memory_id for pairs in results.values() for memory_id, _ in pairs})
     if not query or "bm25" not in results or not candidates:
         return {}
-    if missing := [w for w in query if w not in known]:  # a word no memory has: embedded now, not kept
-        known = {**known, **dict(zip(missing, store.embedder.embed(missing) or []))}
+    if missing := [w for w in query if w not in known]:  # a word no memory has: embedded now, kept in memory
+        cache = store.query_word_cache
+        if len(cache) > words.MAX_CACHED_QUERY_WORDS:
+            cache.clear()
+        if todo := [w for w in missing if w not in cache]:
+            cache.update(zip(todo, store.embedder.embed(todo) or []))
+        known = {**known, **{w: cache[w] for w in missing if w in cache}}
     query = [w for w in query if w in known]
     marks = ",".join("?" * len(candidates))
     memory_words = {row[0]: row[1].split() for row in store.conn.execute(

@@ -78,6 +78,7 @@ class Store:
         self._closed = threading.Event()
         self._healed_at = float("-inf")
         self.word_cache: dict[str, bytes] = {}  # word -> packed vector, read by search (index/words.py)
+        self.query_word_cache: dict[str, Any] = {}  # vectors of query words no memory has, embedded by search
         ensure_private_dir(settings.home)
         self.db_path = settings.database
         self._local = threading.local()

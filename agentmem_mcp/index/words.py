@@ -27,6 +27,7 @@ SIMILAR_FROM = 0.4  # cosine of two words below which they are not similar at al
 MIN_CHARS, MAX_CHARS = 3, 24
 SCALE = 127.0  # vectors are stored as int8: 384 bytes a word, cosines off by about 0.005
 MAX_CACHED = 100_000  # packed word vectors a process keeps (~0.4 kB each), emptied when full
+MAX_CACHED_QUERY_WORDS = 10_000  # vectors of query words no memory has (1.5 kB each), kept in memory only
 _STOP = frozenset(STOPWORDS)
 
 
