@@ -135,3 +135,28 @@ def test_roots_choose_the_project(cli_env, project, tmp_path):
                 assert got["memory"]["project"] == str(other)
 
     anyio.run(scenario)
+
+
+def test_the_server_worker_embeds_words_and_search_credits_similar_ones(cli_env, project):
+    """Over stdio, as an agent uses it: saved memories get their word vectors from the server's own worker,
+    then a search says which similar words it credited."""
+    async def scenario() -> None:
+        async with stdio_client(server_params(cli_env, project)) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                error, trip = await call(session, "memory_save", {
+                    "content": "Last year I took a solo trip to Spain and loved the food there."})
+                assert not error, trip
+                await call(session, "memory_save", {"content": "The release checklist lives in docs/release.md."})
+                for _ in range(120):  # the worker's first pass comes a few seconds after start-up
+                    error, stats = await call(session, "memory_stats", {})
+                    if stats["vector_backlog"] == {"memories": 0, "sentence_pieces": 0, "words": 0}:
+                        break
+                    await anyio.sleep(0.5)
+                assert stats["vector_backlog"]["words"] == 0, stats
+                error, found = await call(session, "memory_search", {"query": "Which countries have I visited?"})
+                assert not error
+                hit = next(h for h in found["hits"] if h["id"] == trip["id"])
+                assert "similar words: " in hit["why"], hit
+
+    anyio.run(scenario)

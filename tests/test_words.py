@@ -117,3 +117,15 @@ def test_search_credits_similar_words_and_says_which(settings, embedder):
             assert {h.id: h.score for h in off.search(query, record_access=False).hits} == {
                 i: h.score for i, h in before.items()}
             assert not any("similar words" in h.why for h in off.search(query, record_access=False).hits)
+
+
+def test_the_model_puts_instances_near_their_kind(embedder):
+    """The similarities index/words.py quotes, with the real model: a kind and its instances are similar, an
+    unrelated word is not."""
+    pairs = {("cities", "chicago"): 0.56, ("countries", "england"): 0.64, ("pets", "dog"): 0.70,
+             ("exercises", "yoga"): 0.59, ("exercises", "weekend"): 0.17}
+    vectors = dict(zip(sorted({w for pair in pairs for w in pair}),
+                       embedder.embed(sorted({w for pair in pairs for w in pair}))))
+    for (a, b), quoted in pairs.items():
+        assert float(vectors[a] @ vectors[b]) == pytest.approx(quoted, abs=0.01), (a, b)
+        assert (float(vectors[a] @ vectors[b]) >= words.SIMILAR_FROM) == (b != "weekend")

@@ -7,7 +7,7 @@ model puts "cities" and "Chicago" at 0.56, "countries" and "England" at 0.64, "p
 "exercises" and "weekend" at 0.17. Search then gives every candidate, for each query word, the similarity of
 its closest other word from SIMILAR_FROM up, scaled to 0..1 and weighted by the query word's BM25 IDF, and
 adds `soft_match_weight` (0.5: at most half a keyword match per query word) times the sum to the candidate's
-BM25 score (LoCoMo turn recall@10 +0.9, LongMemEval turn recall_all@5 +2.4: docs/evaluation.md).
+BM25 score (LoCoMo turn recall@10 +0.5, LongMemEval turn recall_all@5 +2.4: docs/evaluation.md).
 
 Only candidates that BM25, the vectors or the graph found are rescored: the words reorder them, they do not
 find new ones (in the evaluation, scoring every memory instead found nothing more). `uses` counts the
