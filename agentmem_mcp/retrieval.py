@@ -120,7 +120,10 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
         if vector_ran:
             _complete_similarities(store, results, query_vector)
             if asked is not None:
-                similar = _add_similar_words(store, asked, results)
+                try:
+                    similar = _add_similar_words(store, asked, results)
+                except Exception as exc:  # a help to the ranking, never a reason to fail the search
+                    log.warning("similar words skipped for this search: %s: %s", type(exc).__name__, exc)
         # a memory no retriever found any evidence for (no keyword, no entity, a cosine below zero) is noise
         fused, top = [f for f in fuse_scores(results, weights, absent) if f.score > 0], 1.0
     hits = _join_and_rerank(store, fused[: max(limit * 4, 40)], projects, not include_history, type_list,

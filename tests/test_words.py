@@ -129,3 +129,15 @@ def test_the_model_puts_instances_near_their_kind(embedder):
     for (a, b), quoted in pairs.items():
         assert float(vectors[a] @ vectors[b]) == pytest.approx(quoted, abs=0.01), (a, b)
         assert (float(vectors[a] @ vectors[b]) >= words.SIMILAR_FROM) == (b != "weekend")
+
+
+def test_a_failure_in_similar_words_does_not_fail_the_search(store, monkeypatch):
+    saved = store.save("Last year I took a solo trip to Spain and loved the food there.")
+    store.add_word_vectors()
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("disk I/O error")
+
+    monkeypatch.setattr(words, "soft_scores", broken)
+    found = store.search("Which countries have I visited?")
+    assert [h.id for h in found.hits] == [saved.id] and "similar words" not in found.hits[0].why
