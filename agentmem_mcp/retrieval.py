@@ -175,7 +175,7 @@ def _complete_similarities(store: Store, results: dict[str, list[tuple[str, floa
 QueryWords = tuple[list[str], dict[str, Any], dict[str, float]]  # the query's words, stored vectors, IDFs
 
 
-def _query_words(store: Store, query: str) -> QueryWords:
+def query_words(store: Store, query: str) -> QueryWords:
     """The query's words that BM25 knows, the stored vectors of those the store has, and their IDF, for
     `_add_similar_words` (which embeds the others once the retrievers are done: the query's own embedding,
     on the vector retriever's thread, ran twice as slow beside another on two cores)."""
@@ -186,16 +186,11 @@ def _query_words(store: Store, query: str) -> QueryWords:
     return asked, known, idf
 
 
-def _add_similar_words(store: Store, asked: QueryWords, results: dict[str, list[tuple[str, float]]],
-                       ) -> dict[str, str]:
-    """Add to each candidate's BM25 score `soft_match_weight` x its similar-word score (index/words.py); a
-    candidate no keyword found enters the BM25 results that way. Returns the closest pair of words of each
-    candidate that has one ("cities~chicago"), for its `why`."""
+def query_word_vectors(store: Store, asked: QueryWords) -> tuple[list[str], list[Any], list[float]]:
+    """The query words with a vector, their vectors and IDFs; a word no memory has is embedded now and kept
+    in memory (`Store.query_word_cache`), never in the database."""
     query, known, idf = asked
-    candidates = list({memory_id for pairs in results.values() for memory_id, _ in pairs})
-    if not query or "bm25" not in results or not candidates:
-        return {}
-    if missing := [w for w in query if w not in known]:  # a word no memory has: embedded now, kept in memory
+    if missing := [w for w in query if w not in known]:
         cache = store.query_word_cache
         if len(cache) > words.MAX_CACHED_QUERY_WORDS:
             cache.clear()
@@ -203,12 +198,22 @@ def _add_similar_words(store: Store, asked: QueryWords, results: dict[str, list[
             cache.update(zip(todo, store.embedder.embed(todo) or []))
         known = {**known, **{w: cache[w] for w in missing if w in cache}}
     query = [w for w in query if w in known]
+    return query, [known[w] for w in query], [idf[w] for w in query]
+
+
+def _add_similar_words(store: Store, asked: QueryWords, results: dict[str, list[tuple[str, float]]],
+                       ) -> dict[str, str]:
+    """Add to each candidate's BM25 score `soft_match_weight` x its similar-word score (index/words.py); a
+    candidate no keyword found enters the BM25 results that way. Returns the closest pair of words of each
+    candidate that has one ("cities~chicago"), for its `why`."""
+    candidates = list({memory_id for pairs in results.values() for memory_id, _ in pairs})
+    if not asked[0] or "bm25" not in results or not candidates:
+        return {}
     marks = ",".join("?" * len(candidates))
     memory_words = {row[0]: row[1].split() for row in store.conn.execute(
         f"SELECT id, words FROM memories WHERE id IN ({marks}) AND words IS NOT NULL", candidates)}
     stored = words.lookup(store.conn, [w for ws in memory_words.values() for w in ws], store.word_cache)
-    found = words.soft_scores(query, [known[w] for w in query], [idf[w] for w in query], memory_words,
-                              words.Vocabulary.from_blobs(stored))
+    found = words.soft_scores(*query_word_vectors(store, asked), memory_words, words.Vocabulary.from_blobs(stored))
     if found:
         weight = store.settings.soft_match_weight
         scores = dict(results["bm25"])
@@ -237,7 +242,7 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
     words_job = None
     settings = store.settings
     if vector_ran and "bm25" in retrievers and settings.fusion == "score" and settings.soft_match_weight > 0:
-        words_job = store.pool.submit(_query_words, store, query)
+        words_job = store.pool.submit(query_words, store, query)
     results: dict[str, list[tuple[str, float]]] = {}
     reasons: dict[str, str] = {}
     query_vector = None

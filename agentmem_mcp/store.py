@@ -303,7 +303,7 @@ class Store:
             return 0
         found = {r["id"]: words.memory_words(r["title"], r["content"]) for r in rows}
         every = list(dict.fromkeys(w for ws in found.values() for w in ws))
-        stored = words.known(self.conn, every)
+        stored = words.lookup(self.conn, every)
         new = [w for w in every if w not in stored]
         embedded = self.embedder.embed(new) if new else []
         if embedded is None or len(embedded) != len(new):  # the model failed: these wait for the next call

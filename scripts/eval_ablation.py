@@ -60,7 +60,12 @@ from agentmem_mcp.index.vectors import chunk_text  # noqa: E402
 from agentmem_mcp.lifecycle.remember import derive_title  # noqa: E402
 from agentmem_mcp.lifecycle.retention import retention  # noqa: E402
 from agentmem_mcp.ranking import state_factor  # noqa: E402
-from agentmem_mcp.retrieval import RETRIEVER_DEPTH, TIME_WINDOW_BOOST  # noqa: E402
+from agentmem_mcp.retrieval import (  # noqa: E402
+    RETRIEVER_DEPTH,
+    TIME_WINDOW_BOOST,
+    query_word_vectors,
+    query_words,
+)
 from agentmem_mcp.store import memory_text  # noqa: E402
 from agentmem_mcp.timewords import time_window, without_relative_time  # noqa: E402
 
@@ -176,7 +181,7 @@ class Haystack:
         out["piece"] = piece
         out["qvec"] = query_vector
         out["keywords"] = keywords
-        out["similar"] = self.similar_words(keywords)
+        out["similar"] = self.similar_words(query)
         if self.more:
             stamp_free = best_per_memory(n, self.stamp_free_owners, self.stamp_free @ query_vector)
             out["cos, stamp-free chunks"] = with_piece(stamp_free, piece)
@@ -186,16 +191,11 @@ class Haystack:
             out["cos, query without question words"] = with_piece(*self.cosines(mean_query))
         return out
 
-    def similar_words(self, keywords: str) -> np.ndarray:
-        """Each memory's similar-word score, as retrieval._query_words and _add_similar_words compute it."""
-        asked = word_vectors.text_words(keywords)
-        idf = self.store.fulltext.word_idf(asked) if asked else {}
-        asked = [w for w in asked if w in idf]
-        known = {w: word_vectors.unpack(b) for w, b in word_vectors.lookup(self.store.conn, asked).items()}
-        if missing := [w for w in asked if w not in known]:
-            known.update(zip(missing, self.embedder.embed(missing)))
-        found = word_vectors.soft_scores(asked, [known[w] for w in asked], [idf[w] for w in asked],
-                                         self.memory_words, self.word_vectors)
+    def similar_words(self, query: str) -> np.ndarray:
+        """Each memory's similar-word score, as search computes it (retrieval.query_words and
+        query_word_vectors, then index/words.py over every memory)."""
+        asked = query_word_vectors(self.store, query_words(self.store, query))
+        found = word_vectors.soft_scores(*asked, self.memory_words, self.word_vectors)
         out = np.zeros(len(self.ids))
         for i, (score, _) in found.items():
             out[i] = score

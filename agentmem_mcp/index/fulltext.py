@@ -8,6 +8,7 @@ rebuilds it. tantivy allows one writer per index across processes, so writers ar
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import stat
@@ -69,6 +70,11 @@ def needs_rebuild(marker: str) -> bool:
                     "using it as it is", text, SCHEMA_VERSION)
         return False
     return True
+
+
+def bm25_idf(total: int, df: int) -> float:
+    """BM25's IDF of a term in `df` of `total` documents, as tantivy computes it."""
+    return math.log(1 + (total - df + 0.5) / (df + 0.5))
 
 
 class FulltextIndex:
@@ -201,26 +207,18 @@ class FulltextIndex:
     def term_weights(self, query_terms: list[str]) -> dict[str, float]:
         """Weight of each analysed term in 0.5..1: 0.5 + half its IDF relative to an unseen term's, so rare
         terms weigh more without common ones vanishing (in a small index every term is "common")."""
-        import math
-
         searcher = self._searcher()
         total = max(searcher.num_docs, 1)
-        unseen = math.log(1 + (total + 0.5) / 0.5)
-        return {t: 0.5 + 0.5 * math.log(1 + (total - (df := searcher.doc_freq("text", t)) + 0.5) / (df + 0.5))
-                / unseen for t in query_terms}
+        unseen = bm25_idf(total, 0)
+        return {t: 0.5 + 0.5 * bm25_idf(total, searcher.doc_freq("text", t)) / unseen for t in query_terms}
 
     def word_idf(self, words: list[str]) -> dict[str, float]:
         """BM25's IDF of each word (as its analysed term; a stop word is left out)."""
-        import math
-
         searcher = self._searcher()
-        total = searcher.num_docs
         out = {}
         for word in words:
-            analysed = self.analyzer.analyze(word)
-            if analysed:
-                df = searcher.doc_freq("text", analysed[0])
-                out[word] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+            if analysed := self.analyzer.analyze(word):
+                out[word] = bm25_idf(searcher.num_docs, searcher.doc_freq("text", analysed[0]))
         return out
 
     def _searcher(self) -> tantivy.Searcher:

@@ -146,11 +146,6 @@ def lookup(conn: Connection, words: Iterable[str], cache: dict[str, bytes] | Non
     return out
 
 
-def known(conn: Connection, words: Sequence[str]) -> set[str]:
-    """Those of these words that have a vector."""
-    return {word for word, _ in _stored(conn, words)}
-
-
 def add(conn: Connection, uses: Mapping[str, int], new_vectors: Mapping[str, Any]) -> None:
     """Count more memories for these words (inside the caller's transaction); a word not stored yet is
     stored with its vector from `new_vectors` (a word without one there is skipped)."""
