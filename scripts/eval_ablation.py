@@ -12,7 +12,8 @@ every memory to the query (the store's own vectors). Each variant ranks the memo
 as search does (candidates: the top 60 of each retriever; scores fused by value or by reciprocal rank),
 applies search's date window and the memories' state factor, and is scored with the benchmarks' own
 metrics. The row `product` mirrors `Store.search`; the evaluation scripts measure the real search path.
-Rows starting with "+" rerank the product's scores. `--more` adds rows that embed other texts (chunks
+Rows starting with "+" rerank the scores of the product without similar words; rows starting with
+"product +" add to the product itself. `--more` adds rows that embed other texts (chunks
 without their timestamp, each turn with the turn before it, the question without its question words):
 a cold cache embeds each store once more for them.
 """
@@ -150,6 +151,17 @@ class Haystack:
         self.idf = {t: math.log(1 + (len(contents) - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
         self.next = np.array([i + 1 if i + 1 < len(groups) and groups[i + 1] == groups[i] else -1
                               for i in range(len(groups))])
+        # each session as one document: its turns' terms, and the mean of its turns' first chunk vectors
+        sessions = list(dict.fromkeys(groups))
+        self.session_of = np.array([sessions.index(g) for g in groups])
+        self.session_terms = [Counter() for _ in sessions]
+        self.session_vectors = np.zeros((len(sessions), self.chunks.shape[1]), np.float32)
+        for i, words in enumerate(self.words):
+            self.session_terms[self.session_of[i]].update(words)
+            self.session_vectors[self.session_of[i]] += self.chunks[self.first_chunk[i]]
+        self.session_vectors /= np.linalg.norm(self.session_vectors, axis=1, keepdims=True)
+        frequency = Counter(t for counts in self.session_terms for t in counts)
+        self.session_idf = {t: math.log(1 + (len(sessions) - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
         stored = dict(store.conn.execute("SELECT id, words FROM memories WHERE words IS NOT NULL").fetchall())
         self.memory_words = {i: stored[m].split() for i, m in enumerate(memory_ids) if m in stored}
         self.word_vectors = word_vectors.Vocabulary.from_blobs(
@@ -343,6 +355,22 @@ def session_boost(scores: np.ndarray, groups: list[str], share: float = 0.2) -> 
     return np.where(scores > 0, scores + share * np.array([best[g] for g in groups]), 0.0)
 
 
+def session_document(f: Features, hay: Haystack, share: float = 0.3, w_bm25: float = 0.7,
+                     k1: float = 1.2, b: float = 0.75) -> np.ndarray:
+    """Hierarchical: each candidate gains `share` x the best score x its session's score as one document
+    (BM25 over all its turns' terms, session-level IDF; cosine of the mean of its turns' vectors), fused
+    `w_bm25` / 1 - `w_bm25` after each is divided by its best."""
+    scores = by_value(with_similar_words(f), f["cos"])
+    asked = set(terms(f["keywords"]))
+    lengths = np.array([sum(c.values()) for c in hay.session_terms], float)
+    average = lengths.mean() or 1.0
+    bm25 = np.array([sum(hay.session_idf[t] * c[t] * (k1 + 1) / (c[t] + k1 * (1 - b + b * n / average))
+                         for t in asked if c.get(t)) for c, n in zip(hay.session_terms, lengths)])
+    cos = np.maximum(hay.session_vectors @ f["qvec"], 0.0)
+    session = w_bm25 * bm25 / (bm25.max() or 1.0) + (1 - w_bm25) * cos / (cos.max() or 1.0)
+    return np.where(scores > 0, scores + share * scores.max() * session[hay.session_of], 0.0)
+
+
 def dense_feedback(f: Features, hay: Haystack, beta: float = 0.5, m: int = 3) -> np.ndarray:
     """Rocchio on the query vector: add the mean vector of the top m memories of a first pass."""
     first = by_value(f["ctx2"], f["cos"])
@@ -381,6 +409,9 @@ VARIANTS: dict[str, Callable[[Features, Haystack], np.ndarray]] = {
     "context as a second field, weight 0.5": lambda f, h: by_value(f["plain"] + 0.5 * f["ctx2only"], f["cos"]),
     "+ session boost (0.2 x its best turn)": lambda f, h: session_boost(by_value(f["ctx2"], f["cos"]), h.groups),
     "+ dense pseudo-relevance feedback (chunk vectors only)": dense_feedback,
+    "product + session as one document (0.3 x best; BM25 0.7, mean vector 0.3)": session_document,
+    "product + session as one document (0.2 x best)": lambda f, h: session_document(f, h, 0.2),
+    "product + session as one document (0.5 x best)": lambda f, h: session_document(f, h, 0.5),
     "+ keyword feedback (RM3-like: 10 terms of the top 5, weight 0.2)": keyword_feedback,
     "+ a turn scores at least 0.7 of the turn after it": from_next_turn,
     "+ session diversity (x0.9 per earlier pick of its session, top 30)":
