@@ -23,7 +23,7 @@ from .config import Settings, load_settings
 from .db import audit
 from .db.connection import Connection, connect, ensure_private_dir, make_private, write_transaction
 from .db.migrations import migrate
-from .index import vectors, words
+from .index import neighbours, vectors, words
 from .index.embedder import Embedder
 from .index.fulltext import FulltextDoc, FulltextIndex, IndexBusyError
 from .index.neighbours import turn_contexts
@@ -263,31 +263,36 @@ class Store:
                 progress(done, total)
 
     def add_sentence_pieces(self, limit: int = 500) -> int:
-        """Embed the sentence pieces (index/vectors.py) of up to `limit` memories that have vectors but have
-        not been looked at for pieces yet: saving does not wait for them, the worker's passes do this.
-        Returns how many memories were looked at (0: none is left)."""
+        """Embed the sentence pieces (index/vectors.py) and the answer chunk (index/neighbours.py) of up to
+        `limit` memories that have vectors but have not been looked at for them yet: saving does not wait for
+        them, the worker's passes do this. Returns how many memories were looked at (0: none is left)."""
         if not self.embedder.ready:
             return 0
         rows = self.conn.execute(
-            "SELECT id, title, content, tags, files FROM memories INDEXED BY memories_pieces_todo "
+            "SELECT id, title, content, tags, files, tier, session_id, created_at, project, is_latest "
+            "FROM memories INDEXED BY memories_pieces_todo "
             "WHERE embedding_model = ? AND pieces IS NULL LIMIT ?", (self.embedder.model_id, limit)).fetchall()
         if not rows:
             return 0
-        found = [(r["id"], vectors.memory_pieces(memory_text(r["title"], r["content"], json.loads(r["tags"]),
-                                                             json.loads(r["files"])), r["content"])) for r in rows]
-        texts = [p for _, pieces in found for p in pieces]
+        found = [(r, vectors.memory_pieces(memory_text(r["title"], r["content"], json.loads(r["tags"]),
+                                                       json.loads(r["files"])), r["content"]),
+                  neighbours.answer_chunk(self.conn, r)) for r in rows]
+        texts = [t for _, pieces, answer in found for t in (*pieces, *([answer] if answer else []))]
         embedded = self.embedder.embed(texts) if texts else []
         if embedded is None or len(embedded) != len(texts):  # the model failed: these wait for the next call
             return 0
         with self.transaction() as conn:
             offset = 0
-            for memory_id, pieces in found:
+            for row, pieces, answer in found:
                 vecs = embedded[offset:offset + len(pieces)]
-                offset += len(pieces)
+                answer_vector = embedded[offset + len(pieces)] if answer else None
+                offset += len(pieces) + (1 if answer else 0)
                 # a memory re-embedded or forgotten meanwhile is looked at again or not at all
                 if conn.execute("SELECT 1 FROM memories WHERE id = ? AND embedding_model = ? AND pieces IS NULL",
-                                (memory_id, self.embedder.model_id)).fetchone():
-                    vectors.put_pieces(conn, memory_id, pieces, vecs)
+                                (row["id"], self.embedder.model_id)).fetchone():
+                    vectors.put_pieces(conn, row["id"], pieces, vecs)
+                    vectors.put_answer(conn, row["id"], row["project"], bool(row["is_latest"]), answer,
+                                       answer_vector)
         return len(rows)
 
     def add_word_vectors(self, limit: int = 500) -> int:

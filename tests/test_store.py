@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -554,6 +555,45 @@ def test_cli_round_trip(cli_env, tmp_path):
     assert reindexed.returncode == 0 and "reindexed 1" in reindexed.stdout
 
 
+def test_an_imported_conversation_gets_answer_chunks_from_the_worker(cli_env, tmp_path):
+    """As a user runs it: import a conversation, let the worker run once, search for what an answer says nothing of."""
+    from agentmem_mcp.transfer import FORMAT
+
+    turns = ["Tim: The season is over at last. What did your team win at the end of it?",
+             "John: We even won a trophy! Everyone was cheering in the locker room.",
+             "Tim: I started reading a new fantasy series last week.",
+             "John: Nice, send me the title when you can. My knee is finally better too.",
+             "Tim: Did you ever try the new climbing gym downtown?",
+             "John: Not yet, maybe next month."]
+    records = [{"kind": "header", "format": FORMAT}] + [
+        {"kind": "memory", "id": f"m_{n:016x}", "content": text, "tier": "episodic", "type": "context",
+         "session_id": "chat-1", "created_at": 1_700_000_000.0 + n} for n, text in enumerate(turns)]
+    export = tmp_path / "chat.jsonl"
+    export.write_text("\n".join(json.dumps(r) for r in records))
+
+    def agentmem(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "agentmem_mcp", *args], env=cli_env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+
+    assert "imported 6" in agentmem("import", str(export), "--global").stdout
+    worked = agentmem("worker", "--once")
+    assert worked.returncode == 0, worked.stderr
+    stats = json.loads(agentmem("stats", "--json").stdout)
+    assert stats["vector_backlog"]["sentence_pieces"] == 0, stats
+    found = json.loads(agentmem("search", "What did John's team win at the end of the season?", "--json").stdout)
+    assert {hit["id"] for hit in found["hits"][:2]} == {f"m_{0:016x}", f"m_{1:016x}"}  # the question, its answer
+    from agentmem_mcp.db.connection import connect
+    from agentmem_mcp.index.vectors import ANSWER_INDEX
+
+    conn = connect(Path(cli_env["AGENTMEM_HOME"]) / "agentmem.db")
+    try:
+        answered = [r[0] for r in conn.execute("SELECT memory_id FROM memory_chunks WHERE chunk_index = ? "
+                                               "ORDER BY memory_id", (ANSWER_INDEX,))]
+    finally:
+        conn.close()
+    assert answered == [f"m_{1:016x}", f"m_{5:016x}"]  # the answers to Tim's two questions
+
+
 def test_corpus_secrets_in_saves_and_imports_reach_no_file(store, settings, tmp_path):
     """Every secret of the corpus, in its realistic context, through memory_save (content, title, tags) and
     through an import (content, title, tags, files): none is in any byte agentmem writes (database, WAL,
@@ -593,6 +633,95 @@ def test_a_turn_is_found_through_the_turns_before_it_in_its_session(store):
     assert saved[3].id not in {memory_id for memory_id, _ in found}  # another session: no context from s-1
     assert saved[1].id in ids(store.search("the greyhound, is it the third?", limit=3))
     assert "greyhound" not in store.get(saved[1].id).content  # the memory itself is unchanged
+
+
+def test_an_answer_gets_a_vector_with_the_question_asked_before_it(store):
+    """Answer chunks: "We even won a trophy!" is found for what was asked just before it, by someone else."""
+    from agentmem_mcp.index import vectors
+
+    base = 1_700_000_000.0
+    turns = ["Tim: The season is over at last. What did your team win at the end of it?",
+             "John: We even won a trophy! Everyone was cheering in the locker room.",
+             "John: And my knee is finally better too.",
+             "Tim: I started reading a new fantasy series last week.",
+             "John: Nice, send me the title when you can."]
+    saved = store.save_many([{"content": text, "tier": "episodic", "type": "context", "session_id": "s-1",
+                              "created_at": base + n, "source": "import"} for n, text in enumerate(turns)])
+    question = store.embedder.embed_query("What did John's team win at the end of the season?")
+    before = vectors.similarities(store.conn, question, [saved[1].id])[saved[1].id]
+    while store.add_sentence_pieces():
+        pass
+    answers = "SELECT memory_id, text FROM memory_chunks WHERE chunk_index = ?"
+    rows = store.conn.execute(answers, (vectors.ANSWER_INDEX,)).fetchall()
+    assert [(r[0], r[1]) for r in rows] == [(saved[1].id, "What did your team win at the end of it?\n" + turns[1])]
+    after = vectors.similarities(store.conn, question, [saved[1].id])[saved[1].id]
+    assert after > before + 0.1
+    # the answer chunk is in the KNN table: the vector retriever finds the memory by it
+    found = dict(vectors.knn(store.conn, question, projects=None, latest_only=True, k=5))
+    assert found[saved[1].id] == pytest.approx(after)
+    assert saved[1].id in ids(store.search("What did John's team win at the end of the season?", limit=3))
+    # a model change drops it with every vector, the worker makes it again; forgetting removes it
+    with store.transaction() as conn:
+        conn.execute("UPDATE meta SET value = 'some-other-model|384' WHERE key = 'embedding_model'")
+    store.prepare_vectors()
+    assert store.conn.execute(answers, (vectors.ANSWER_INDEX,)).fetchall() == []
+    while store.add_sentence_pieces():
+        pass
+    assert len(store.conn.execute(answers, (vectors.ANSWER_INDEX,)).fetchall()) == 1
+    knn_rows = "SELECT COUNT(*) FROM memory_vectors"
+    kept = store.conn.execute(knn_rows).fetchone()[0]
+    store.forget(ids=[saved[1].id], reason="test")
+    assert store.conn.execute(answers, (vectors.ANSWER_INDEX,)).fetchall() == []
+    assert store.conn.execute(knn_rows).fetchone()[0] == kept - 2  # its chunk and its answer chunk
+
+
+def test_forgetting_a_turn_leaves_none_of_its_text_with_the_turns_after_it(store):
+    """The answer chunk and the BM25 context of the next turns held the forgotten turn's words: both are redone."""
+    from agentmem_mcp.index import vectors
+
+    base = 1_700_000_000.0
+    turns = ["Ana: My new passport number ends in 4471. Which airline did you book for Lisbon?",
+             "Ben: TAP, the morning flight on Friday.",
+             "Ben: I still need a hotel near the river."]
+    saved = store.save_many([{"content": text, "tier": "episodic", "type": "context", "session_id": "s-9",
+                              "created_at": base + n, "source": "import"} for n, text in enumerate(turns)])
+    while store.add_sentence_pieces():
+        pass
+    store.flush()
+    chunk_texts = "SELECT group_concat(text, ' ') FROM memory_chunks"
+    assert "Which airline" in store.conn.execute(chunk_texts).fetchone()[0]
+    assert {m for m, _ in store.fulltext.search("passport", projects=None)} == {s.id for s in saved}
+    store.forget(ids=[saved[0].id], reason="test")
+    store.flush()
+    assert "Which airline" not in store.conn.execute(chunk_texts).fetchone()[0]
+    assert store.fulltext.search("passport", projects=None) == []  # the next two turns are indexed again
+    while store.add_sentence_pieces():  # the worker's next pass: no question before Ben's turn any more
+        pass
+    assert store.conn.execute("SELECT COUNT(*) FROM memory_chunks WHERE chunk_index = ?",
+                              (vectors.ANSWER_INDEX,)).fetchone()[0] == 0
+    assert store.conn.execute("SELECT COUNT(*) FROM memories WHERE pieces IS NULL").fetchone()[0] == 0
+
+
+def test_an_upgrade_gives_the_turns_of_sessions_their_answer_chunks(store):
+    """Migration 5 sends a session's turns back to the worker's pieces step; other memories keep theirs."""
+    from agentmem_mcp.db.migrations import m005_answer_chunks
+    from agentmem_mcp.index import vectors
+
+    turns = store.save_many([{"content": text, "tier": "episodic", "type": "context", "session_id": "s-3",
+                              "created_at": 1_700_000_000.0 + n, "source": "import"}
+                             for n, text in enumerate(["Ana: Where do the backups go?", "Ben: To the cold bucket."])])
+    fact = store.save("Backups are kept for thirty days in the cold storage bucket")
+    while store.add_sentence_pieces():
+        pass
+    with store.transaction() as conn:
+        vectors.put_answer(conn, turns[1].id, None, False, None, None)  # as a store before answer chunks
+        m005_answer_chunks(conn)
+    todo = {r[0] for r in store.conn.execute("SELECT id FROM memories WHERE pieces IS NULL")}
+    assert todo == {t.id for t in turns} and fact.id not in todo
+    while store.add_sentence_pieces():
+        pass
+    assert [r[0] for r in store.conn.execute("SELECT memory_id FROM memory_chunks WHERE chunk_index = 999")] == \
+        [turns[1].id]
 
 
 def test_fusion_setting_is_checked_and_both_fusions_answer(settings, embedder):

@@ -216,8 +216,15 @@ def m004_word_vectors(conn: Connection) -> None:
     conn.execute("CREATE INDEX memories_words_todo ON memories(embedding_model) WHERE words IS NULL")
 
 
+def m005_answer_chunks(conn: Connection) -> None:
+    """Answer chunks (index/neighbours.py) are embedded with the sentence pieces: the memories that can have
+    one (events of a session) are looked at again by the background worker."""
+    conn.execute("UPDATE memories SET pieces = NULL WHERE tier = 'episodic' AND session_id IS NOT NULL "
+                 "AND embedding_model IS NOT NULL AND embedding_model != ''")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces,
-                                                  m004_word_vectors]
+                                                  m004_word_vectors, m005_answer_chunks]
 
 
 def migrate(conn: Connection) -> int:

@@ -14,6 +14,11 @@ three weeks ago.") is also embedded sentence by sentence: its pieces. They live 
 that KNN, BM25 or the graph found is then scored on both: (best chunk + best piece) / 2 (LongMemEval
 session recall_all@5 +2.4, LoCoMo turn recall@10 +1; docs/evaluation.md). Saving does not wait for them:
 the background worker embeds them (`Store.add_sentence_pieces`) and counts them in `memories.pieces`.
+
+A turn that answers a question asked just before it also gets an *answer chunk* (index/neighbours.py): the
+question and the turn together, at chunk_index ANSWER_INDEX, in the KNN table like any chunk. The memory
+then scores its own vectors' score or its answer chunk's cosine, whichever is higher. The worker embeds it
+with the pieces.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ CANDIDATES_PER_RESULT = 2
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s+")
 PIECE_INDEX = 1000  # memory_chunks.chunk_index of a memory's first sentence piece
 PIECE_MIN_CHARS = 40  # shorter sentences join the next one ("Thanks! I got it.")
+ANSWER_INDEX = PIECE_INDEX - 1  # a memory's answer chunk: its own chunks stop far below (65,536 chars: ~90)
 
 
 def sentence_pieces(text: str, min_chars: int = PIECE_MIN_CHARS) -> list[str]:
@@ -61,9 +67,11 @@ def memory_pieces(text: str, body: str) -> list[str]:
     return sentence_pieces(body) if len(chunk_text(text)) == 1 else []
 
 
-def combine(chunk: float, piece: float | None) -> float:
-    """A memory's vector score from its best chunk and its best sentence piece (None: it has none)."""
-    return chunk if piece is None else (chunk + piece) / 2
+def combine(chunk: float, piece: float | None, answer: float | None = None) -> float:
+    """A memory's vector score from its best chunk and its best sentence piece, or its answer chunk's cosine
+    if that is higher (None: it has no piece, no answer chunk)."""
+    own = chunk if piece is None else (chunk + piece) / 2
+    return own if answer is None else max(own, answer)
 
 
 def chunk_text(text: str, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP) -> list[str]:
@@ -127,13 +135,32 @@ def put(conn: Connection, memory_id: str, project: str | None, latest: bool, chu
     delete(conn, [memory_id])
     conn.execute("UPDATE memories SET pieces = NULL WHERE id = ?", (memory_id,))
     for index, (text, vector) in enumerate(zip(chunks, vectors)):
-        chunk_id = conn.execute(
-            "INSERT INTO memory_chunks (memory_id, chunk_index, text, embedding) VALUES (?, ?, ?, ?)",
-            (memory_id, index, text, vector.tobytes())).lastrowid
-        conn.execute(
-            f"INSERT INTO {TABLE} (chunk_id, project, latest, embedding) VALUES (?, ?, ?, vec_quantize_binary(?))",
-            (chunk_id, project or "", 1 if latest else 0, vector.tobytes()),
-        )
+        _insert_chunk(conn, memory_id, project, latest, index, text, vector)
+
+
+def _insert_chunk(conn: Connection, memory_id: str, project: str | None, latest: bool, index: int, text: str,
+                  vector: Any) -> None:
+    """One chunk row and its binary code in the KNN table."""
+    chunk_id = conn.execute(
+        "INSERT INTO memory_chunks (memory_id, chunk_index, text, embedding) VALUES (?, ?, ?, ?)",
+        (memory_id, index, text, vector.tobytes())).lastrowid
+    conn.execute(
+        f"INSERT INTO {TABLE} (chunk_id, project, latest, embedding) VALUES (?, ?, ?, vec_quantize_binary(?))",
+        (chunk_id, project or "", 1 if latest else 0, vector.tobytes()),
+    )
+
+
+def put_answer(conn: Connection, memory_id: str, project: str | None, latest: bool, text: str | None,
+               vector: Any) -> None:
+    """Set a memory's answer chunk (None: it has none), inside the caller's transaction."""
+    old = conn.execute("SELECT id FROM memory_chunks WHERE memory_id = ? AND chunk_index = ?",
+                       (memory_id, ANSWER_INDEX)).fetchone()
+    if old:
+        if table_exists(conn):
+            conn.execute(f"DELETE FROM {TABLE} WHERE chunk_id = ?", (old[0],))
+        conn.execute("DELETE FROM memory_chunks WHERE id = ?", (old[0],))
+    if text is not None:
+        _insert_chunk(conn, memory_id, project, latest, ANSWER_INDEX, text, vector)
 
 
 def put_pieces(conn: Connection, memory_id: str, pieces: Sequence[str], vectors: Sequence[Any]) -> None:
@@ -184,37 +211,59 @@ def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, 
     if not chunk_ids:
         return []
     rows = conn.execute(
-        f"SELECT memory_id, embedding FROM memory_chunks WHERE id IN ({','.join('?' * len(chunk_ids))})",
+        f"SELECT memory_id, embedding, chunk_index FROM memory_chunks WHERE id IN ({','.join('?' * len(chunk_ids))})",
         chunk_ids).fetchall()
     best: dict[str, float] = {}
-    _keep_best(best, rows, query)
+    answers: dict[str, float] = {}
+    _keep_best(best, [r for r in rows if r[2] != ANSWER_INDEX], query)
+    _keep_best(answers, [r for r in rows if r[2] == ANSWER_INDEX], query)
+    only_answer = [m for m in answers if m not in best]
+    if only_answer:  # found by its answer chunk alone: its own chunks count too
+        best.update(_best_rows(conn, query, only_answer, pieces=False))
+    _keep_best(answers, _answer_rows(conn, [m for m in best if m not in answers]), query)
     scored = _with_pieces(conn, query, best)
-    return sorted(scored.items(), key=lambda item: -item[1])[:k]
+    return sorted(((m, combine(s, None, answers.get(m))) for m, s in scored.items()), key=lambda item: -item[1])[:k]
 
 
 def _keep_best(best: dict[str, float], rows: Sequence[Any], query: Any) -> None:
-    """Exact cosines of (memory_id, embedding) rows against the query; each memory keeps its best row."""
+    """Exact cosines of (memory_id, embedding, ...) rows against the query; each memory keeps its best row."""
     import numpy as np
 
     rows = [row for row in rows if row[1] is not None and len(row[1]) == query.nbytes]
     if not rows:
         return
     matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
-    for (memory_id, _), similarity in zip(rows, (matrix @ query).tolist()):
-        if similarity > best.get(memory_id, -2.0):
-            best[memory_id] = similarity
+    for row, similarity in zip(rows, (matrix @ query).tolist()):
+        if similarity > best.get(row[0], -2.0):
+            best[row[0]] = similarity
 
 
-def _best_rows(conn: Connection, query: Any, memory_ids: Sequence[str], pieces: bool) -> dict[str, float]:
-    """Each given memory's best cosine over its chunks, or over its sentence pieces."""
+def _best_rows(conn: Connection, query: Any, memory_ids: Sequence[str], pieces: bool,
+               answers: dict[str, float] | None = None) -> dict[str, float]:
+    """Each given memory's best cosine over its chunks, or over its sentence pieces; `answers`, if given,
+    collects the answer chunks' cosines (from the chunks' rows)."""
     ids = list(dict.fromkeys(memory_ids))
     best: dict[str, float] = {}
     for start in range(0, len(ids), 500):
         part = ids[start:start + 500]
-        _keep_best(best, conn.execute(
-            f"SELECT memory_id, embedding FROM memory_chunks WHERE memory_id IN ({','.join('?' * len(part))}) "
-            f"AND chunk_index {'>=' if pieces else '<'} ?", [*part, PIECE_INDEX]).fetchall(), query)
+        rows = conn.execute(
+            f"SELECT memory_id, embedding, chunk_index FROM memory_chunks "
+            f"WHERE memory_id IN ({','.join('?' * len(part))}) AND chunk_index {'>=' if pieces else '<'} ?",
+            [*part, PIECE_INDEX]).fetchall()
+        _keep_best(best, [r for r in rows if r[2] != ANSWER_INDEX], query)
+        if answers is not None:
+            _keep_best(answers, [r for r in rows if r[2] == ANSWER_INDEX], query)
     return best
+
+
+def _answer_rows(conn: Connection, memory_ids: Sequence[str]) -> list[Any]:
+    """The answer chunks' (memory_id, embedding) rows of these memories (most have none)."""
+    rows: list[Any] = []
+    for start in range(0, len(memory_ids), 500):
+        part = memory_ids[start:start + 500]
+        rows += conn.execute(f"SELECT memory_id, embedding FROM memory_chunks WHERE chunk_index = ? "
+                             f"AND memory_id IN ({','.join('?' * len(part))})", [ANSWER_INDEX, *part]).fetchall()
+    return rows
 
 
 def _with_pieces(conn: Connection, query: Any, chunk_best: dict[str, float]) -> dict[str, float]:
@@ -226,4 +275,6 @@ def _with_pieces(conn: Connection, query: Any, chunk_best: dict[str, float]) -> 
 def similarities(conn: Connection, query: Any, memory_ids: Sequence[str]) -> dict[str, float]:
     """The exact vector score of each given memory that has a vector (memories without one are left out):
     what the vector retriever would have scored them, for candidates it did not return."""
-    return _with_pieces(conn, query, _best_rows(conn, query, memory_ids, pieces=False))
+    answers: dict[str, float] = {}
+    scores = _with_pieces(conn, query, _best_rows(conn, query, memory_ids, pieces=False, answers=answers))
+    return {memory_id: combine(score, None, answers.get(memory_id)) for memory_id, score in scores.items()}
