@@ -2,6 +2,8 @@
 
 Rows, chunks, vectors, entity links and index entries go; the audit log keeps what, when and why,
 never the content. Forgetting a memory forgets every version of it, so an old version cannot come back.
+The turns after it in its session, which were indexed with its opening and may have embedded its question
+(index/neighbours.py), are indexed again and get their answer chunk anew, so none of its text stays behind.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..db import audit
-from ..index import graph, vectors, words
+from ..index import graph, neighbours, vectors, words
 from ..models import TIERS, TYPES, InvalidInput, NotFound, check_choice, check_memory_id
 
 if TYPE_CHECKING:
@@ -128,13 +130,25 @@ def delete_memories(store: Store, rows: Sequence[Any], reason: str, now: float, 
         batch_ids = ids[start:start + 500]
         marks = ",".join("?" * len(batch_ids))
         with store.transaction() as conn:
+            later = sorted(neighbours.later_turns(conn, batch_ids) - set(ids))
             vectors.delete(conn, batch_ids)
             words.release(conn, batch_ids)
             graph.unlink_memories(conn, batch_ids)
             conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", batch_ids)
             conn.executemany("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'delete', ?)",
                              [(memory_id, now) for memory_id in batch_ids])
+            _redo_context(conn, later, now)
             for row in batch:
                 audit.append(conn, action, row["id"], row["project"],
                              {"reason": reason, "type": row["type"], "version": row["version"]}, at=now)
     store.index_soon()
+
+
+def _redo_context(conn: Any, memory_ids: Sequence[str], now: float) -> None:
+    """The turns that followed forgotten ones: BM25 indexes them again (with the turns now before them), and
+    they lose their answer chunk until the worker's next pass makes it again with their pieces."""
+    for memory_id in memory_ids:
+        vectors.put_answer(conn, memory_id, None, False, None, None)
+    conn.executemany("UPDATE memories SET pieces = NULL WHERE id = ?", [(m,) for m in memory_ids])
+    conn.executemany("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
+                     [(m, now) for m in memory_ids])
