@@ -59,7 +59,12 @@ def test_the_index_deleted_under_a_running_store(settings, embedder, seeded):
     # them, as a user cleaning up would, leaves the open files readable until the next start rebuilds.)
     kept, _ = seeded
     with Store.open(settings, project="/repo/a", embedder=embedder) as store:
-        shutil.rmtree(settings.fulltext_dir)
+        for attempt in range(10):  # tantivy's reader may drop its meta lock file in the directory meanwhile
+            try:
+                shutil.rmtree(settings.fulltext_dir)
+                break
+            except OSError:
+                time.sleep(0.05 * (attempt + 1))
         assert ids(store.search("deploy script"))[0] == kept
     with Store.open(settings, project="/repo/a", embedder=embedder) as store:
         assert ids(store.search("deploy script", retrievers=("bm25",))) == [kept]
