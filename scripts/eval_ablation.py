@@ -12,7 +12,7 @@ every memory to the query (the store's own vectors). Each variant ranks the memo
 as search does (candidates: the top 60 of each retriever; scores fused by value or by reciprocal rank),
 applies search's date window and the memories' state factor, and is scored with the benchmarks' own
 metrics. The row `product` mirrors `Store.search`; the evaluation scripts measure the real search path.
-Rows starting with "+" rerank the scores of the product without similar words; rows starting with
+Rows starting with "+" rerank the scores of the product without similar words or answer chunks; rows starting with
 "product +" add to the product itself. `--more` adds rows that embed other texts (chunks
 without their timestamp, each turn with the turn before it, the question without its question words):
 a cold cache embeds each store once more for them.
@@ -143,6 +143,8 @@ class Haystack:
         self.owners = np.asarray(owners)
         self.pieces, piece_owners = store_chunk_vectors(store, memory_ids, pieces=True)
         self.piece_owners = np.asarray(piece_owners, dtype=int)
+        self.answers, answer_owners = store_chunk_vectors(store, memory_ids, answers=True)
+        self.answer_owners = np.asarray(answer_owners, dtype=int)
         self.first_chunk = np.zeros(len(memory_ids), dtype=int)  # each memory's first chunk vector
         for row in range(len(self.owners) - 1, -1, -1):
             self.first_chunk[self.owners[row]] = row
@@ -189,8 +191,10 @@ class Haystack:
         out["ctx2, raw query"] = self.bm25(self.indexes["ctx2"], query) if keywords != query else out["ctx2"]
         cos, piece = self.cosines(query_vector)
         out["cos, chunks only"] = cos
-        out["cos"] = with_piece(cos, piece)
+        out["cos"] = with_piece(cos, piece)  # without answer chunks: the base of the older rows
         out["piece"] = piece
+        answer = best_per_memory(n, self.answer_owners, self.answers @ query_vector, NO_PIECE)
+        out["cos with answers"] = np.maximum(out["cos"], answer)  # vectors.combine
         out["qvec"] = query_vector
         out["keywords"] = keywords
         out["similar"] = self.similar_words(query)
@@ -360,7 +364,7 @@ def session_document(f: Features, hay: Haystack, share: float = 0.3, w_bm25: flo
     """Hierarchical: each candidate gains `share` x the best score x its session's score as one document
     (BM25 over all its turns' terms, session-level IDF; cosine of the mean of its turns' vectors), fused
     `w_bm25` / 1 - `w_bm25` after each is divided by its best."""
-    scores = by_value(with_similar_words(f), f["cos"])
+    scores = by_value(with_similar_words(f), f["cos with answers"])
     asked = set(terms(f["keywords"]))
     lengths = np.array([sum(c.values()) for c in hay.session_terms], float)
     average = lengths.mean() or 1.0
@@ -384,8 +388,9 @@ def dense_feedback(f: Features, hay: Haystack, beta: float = 0.5, m: int = 3) ->
 
 
 VARIANTS: dict[str, Callable[[Features, Haystack], np.ndarray]] = {
-    "product: score fusion 0.4/0.6, 2 earlier turns, exact cosines, similar words":
-        lambda f, h: by_value(with_similar_words(f), f["cos"]),
+    "product: score fusion 0.4/0.6, 2 earlier turns, exact cosines, similar words, answer chunks":
+        lambda f, h: by_value(with_similar_words(f), f["cos with answers"]),
+    "without answer chunks (before 2026-11-30 03:00 UTC)": lambda f, h: by_value(with_similar_words(f), f["cos"]),
     "without similar words (before 2026-11-30; the base of the rows below)":
         lambda f, h: by_value(f["ctx2"], f["cos"]),
     "similar words weigh 0.3": lambda f, h: by_value(with_similar_words(f, 0.3), f["cos"]),

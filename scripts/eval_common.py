@@ -198,20 +198,21 @@ def settle(store: Store) -> None:
         pass
 
 
-def store_chunk_vectors(store: Store, memory_ids: Sequence[str],
-                        pieces: bool = False) -> tuple[np.ndarray, list[int]]:
+def store_chunk_vectors(store: Store, memory_ids: Sequence[str], pieces: bool = False,
+                        answers: bool = False) -> tuple[np.ndarray, list[int]]:
     """The float vectors agentmem stored for these memories' chunks (or, with `pieces`, their sentence
-    pieces), and each one's index in `memory_ids`: the dense baseline searches exactly the chunk vectors the
-    product's KNN searches (read from `memory_chunks.embedding`, or from the vec0 table when it holds the
-    floats)."""
-    from agentmem_mcp.index.vectors import PIECE_INDEX
+    pieces; with `answers`, their answer chunks), and each one's index in `memory_ids`: the dense baseline
+    searches the memories' own chunk vectors, as the product's KNN does without answer chunks (read from
+    `memory_chunks.embedding`, or from the vec0 table when it holds the floats)."""
+    from agentmem_mcp.index.vectors import ANSWER_INDEX, PIECE_INDEX
 
     position = {memory_id: i for i, memory_id in enumerate(memory_ids)}
     dim = store.embedder.dimension or 384
     columns = {row[1] for row in store.conn.execute("PRAGMA table_info(memory_chunks)")}
     sql = ("SELECT memory_id, embedding FROM memory_chunks c" if "embedding" in columns else
            "SELECT c.memory_id, v.embedding FROM memory_chunks c JOIN memory_vectors v ON v.chunk_id = c.id")
-    sql += f" WHERE c.chunk_index {'>=' if pieces else '<'} {PIECE_INDEX}"
+    sql += (f" WHERE c.chunk_index >= {PIECE_INDEX}" if pieces else f" WHERE c.chunk_index = {ANSWER_INDEX}"
+            if answers else f" WHERE c.chunk_index < {ANSWER_INDEX}")
     vectors, owners = [], []
     for memory_id, blob in store.conn.execute(sql).fetchall():
         if memory_id in position and blob is not None and len(blob) == dim * 4:
