@@ -210,7 +210,7 @@ def _add_similar_words(store: Store, asked: QueryWords, results: dict[str, list[
     if not asked[0] or "bm25" not in results or not candidates:
         return {}
     marks = ",".join("?" * len(candidates))
-    memory_words = {row[0]: row[1].split() for row in store.conn.execute(
+    memory_words = {row[0]: words.searched_words(row[1]) for row in store.conn.execute(
         f"SELECT id, words FROM memories WHERE id IN ({marks}) AND words IS NOT NULL", candidates)}
     stored = words.lookup(store.conn, [w for ws in memory_words.values() for w in ws], store.word_cache)
     found = words.soft_scores(*query_word_vectors(store, asked), memory_words, words.Vocabulary.from_blobs(stored))

@@ -165,7 +165,8 @@ class Haystack:
         frequency = Counter(t for counts in self.session_terms for t in counts)
         self.session_idf = {t: math.log(1 + (len(sessions) - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
         stored = dict(store.conn.execute("SELECT id, words FROM memories WHERE words IS NOT NULL").fetchall())
-        self.memory_words = {i: stored[m].split() for i, m in enumerate(memory_ids) if m in stored}
+        self.memory_words = {i: word_vectors.searched_words(stored[m]) for i, m in enumerate(memory_ids)
+                             if m in stored}
         self.word_vectors = word_vectors.Vocabulary.from_blobs(
             word_vectors.lookup(store.conn, [w for ws in self.memory_words.values() for w in ws]))
         self.embedder, self.more = embedder, more

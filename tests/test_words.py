@@ -141,3 +141,11 @@ def test_a_failure_in_similar_words_does_not_fail_the_search(store, monkeypatch)
     monkeypatch.setattr(words, "soft_scores", broken)
     found = store.search("Which countries have I visited?")
     assert [h.id for h in found.hits] == [saved.id] and "similar words" not in found.hits[0].why
+
+
+def test_search_compares_the_first_words_of_a_long_memory():
+    from agentmem_mcp.index.words import MAX_MEMORY_WORDS, searched_words
+
+    stored = " ".join(f"word{chr(97 + n % 26)}{n}" for n in range(300))
+    assert searched_words(stored) == stored.split()[:MAX_MEMORY_WORDS]
+    assert searched_words("trip england") == ["trip", "england"] and searched_words("") == []

@@ -28,6 +28,10 @@ MIN_CHARS, MAX_CHARS = 3, 24
 SCALE = 127.0  # vectors are stored as int8: 384 bytes a word, cosines off by about 0.005
 MAX_CACHED = 100_000  # packed word vectors a process keeps (~0.4 kB each), emptied when full
 MAX_CACHED_QUERY_WORDS = 10_000  # vectors of query words no memory has (1.5 kB each), kept in memory only
+# the words of a memory that search compares: its first distinct ones. A long reply has hundreds; with all of
+# them, similar words cost a search over 10 ms at p50 on LongMemEval with assistant turns stored, and the
+# first 64 rank the same on both benchmarks (docs/evaluation.md)
+MAX_MEMORY_WORDS = 64
 _STOP = frozenset(STOPWORDS)
 
 
@@ -132,6 +136,11 @@ def _stored(conn: Connection, words: Sequence[str]) -> Iterable[tuple[str, bytes
         batch = list(words[start:start + 500])
         marks = ",".join("?" * len(batch))
         yield from conn.execute(f"SELECT word, vector FROM {TABLE} WHERE word IN ({marks})", batch)
+
+
+def searched_words(stored: str) -> list[str]:
+    """The words search compares of a memory, from its `memories.words`."""
+    return stored.split(" ", MAX_MEMORY_WORDS)[:MAX_MEMORY_WORDS] if stored else []
 
 
 def lookup(conn: Connection, words: Iterable[str], cache: dict[str, bytes] | None = None) -> dict[str, bytes]:
