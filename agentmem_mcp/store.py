@@ -269,7 +269,7 @@ class Store:
         if not self.embedder.ready:
             return 0
         rows = self.conn.execute(
-            "SELECT id, title, content, tags, files, tier, session_id, created_at, project, is_latest "
+            "SELECT id, title, content, tags, files, tier, session_id, created_at "
             "FROM memories INDEXED BY memories_pieces_todo "
             "WHERE embedding_model = ? AND pieces IS NULL LIMIT ?", (self.embedder.model_id, limit)).fetchall()
         if not rows:
@@ -288,10 +288,11 @@ class Store:
                 answer_vector = embedded[offset + len(pieces)] if answer else None
                 offset += len(pieces) + (1 if answer else 0)
                 # a memory re-embedded or forgotten meanwhile is looked at again or not at all
-                if conn.execute("SELECT 1 FROM memories WHERE id = ? AND embedding_model = ? AND pieces IS NULL",
-                                (row["id"], self.embedder.model_id)).fetchone():
+                now = conn.execute("SELECT project, is_latest FROM memories WHERE id = ? AND embedding_model = ? "
+                                   "AND pieces IS NULL", (row["id"], self.embedder.model_id)).fetchone()
+                if now:
                     vectors.put_pieces(conn, row["id"], pieces, vecs)
-                    vectors.put_answer(conn, row["id"], row["project"], bool(row["is_latest"]), answer,
+                    vectors.put_answer(conn, row["id"], now["project"], bool(now["is_latest"]), answer,
                                        answer_vector)
         return len(rows)
 

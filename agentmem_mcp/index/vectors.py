@@ -153,14 +153,17 @@ def _insert_chunk(conn: Connection, memory_id: str, project: str | None, latest:
 def put_answer(conn: Connection, memory_id: str, project: str | None, latest: bool, text: str | None,
                vector: Any) -> None:
     """Set a memory's answer chunk (None: it has none), inside the caller's transaction."""
-    old = conn.execute("SELECT id FROM memory_chunks WHERE memory_id = ? AND chunk_index = ?",
-                       (memory_id, ANSWER_INDEX)).fetchone()
-    if old:
-        if table_exists(conn):
-            conn.execute(f"DELETE FROM {TABLE} WHERE chunk_id = ?", (old[0],))
-        conn.execute("DELETE FROM memory_chunks WHERE id = ?", (old[0],))
+    drop_answers(conn, [memory_id])
     if text is not None:
         _insert_chunk(conn, memory_id, project, latest, ANSWER_INDEX, text, vector)
+
+
+def drop_answers(conn: Connection, memory_ids: Sequence[str]) -> None:
+    """Remove these memories' answer chunks, from both tables (inside the caller's transaction)."""
+    chunk_ids = [row[1] for row in _answer_rows(conn, list(memory_ids), "id")]
+    if chunk_ids and table_exists(conn):
+        conn.executemany(f"DELETE FROM {TABLE} WHERE chunk_id = ?", [(c,) for c in chunk_ids])
+    conn.executemany("DELETE FROM memory_chunks WHERE id = ?", [(c,) for c in chunk_ids])
 
 
 def put_pieces(conn: Connection, memory_id: str, pieces: Sequence[str], vectors: Sequence[Any]) -> None:
@@ -256,12 +259,12 @@ def _best_rows(conn: Connection, query: Any, memory_ids: Sequence[str], pieces: 
     return best
 
 
-def _answer_rows(conn: Connection, memory_ids: Sequence[str]) -> list[Any]:
-    """The answer chunks' (memory_id, embedding) rows of these memories (most have none)."""
+def _answer_rows(conn: Connection, memory_ids: Sequence[str], column: str = "embedding") -> list[Any]:
+    """The (memory_id, `column`) rows of these memories' answer chunks (most have none)."""
     rows: list[Any] = []
     for start in range(0, len(memory_ids), 500):
         part = memory_ids[start:start + 500]
-        rows += conn.execute(f"SELECT memory_id, embedding FROM memory_chunks WHERE chunk_index = ? "
+        rows += conn.execute(f"SELECT memory_id, {column} FROM memory_chunks WHERE chunk_index = ? "
                              f"AND memory_id IN ({','.join('?' * len(part))})", [ANSWER_INDEX, *part]).fetchall()
     return rows
 

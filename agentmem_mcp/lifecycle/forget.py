@@ -147,8 +147,7 @@ def delete_memories(store: Store, rows: Sequence[Any], reason: str, now: float, 
 def _redo_context(conn: Any, memory_ids: Sequence[str], now: float) -> None:
     """The turns that followed forgotten ones: BM25 indexes them again (with the turns now before them), and
     they lose their answer chunk until the worker's next pass makes it again with their pieces."""
-    for memory_id in memory_ids:
-        vectors.put_answer(conn, memory_id, None, False, None, None)
+    vectors.drop_answers(conn, memory_ids)
     conn.executemany("UPDATE memories SET pieces = NULL WHERE id = ?", [(m,) for m in memory_ids])
     conn.executemany("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
                      [(m, now) for m in memory_ids])
