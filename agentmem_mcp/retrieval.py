@@ -182,7 +182,7 @@ def query_words(store: Store, query: str) -> QueryWords:
     asked = words.text_words(without_relative_time(query))
     idf = store.fulltext.word_idf(asked) if asked else {}
     asked = [w for w in asked if w in idf]
-    known = {w: words.unpack(blob) for w, blob in words.lookup(store.conn, asked, store.word_cache).items()}
+    known = store.word_matrix.vectors(store.conn, asked)
     return asked, known, idf
 
 
@@ -210,10 +210,9 @@ def _add_similar_words(store: Store, asked: QueryWords, results: dict[str, list[
     if not asked[0] or "bm25" not in results or not candidates:
         return {}
     marks = ",".join("?" * len(candidates))
-    memory_words = {row[0]: words.searched_words(row[1]) for row in store.conn.execute(
-        f"SELECT id, words FROM memories WHERE id IN ({marks}) AND words IS NOT NULL", candidates)}
-    stored = words.lookup(store.conn, [w for ws in memory_words.values() for w in ws], store.word_cache)
-    found = words.soft_scores(*query_word_vectors(store, asked), memory_words, words.Vocabulary.from_blobs(stored))
+    memory_words = dict(store.conn.execute(
+        f"SELECT id, words FROM memories WHERE id IN ({marks}) AND words IS NOT NULL", candidates).fetchall())
+    found = store.word_matrix.soft_scores(store.conn, *query_word_vectors(store, asked), memory_words)
     if found:
         weight = store.settings.soft_match_weight
         scores = dict(results["bm25"])

@@ -77,7 +77,7 @@ class Store:
         self._closing = False
         self._closed = threading.Event()
         self._healed_at = float("-inf")
-        self.word_cache: dict[str, bytes] = {}  # word -> packed vector, read by search (index/words.py)
+        self.word_matrix = words.WordMatrix()  # the word vectors searches have met (index/words.py)
         self.query_word_cache: dict[str, Any] = {}  # vectors of query words no memory has, embedded by search
         ensure_private_dir(settings.home)
         self.db_path = settings.database

@@ -138,7 +138,7 @@ def test_a_failure_in_similar_words_does_not_fail_the_search(store, monkeypatch)
     def broken(*_args, **_kwargs):
         raise RuntimeError("disk I/O error")
 
-    monkeypatch.setattr(words, "soft_scores", broken)
+    monkeypatch.setattr(words.WordMatrix, "soft_scores", broken)
     found = store.search("Which countries have I visited?")
     assert [h.id for h in found.hits] == [saved.id] and "similar words" not in found.hits[0].why
 
@@ -149,3 +149,56 @@ def test_search_compares_the_first_words_of_a_long_memory():
     stored = " ".join(f"word{chr(97 + n % 26)}{n}" for n in range(300))
     assert searched_words(stored) == stored.split()[:MAX_MEMORY_WORDS]
     assert searched_words("trip england") == ["trip", "england"] and searched_words("") == []
+
+
+def test_the_word_matrix_scores_as_the_vocabulary_does_and_keeps_rows_across_searches(tmp_path):
+    """Search reads word vectors through `WordMatrix` (one per store): the same scores and pairs as
+    `soft_scores` over the packed vectors, rows read once, a memory's rows kept until its words change, and
+    a word the worker has not embedded yet looked up again."""
+    from agentmem_mcp.db.connection import connect
+    from agentmem_mcp.db.migrations import migrate
+
+    rng = np.random.default_rng(3)
+    base = unit(*rng.normal(size=16))
+    vectors = {f"word{chr(97 + n % 26)}{chr(97 + n // 26)}": unit(*(base + rng.normal(scale=0.9, size=16)))
+               for n in range(300)}
+    conn = connect(tmp_path / "m.db")
+    migrate(conn)
+    conn.executemany(f"INSERT INTO {words.TABLE} (word, uses, vector) VALUES (?, 1, ?)",
+                     [(w, words.pack(v)) for w, v in vectors.items()])
+    names = list(vectors)
+    candidates = {f"m{n}": " ".join(names[n * 7:n * 7 + 12]) for n in range(40)}
+    query = ["querya", "queryb"]
+    query_vectors, idf = [base, unit(*rng.normal(size=16))], [2.0, 0.7]
+    expected = words.soft_scores(query, query_vectors, idf, {m: ws.split() for m, ws in candidates.items()},
+                                 words.Vocabulary.from_blobs({w: words.pack(v) for w, v in vectors.items()}))
+    matrix = words.WordMatrix(max_words=1000)
+    found = matrix.soft_scores(conn, query, query_vectors, idf, candidates)
+    assert expected and set(found) == set(expected)
+    for memory_id, (score, pair) in expected.items():
+        assert found[memory_id][0] == pytest.approx(score, abs=1e-4) and found[memory_id][1] == pair
+    assert len(matrix.words) == len({w for ws in candidates.values() for w in ws.split()})
+    assert set(matrix.memory_rows) == set(candidates)
+
+    # a memory whose words changed is read again; a word without a vector yet is not cached as missing
+    changed = {"m0": "worddb newword", "m1": candidates["m1"]}
+    again = matrix.soft_scores(conn, query, query_vectors, idf, changed)
+    assert matrix.memory_rows["m0"][0] == candidates["m0"] and set(again) <= {"m0", "m1"}
+    conn.execute(f"INSERT INTO {words.TABLE} (word, uses, vector) VALUES ('newword', 1, ?)",
+                 (words.pack(base),))
+    third = matrix.soft_scores(conn, query, query_vectors, idf, changed)
+    assert third["m0"][1] == "querya~newword" and matrix.memory_rows["m0"][0] == "worddb newword"
+    # a query word that is itself among a memory's words leaves that word to BM25
+    assert "querya~worddb" not in {p for _, p in matrix.soft_scores(
+        conn, ["worddb"], [vectors["worddb"]], [1.0], {"x": "worddb"}).values()}
+
+    # full: emptied and filled again, with the same scores
+    small = words.WordMatrix(max_words=100)
+    few = {m: ws for m, ws in list(candidates.items())[:5]}
+    for _ in range(3):
+        assert small.soft_scores(conn, query, query_vectors, idf, candidates) == {}  # more words than it holds
+        part = small.soft_scores(conn, query, query_vectors, idf, few)
+        assert {m: round(s, 4) for m, (s, _) in part.items()} == \
+            {m: round(found[m][0], 4) for m in few if m in found}
+    conn.close()
+

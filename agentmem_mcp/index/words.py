@@ -26,7 +26,8 @@ TABLE = "word_vectors"
 SIMILAR_FROM = 0.4  # cosine of two words below which they are not similar at all
 MIN_CHARS, MAX_CHARS = 3, 24
 SCALE = 127.0  # vectors are stored as int8: 384 bytes a word, cosines off by about 0.005
-MAX_CACHED = 100_000  # packed word vectors a process keeps (~0.4 kB each), emptied when full
+MAX_CACHED = 100_000  # word vectors a store's WordMatrix keeps (384 bytes each), emptied when full
+MAX_CACHED_MEMORIES = 20_000  # memories whose word rows a WordMatrix keeps (~0.3 kB each)
 MAX_CACHED_QUERY_WORDS = 10_000  # vectors of query words no memory has (1.5 kB each), kept in memory only
 # the words of a memory that search compares: its first distinct ones. A long reply has hundreds; with all of
 # them, similar words cost a search over 10 ms at p50 on LongMemEval with assistant turns stored, and the
@@ -48,6 +49,13 @@ def text_words(text: str) -> list[str]:
 def memory_words(title: str, content: str) -> list[str]:
     """The distinct words of a memory that get vectors (its title's, then its content's)."""
     return list(dict.fromkeys([*text_words(title), *text_words(content)]))
+
+
+def _unit() -> Any:
+    import numpy as np
+
+    # a numpy scalar: an int8 matrix's float32 copy times the Python float 1/127 took 20 times as long
+    return np.float32(1.0 / SCALE)
 
 
 def pack(vector: Any) -> bytes:
@@ -85,7 +93,7 @@ class Vocabulary:
         if not blobs:
             return cls([], np.zeros((0, 0), dtype=np.float32))
         matrix = np.frombuffer(b"".join(blobs.values()), dtype=np.int8).reshape(len(blobs), -1)
-        return cls(list(blobs), matrix.astype(np.float32) * (1.0 / SCALE))  # unit length, within 0.5%
+        return cls(list(blobs), matrix.astype(np.float32) * _unit())  # unit length, within 0.5%
 
 
 def soft_scores(query: Sequence[str], query_vectors: Sequence[Any], idf: Sequence[float],
@@ -99,34 +107,147 @@ def soft_scores(query: Sequence[str], query_vectors: Sequence[Any], idf: Sequenc
     import numpy as np
 
     row_of = vocabulary.row
-    ids, starts, columns = [], [], []
-    for memory_id, words in candidates.items():
-        mine = [row_of[w] for w in words if w in row_of]
-        if mine:
-            ids.append(memory_id)
-            starts.append(len(columns))
-            columns.extend(mine)
-    if not query or not columns:
+    rows = {memory_id: np.asarray([row_of[w] for w in ws if w in row_of], dtype=np.int64)
+            for memory_id, ws in candidates.items()}
+    return _scores(query, query_vectors, idf, rows, lambda unique: vocabulary.matrix[unique], vocabulary.words,
+                   row_of, similar_from)
+
+
+def _scores(query: Sequence[str], query_vectors: Sequence[Any], idf: Sequence[float], rows: Mapping[str, Any],
+            vectors_of: Any, words: Sequence[str], row_of: Mapping[str, int],
+            similar_from: float) -> dict[str, tuple[float, str]]:
+    """`soft_scores` on row indexes: rows maps a memory id to the rows of its words; vectors_of(rows) gives
+    their unit vectors (float32), words[row] and row_of[word] name them."""
+    import numpy as np
+
+    ids = [memory_id for memory_id, mine in rows.items() if len(mine)]
+    if not query or not ids:
         return {}
+    lengths = np.fromiter((len(rows[memory_id]) for memory_id in ids), dtype=np.int64, count=len(ids))
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    unique, columns = np.unique(np.concatenate([rows[memory_id] for memory_id in ids]), return_inverse=True)
+    matrix = vectors_of(unique)
     # one matrix-vector product per query word: a matrix-matrix product wakes OpenBLAS's threads, whose
     # spinning after it doubled the next query embedding's time on two cores
-    similarity = np.stack([vocabulary.matrix @ np.asarray(v, dtype=np.float32) for v in query_vectors])
-    for row, word in enumerate(query):
-        if word in row_of:  # the word itself is BM25's to count
-            similarity[row, row_of[word]] = 0.0
+    similarity = np.stack([matrix @ np.asarray(v, dtype=np.float32) for v in query_vectors])
+    for n, word in enumerate(query):  # the word itself is BM25's to count
+        if (row := row_of.get(word)) is not None:
+            at = int(np.searchsorted(unique, row))
+            if at < len(unique) and unique[at] == row:
+                similarity[n, at] = 0.0
     weights = np.asarray(idf, dtype=np.float32)[:, None]
-    weighted = np.clip((similarity[:, columns] - similar_from) / (1.0 - similar_from), 0.0, 1.0) * weights
+    weighted = (np.clip((similarity - similar_from) / (1.0 - similar_from), 0.0, 1.0) * weights)[:, columns]
     best = np.maximum.reduceat(weighted, starts, axis=1)  # per query word and candidate: its closest word
     scores = best.sum(axis=0)
     # the closest pair of each candidate: its best query word, and the first of its words that reaches it
-    segment = np.repeat(np.arange(len(starts)), np.diff([*starts, len(columns)]))
+    segment = np.repeat(np.arange(len(ids)), lengths)
     top_row = best.argmax(axis=0)
-    top = best[top_row, np.arange(len(starts))]
+    top = best[top_row, np.arange(len(ids))]
     reaches = np.flatnonzero(weighted[top_row[segment], np.arange(len(columns))] >= top[segment])
     _, first = np.unique(segment[reaches], return_index=True)
     pair_column = dict(zip(segment[reaches][first].tolist(), reaches[first].tolist()))
-    return {ids[n]: (float(scores[n]), f"{query[top_row[n]]}~{vocabulary.words[columns[pair_column[n]]]}")
+    return {ids[n]: (float(scores[n]), f"{query[top_row[n]]}~{words[unique[columns[pair_column[n]]]]}")
             for n in np.flatnonzero(scores > 0).tolist()}
+
+
+class WordMatrix:
+    """The stored vectors of the words that searches have met, as the rows of one int8 matrix, and each
+    searched memory's word rows: one per store (`Store.word_matrix`), shared by its threads.
+
+    A search used to read and unpack every candidate's word vectors and split its words anew (about half of
+    the similar words' cost with LongMemEval's assistant turns stored); now it gathers rows. Emptied when it
+    holds MAX_CACHED words. A word the worker has not embedded yet is looked up again next time."""
+
+    def __init__(self, max_words: int = MAX_CACHED) -> None:
+        import threading
+
+        self.max_words = max_words
+        self._lock = threading.Lock()
+        self.clear()
+
+    def clear(self) -> None:
+        self.generation = getattr(self, "generation", 0) + 1
+        self.row: dict[str, int] = {}
+        self.words: list[str] = []
+        self.matrix: Any = None  # int8, len(words) rows in use
+        self.memory_rows: dict[str, tuple[str, Any]] = {}  # memory id -> (its stored words, their rows)
+
+    def _rows(self, conn: Connection, words: Iterable[str]) -> dict[str, int]:
+        """The rows of these words (a word without a stored vector is left out), reading the new ones."""
+        import numpy as np
+
+        words = list(dict.fromkeys(words))
+        missing = [w for w in words if w not in self.row]
+        if missing:
+            found = list(_stored(conn, missing))
+            if len(self.words) + len(found) > self.max_words:
+                self.clear()
+                return self._rows(conn, words) if len(words) <= self.max_words else {}
+            if found:
+                new = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.int8).reshape(len(found), -1)
+                if self.matrix is not None and self.matrix.shape[1] != new.shape[1]:  # another model's
+                    self.clear()
+                    return self._rows(conn, words)
+                used = len(self.words)
+                if self.matrix is None:
+                    self.matrix = np.zeros((max(1024, 2 * len(found)), new.shape[1]), dtype=np.int8)
+                elif used + len(found) > len(self.matrix):
+                    grown = np.zeros((max(2 * len(self.matrix), used + len(found)), new.shape[1]), dtype=np.int8)
+                    grown[:used] = self.matrix[:used]
+                    self.matrix = grown
+                self.matrix[used:used + len(found)] = new
+                for n, (word, _) in enumerate(found):
+                    self.row[word] = used + n
+                    self.words.append(word)
+        return {w: self.row[w] for w in words if w in self.row}
+
+    def vectors(self, conn: Connection, words: Iterable[str]) -> dict[str, Any]:
+        """The unit vectors (float32) of these words that have a stored one."""
+        with self._lock:
+            rows = self._rows(conn, words)
+            return {w: unpack(self.matrix[r].tobytes()) for w, r in rows.items()}
+
+    def _memory_rows(self, conn: Connection, candidates: Mapping[str, str]) -> dict[str, Any]:
+        """Each candidate's word rows (int32), from the cache unless its stored words changed."""
+        import numpy as np
+
+        generation = self.generation
+        rows: dict[str, Any] = {}
+        todo: dict[str, tuple[str, list[str]]] = {}
+        for memory_id, stored in candidates.items():
+            known = self.memory_rows.get(memory_id)
+            if known is not None and known[0] == stored:
+                rows[memory_id] = known[1]
+            else:
+                todo[memory_id] = (stored, searched_words(stored))
+        if not todo:
+            return rows
+        row_of = self._rows(conn, [w for _, ws in todo.values() for w in ws])
+        if self.generation != generation:  # emptied to make room: the cached rows are gone with it
+            rows, todo = {}, {memory_id: (stored, searched_words(stored)) for memory_id, stored in candidates.items()}
+            row_of = self._rows(conn, [w for _, ws in todo.values() for w in ws])
+        for memory_id, (stored, ws) in todo.items():
+            mine = np.asarray([row_of[w] for w in ws if w in row_of], dtype=np.int32)
+            if len(mine) == len(ws):  # a word without a vector yet is looked up again next time
+                self.memory_rows[memory_id] = (stored, mine)
+            rows[memory_id] = mine
+        return rows
+
+    def soft_scores(self, conn: Connection, query: Sequence[str], query_vectors: Sequence[Any],
+                    idf: Sequence[float], candidates: Mapping[str, str],
+                    similar_from: float = SIMILAR_FROM) -> dict[str, tuple[float, str]]:
+        """`soft_scores` for candidates given as memory id -> `memories.words` (the first MAX_MEMORY_WORDS
+        are compared), with the vectors read through this matrix."""
+        import numpy as np
+
+        with self._lock:
+            if len(self.memory_rows) > MAX_CACHED_MEMORIES:
+                self.memory_rows.clear()
+            rows = self._memory_rows(conn, candidates)
+            matrix, words = self.matrix, self.words
+            return _scores(query, query_vectors, idf, rows,
+                           lambda unique: matrix[unique].astype(np.float32) * _unit(), words, self.row,
+                           similar_from)
 
 
 # the table ---------------------------------------------------------------------------------------
@@ -143,16 +264,9 @@ def searched_words(stored: str) -> list[str]:
     return stored.split(" ", MAX_MEMORY_WORDS)[:MAX_MEMORY_WORDS] if stored else []
 
 
-def lookup(conn: Connection, words: Iterable[str], cache: dict[str, bytes] | None = None) -> dict[str, bytes]:
-    """The stored (packed) vectors of these words (a word without one is left out), through `cache`."""
-    cache = {} if cache is None else cache
-    if len(cache) > MAX_CACHED:
-        cache.clear()
-    words = list(dict.fromkeys(words))
-    out = {w: cache[w] for w in words if w in cache}
-    for word, blob in _stored(conn, [w for w in words if w not in out]):
-        out[word] = cache[word] = blob
-    return out
+def lookup(conn: Connection, words: Iterable[str]) -> dict[str, bytes]:
+    """The stored (packed) vectors of these words (a word without one is left out)."""
+    return dict(_stored(conn, list(dict.fromkeys(words))))
 
 
 def add(conn: Connection, uses: Mapping[str, int], new_vectors: Mapping[str, Any]) -> None:
