@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -214,6 +215,49 @@ def summary(values: list[float]) -> dict:
             "p95_ms": round(percentile(values, 0.95), 2), "max_ms": round(max(values), 2)}
 
 
+def spinning_session(store: Store) -> Any:
+    """The model's session as onnxruntime makes it by default (threads that spin after each inference), for
+    the A/B below; None when the model is not on a fastembed session."""
+    import onnxruntime as ort
+
+    try:
+        session = store.embedder._model.model.model
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        return ort.InferenceSession(session._model_path, sess_options=options, providers=session.get_providers())
+    except AttributeError:
+        return None
+
+
+def time_model_threads(store: Store, count: int, seed: int, block: int = 20) -> dict[str, list[float]]:
+    """Searches and saves on the same store with the model's session as agentmem makes it (threads that
+    sleep when idle: index/embedder.without_spinning) and as onnxruntime makes it by default, in blocks of
+    `block` searches and block / 2 saves, alternating which goes first: what spinning threads cost or save."""
+    rng = random.Random(seed)
+    inner = store.embedder._model.model
+    sessions = {"quiet": inner.model, "spinning": spinning_session(store)}
+    timings: dict[str, list[float]] = {f"{name} {what}": [] for name in sessions for what in ("search", "save")}
+    if sessions["spinning"] is None:
+        return {}
+    try:
+        for n in range(max(1, count // block)):
+            for name in (("quiet", "spinning") if n % 2 else ("spinning", "quiet")):
+                inner.model = sessions[name]
+                for _ in range(block):
+                    query = rng.choice(QUERIES)
+                    started = time.perf_counter()
+                    store.search(query, limit=10)
+                    timings[f"{name} search"].append((time.perf_counter() - started) * 1000)
+                for k in range(block // 2):
+                    item = memory_text(rng, 20_000_000 + 1000 * n + k + (500 if name == "quiet" else 0))
+                    started = time.perf_counter()
+                    store.save(item.pop("content"), **item)
+                    timings[f"{name} save"].append((time.perf_counter() - started) * 1000)
+    finally:
+        inner.model = sessions["quiet"]
+    return timings
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000,100000")
@@ -246,12 +290,15 @@ def main(argv: list[str] | None = None) -> int:
                 pieces = {name: summary(values) for name, values in time_pieces(store, args.queries, 5).items()}
                 similar = {name: summary(values)
                            for name, values in time_similar_words(store, args.queries, 6).items()}
+                threads = {name: summary(values)
+                           for name, values in time_model_threads(store, args.queries, 7).items()}
                 results["sizes"][size] = {"build_s": round(build_s, 1), "build_per_s": round(size / build_s),
                                           "pieces_s": round(built["pieces_s"], 1),
                                           "words_s": round(built["words_s"], 1),
                                           "corpus_vectors": "hashed" if synthetic else "model",
                                           "search": search, "save": save, "search_after_saves": search_after,
-                                          "fusion_ab": fusions, "pieces_ab": pieces, "similar_words_ab": similar}
+                                          "fusion_ab": fusions, "pieces_ab": pieces, "similar_words_ab": similar,
+                                          "model_threads_ab": threads}
                 print(json.dumps({size: results["sizes"][size]}), flush=True)
     print(f"\n{results['date']} | {results['machine']}\n{results['command']}")
     print(f"{'memories':>9} | {'search p50':>10} | {'search p95':>10} | {'save p50':>8} | {'save p95':>8} | build/s")
@@ -271,6 +318,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{ab['with']['p50_ms']}/{ab['with']['p95_ms']} ms, without {ab['without']['p50_ms']}/"
               f"{ab['without']['p95_ms']} ms; after the import, the worker took {row['pieces_s']} s for sentence "
               f"pieces and {row['words_s']} s for word vectors")
+        if ab := row["model_threads_ab"]:
+            print(f"{size:>9,}: model threads A/B, same store, blocks alternated: threads that sleep: search "
+                  f"p50/p95 {ab['quiet search']['p50_ms']}/{ab['quiet search']['p95_ms']} ms, save "
+                  f"{ab['quiet save']['p50_ms']}/{ab['quiet save']['p95_ms']} ms; spinning (onnxruntime's default): "
+                  f"search {ab['spinning search']['p50_ms']}/{ab['spinning search']['p95_ms']} ms, save "
+                  f"{ab['spinning save']['p50_ms']}/{ab['spinning save']['p95_ms']} ms")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

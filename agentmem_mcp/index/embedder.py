@@ -22,6 +22,53 @@ KNOWN_DIMENSIONS = {
 }
 
 
+def without_spinning(model: Any) -> Any:
+    """The same fastembed model (same tokenizer) on an onnxruntime session whose threads sleep when idle;
+    the model itself if fastembed's internals differ (fastembed does not expose the setting).
+
+    By default onnxruntime's threads spin for a while after each inference, and on two cores that takes a
+    core from whatever search does next (similar words, the join). On LongMemEval with assistant turns
+    stored, search as an agent calls it went from p50 / p95 25.3-26.1 / 47.0-55.5 ms to 20.2-21.3 /
+    31.2-36.5 ms (docs/benchmarks.md); on the short memories of the bench store the two are the same within
+    noise, saving included. Making the session again costs 0.25 s at load; `_release_freed_memory` then
+    gives the first session's memory back."""
+    try:
+        import copy
+
+        import onnxruntime as ort
+
+        session = model.model.model
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        old = session.get_session_options()
+        if old.intra_op_num_threads:
+            options.intra_op_num_threads = old.intra_op_num_threads
+            options.inter_op_num_threads = old.inter_op_num_threads
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        quiet = copy.copy(model)
+        quiet.model = copy.copy(model.model)
+        quiet.model.model = ort.InferenceSession(session._model_path, sess_options=options,
+                                                 providers=session.get_providers())
+        return quiet
+    except Exception as exc:  # a slower search is still a search
+        log.info("the model keeps its own onnxruntime session (fastembed internals differ): %s: %s",
+                 type(exc).__name__, exc)
+        return model
+
+
+def _release_freed_memory() -> None:
+    """Hand memory freed on the C heap back to the system (glibc): the first session's, after
+    `without_spinning`. `agentmem serve` then holds 259 MB once the model is loaded, against 314 MB before
+    (scripts/bench_hooks.py, docs/benchmarks.md). Elsewhere, nothing."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 class Embedder:
     """A fastembed TextEmbedding behind a lock, with background loading and a recorded failure."""
 
@@ -82,7 +129,10 @@ class Embedder:
                 model = TextEmbedding(**kwargs)
                 probe = next(iter(model.embed(["probe"])))
                 self.dimension = int(probe.shape[0])
-                self._model = model
+                self._model = quiet = without_spinning(model)
+                if quiet is not model:
+                    model = None  # the first session: its memory goes back to the system
+                    _release_freed_memory()
             except Exception as exc:  # any failure means "no vectors", never a crash
                 self._error = f"{type(exc).__name__}: {exc}"
                 log.warning("embedding model %s unavailable: %s", self.model_name, self._error)
