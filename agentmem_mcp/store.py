@@ -224,7 +224,8 @@ class Store:
         if not self.embedder.ready:
             return
         with self.transaction() as conn:
-            vectors.ensure_table(conn, self.embedder.model_id, self.embedder.dimension or 384)
+            if vectors.ensure_table(conn, self.embedder.model_id, self.embedder.dimension or 384):
+                self.word_matrix.clear()  # words.reset emptied the table: another model's vectors
         self.embed_pending()
 
     def embed_pending(self, batch: int = 64, progress: Callable[[int, int], None] | None = None) -> int:

@@ -225,3 +225,19 @@ def test_the_model_runs_on_a_session_whose_threads_do_not_spin(embedder):
     assert float(np.dot(embedder.embed_query(text), embedder.embed([text])[0])) > 0.9999
     odd = object()
     assert without_spinning(odd) is odd  # other internals: the model keeps its own session
+
+
+def test_a_model_change_empties_the_word_matrix(store):
+    """Word vectors of two models are never compared: when the vector table is made again for another
+    model, the words the store's searches have met are forgotten with the table's."""
+    store.save("Last year I took a solo trip to Spain and loved the food there.")
+    store.add_word_vectors()
+    assert "similar words" in store.search("Which countries have I visited?").hits[0].why
+    assert store.word_matrix.words and store.word_matrix.memory_rows
+    with store.transaction() as conn:  # as a change of AGENTMEM_EMBED_MODEL leaves it at the next start
+        conn.execute("UPDATE meta SET value = 'another/model|384|bit+f32' WHERE key = 'embedding_model'")
+    store.prepare_vectors()
+    assert not store.word_matrix.words and not store.word_matrix.memory_rows
+    assert store.conn.execute(f"SELECT COUNT(*) FROM {words.TABLE}").fetchone()[0] == 0
+    store.add_word_vectors()
+    assert "similar words" in store.search("Which countries have I visited?").hits[0].why

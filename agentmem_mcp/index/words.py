@@ -163,9 +163,14 @@ class WordMatrix:
 
         self.max_words = max_words
         self._lock = threading.Lock()
-        self.clear()
+        self._clear()
 
     def clear(self) -> None:
+        """Forget every vector (the store's model changed: the worker embeds the words again)."""
+        with self._lock:
+            self._clear()
+
+    def _clear(self) -> None:
         self.generation = getattr(self, "generation", 0) + 1
         self.row: dict[str, int] = {}
         self.words: list[str] = []
@@ -181,12 +186,12 @@ class WordMatrix:
         if missing:
             found = list(_stored(conn, missing))
             if len(self.words) + len(found) > self.max_words:
-                self.clear()
+                self._clear()
                 return self._rows(conn, words) if len(words) <= self.max_words else {}
             if found:
                 new = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.int8).reshape(len(found), -1)
                 if self.matrix is not None and self.matrix.shape[1] != new.shape[1]:  # another model's
-                    self.clear()
+                    self._clear()
                     return self._rows(conn, words)
                 used = len(self.words)
                 if self.matrix is None:
