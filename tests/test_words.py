@@ -203,30 +203,6 @@ def test_the_word_matrix_scores_as_the_vocabulary_does_and_keeps_rows_across_sea
     conn.close()
 
 
-def test_the_model_runs_on_a_session_whose_threads_do_not_spin(embedder):
-    """onnxruntime's threads spinning after an inference took a core from the rest of a search on two
-    cores: the loaded model runs on a session made again with spinning off, and embeds the same."""
-    from fastembed import TextEmbedding
-
-    from agentmem_mcp.index.embedder import without_spinning
-
-    options = embedder._model.model.model.get_session_options()
-    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
-    assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
-    plain = TextEmbedding(model_name=embedder.model_name, specific_model_path=str(embedder.model_path))
-    with pytest.raises(RuntimeError):  # not set: onnxruntime's default, threads that spin
-        plain.model.model.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
-    quiet = without_spinning(plain)
-    assert quiet is not plain and quiet.model.model is not plain.model.model
-    assert quiet.model.tokenizer is plain.model.tokenizer
-    text = "Melanie signed up for a pottery class; it is like therapy for her."
-    before, after = next(iter(plain.embed([text]))), next(iter(quiet.embed([text])))
-    assert float(np.dot(before, after)) > 0.9999
-    assert float(np.dot(embedder.embed_query(text), embedder.embed([text])[0])) > 0.9999
-    odd = object()
-    assert without_spinning(odd) is odd  # other internals: the model keeps its own session
-
-
 def test_a_model_change_empties_the_word_matrix(store):
     """Word vectors of two models are never compared: when the vector table is made again for another
     model, the words the store's searches have met are forgotten with the table's."""

@@ -6,6 +6,7 @@ Until the model is ready, `vectors()` returns None and search runs on BM25 + gra
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,6 +56,22 @@ def without_spinning(model: Any) -> Any:
         log.info("the model keeps its own onnxruntime session (fastembed internals differ): %s: %s",
                  type(exc).__name__, exc)
         return model
+
+
+def without_telemetry() -> None:
+    """Keep onnxruntime from sending usage telemetry. onnxruntime 1.32 starts a thread at import that sends
+    events to mobile.events.data.microsoft.com and queues them in ~/.cache/Microsoft/DeveloperTools/; its
+    DNS lookups were the UDP socket that the stress test's network check caught (docs/reliability.md).
+    agentmem sends nothing anywhere: ORT_DISABLE_TELEMETRY is set before the import (unless the user set
+    it), and telemetry events are turned off after it, for a process that imported onnxruntime earlier."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    if os.environ["ORT_DISABLE_TELEMETRY"] not in ("0", "false", "False"):
+        try:
+            import onnxruntime
+
+            onnxruntime.disable_telemetry_events()
+        except (ImportError, AttributeError) as exc:
+            log.info("onnxruntime telemetry not turned off after import: %s", exc)
 
 
 def _release_freed_memory() -> None:
@@ -118,6 +135,7 @@ class Embedder:
             if self._loaded.is_set():
                 return self.ready
             try:
+                without_telemetry()
                 from fastembed import TextEmbedding
 
                 kwargs: dict[str, Any] = {"model_name": self.model_name}

@@ -1,0 +1,64 @@
+"""The embedding model as agentmem runs it (index/embedder.py): its onnxruntime session, no telemetry."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .conftest import REPO
+
+
+def test_the_model_runs_on_a_session_whose_threads_do_not_spin(embedder):
+    """onnxruntime's threads spinning after an inference took a core from the rest of a search on two
+    cores: the loaded model runs on a session made again with spinning off, and embeds the same."""
+    from fastembed import TextEmbedding
+
+    from agentmem_mcp.index.embedder import without_spinning
+
+    options = embedder._model.model.model.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
+    plain = TextEmbedding(model_name=embedder.model_name, specific_model_path=str(embedder.model_path))
+    with pytest.raises(RuntimeError):  # not set: onnxruntime's default, threads that spin
+        plain.model.model.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
+    quiet = without_spinning(plain)
+    assert quiet is not plain and quiet.model.model is not plain.model.model
+    assert quiet.model.tokenizer is plain.model.tokenizer
+    text = "Melanie signed up for a pottery class; it is like therapy for her."
+    before, after = next(iter(plain.embed([text]))), next(iter(quiet.embed([text])))
+    assert float(np.dot(before, after)) > 0.9999
+    assert float(np.dot(embedder.embed_query(text), embedder.embed([text])[0])) > 0.9999
+    odd = object()
+    assert without_spinning(odd) is odd  # other internals: the model keeps its own session
+
+
+LOAD_AND_EMBED = """
+import sys, time
+from pathlib import Path
+from agentmem_mcp.index.embedder import Embedder
+embedder = Embedder("sentence-transformers/all-MiniLM-L6-v2", Path(sys.argv[1]))
+assert embedder.load(), embedder.error
+embedder.embed(["a memory"]) and embedder.embed_query("a query")
+time.sleep(1.5)
+"""
+
+
+def _load_in(home: Path, model_path: Path, **env: str) -> Path:
+    environ = {k: v for k, v in os.environ.items() if k not in ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME")}
+    done = subprocess.run([sys.executable, "-c", LOAD_AND_EMBED, str(model_path)], cwd=REPO, timeout=120,
+                          env={**environ, "HOME": str(home), **env}, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return home / ".cache" / "Microsoft"
+
+
+def test_loading_the_model_sends_no_telemetry(model_path, tmp_path):
+    """onnxruntime 1.32 sends usage events to Microsoft from a thread it starts at import, queued in
+    ~/.cache/Microsoft/DeveloperTools; agentmem turns that off before importing it."""
+    assert not _load_in(tmp_path / "ours", model_path).exists()
+    if not _load_in(tmp_path / "theirs", model_path, ORT_DISABLE_TELEMETRY="0").exists():
+        pytest.skip("this onnxruntime keeps no telemetry queue: nothing to compare with")
