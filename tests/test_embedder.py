@@ -44,15 +44,19 @@ from agentmem_mcp.index.embedder import Embedder
 embedder = Embedder("sentence-transformers/all-MiniLM-L6-v2", Path(sys.argv[1]))
 assert embedder.load(), embedder.error
 embedder.embed(["a memory"]) and embedder.embed_query("a query")
+from huggingface_hub import constants
+assert constants.HF_HUB_DISABLE_TELEMETRY == (sys.argv[2] == "off"), constants.HF_HUB_DISABLE_TELEMETRY
 time.sleep(1.5)
 """
 
 
 def _load_in(home: Path, model_path: Path, **env: str) -> Path:
     # onnxruntime sends nothing when CI is set (as .ci/run sets it): the child runs as on a user's machine
-    left_out = ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME", "CI", "GITHUB_ACTIONS", "TF_BUILD")
+    left_out = ("ORT_DISABLE_TELEMETRY", "HF_HUB_DISABLE_TELEMETRY", "DISABLE_TELEMETRY", "DO_NOT_TRACK",
+                "XDG_CACHE_HOME", "CI", "GITHUB_ACTIONS", "TF_BUILD")
     environ = {k: v for k, v in os.environ.items() if k not in left_out}
-    done = subprocess.run([sys.executable, "-c", LOAD_AND_EMBED, str(model_path)], cwd=REPO, timeout=120,
+    expected = "on" if env.get("HF_HUB_DISABLE_TELEMETRY") == "0" else "off"  # huggingface_hub telemetry
+    done = subprocess.run([sys.executable, "-c", LOAD_AND_EMBED, str(model_path), expected], cwd=REPO, timeout=120,
                           env={**environ, "HOME": str(home), **env}, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return home / ".cache" / "Microsoft"
@@ -60,7 +64,9 @@ def _load_in(home: Path, model_path: Path, **env: str) -> Path:
 
 def test_loading_the_model_sends_no_telemetry(model_path, tmp_path):
     """onnxruntime 1.32 sends usage events to Microsoft from a thread it starts at import, queued in
-    ~/.cache/Microsoft/DeveloperTools; agentmem turns that off before importing it."""
+    ~/.cache/Microsoft/DeveloperTools; agentmem turns that off before importing it, and huggingface_hub's
+    user-agent details for a first download too. A user's own settings win (the control)."""
     assert not _load_in(tmp_path / "ours", model_path).exists()
-    if not _load_in(tmp_path / "theirs", model_path, ORT_DISABLE_TELEMETRY="0").exists():
+    theirs = _load_in(tmp_path / "theirs", model_path, ORT_DISABLE_TELEMETRY="0", HF_HUB_DISABLE_TELEMETRY="0")
+    if not theirs.exists():
         pytest.skip("this onnxruntime keeps no telemetry queue: nothing to compare with")

@@ -63,8 +63,12 @@ def without_telemetry() -> None:
     events to mobile.events.data.microsoft.com and queues them in ~/.cache/Microsoft/DeveloperTools/; its
     DNS lookups were the UDP socket that the stress test's network check caught (docs/reliability.md).
     agentmem sends nothing anywhere: ORT_DISABLE_TELEMETRY is set before the import (unless the user set
-    it), and telemetry events are turned off after it, for a process that imported onnxruntime earlier."""
+    it), and telemetry events are turned off after it, for a process that imported onnxruntime earlier.
+    The model's first download (no AGENTMEM_EMBED_MODEL_PATH) goes through huggingface_hub, which adds
+    the torch version and the coding agent it detects to its user agent unless HF_HUB_DISABLE_TELEMETRY
+    is set: it is set too (before fastembed imports huggingface_hub)."""
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     if os.environ["ORT_DISABLE_TELEMETRY"] not in ("0", "false", "False"):
         try:
             import onnxruntime
