@@ -62,7 +62,7 @@ def without_telemetry() -> None:
     """Keep onnxruntime from sending usage telemetry. onnxruntime 1.32 starts a thread at import that sends
     events to mobile.events.data.microsoft.com and queues them in ~/.cache/Microsoft/DeveloperTools/; its
     DNS lookups were the UDP socket that the stress test's network check caught (docs/reliability.md).
-    agentmem sends nothing anywhere: ORT_DISABLE_TELEMETRY is set before the import (unless the user set
+    agentmem sends nothing of its own accord: ORT_DISABLE_TELEMETRY is set before the import (unless the user set
     it), and telemetry events are turned off after it, for a process that imported onnxruntime earlier.
     The model's first download (no AGENTMEM_EMBED_MODEL_PATH) goes through huggingface_hub, which adds
     the torch version and the coding agent it detects to its user agent unless HF_HUB_DISABLE_TELEMETRY
