@@ -9,7 +9,6 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from .db.audit import verify
-from .index import vectors
 
 if TYPE_CHECKING:
     from .store import Store
@@ -38,8 +37,7 @@ def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
     if store.embedder.ready:
         with store.transaction() as tx:
             tx.execute("DELETE FROM meta WHERE key = 'embedding_model'")
-            vectors.ensure_table(tx, store.embedder.model_id, store.embedder.dimension or 384)
-        store.word_matrix.clear()
+            store.ensure_vector_table(tx)
         embedded = store.embed_pending(progress=(lambda d, t: progress("vectors", d, t)) if progress else None)
         looked = 0
         while step := store.add_sentence_pieces():  # what the worker would do next, done now

@@ -224,9 +224,16 @@ class Store:
         if not self.embedder.ready:
             return
         with self.transaction() as conn:
-            if vectors.ensure_table(conn, self.embedder.model_id, self.embedder.dimension or 384):
-                self.word_matrix.clear()  # words.reset emptied the table: another model's vectors
+            self.ensure_vector_table(conn)
         self.embed_pending()
+
+    def ensure_vector_table(self, conn: Connection) -> bool:
+        """`vectors.ensure_table` for this store's model (inside the caller's transaction); when it makes
+        the table again, the word vectors this process's searches have met go with the stored ones."""
+        made = vectors.ensure_table(conn, self.embedder.model_id, self.embedder.dimension or 384)
+        if made:
+            self.word_matrix.clear()  # words.reset emptied the table: another model's vectors
+        return made
 
     def embed_pending(self, batch: int = 64, progress: Callable[[int, int], None] | None = None) -> int:
         """Give vectors to memories saved before the model was ready (or after a model change)."""

@@ -218,13 +218,10 @@ def summary(values: list[float]) -> dict:
 def spinning_session(store: Store) -> Any:
     """The model's session as onnxruntime makes it by default (threads that spin after each inference), for
     the A/B below; None when the model is not on a fastembed session."""
-    import onnxruntime as ort
+    from agentmem_mcp.index.embedder import session_like
 
     try:
-        session = store.embedder._model.model.model
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        return ort.InferenceSession(session._model_path, sess_options=options, providers=session.get_providers())
+        return session_like(store.embedder._model.model.model, spinning=True)
     except AttributeError:
         return None
 

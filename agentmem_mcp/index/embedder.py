@@ -36,26 +36,31 @@ def without_spinning(model: Any) -> Any:
     try:
         import copy
 
-        import onnxruntime as ort
-
-        session = model.model.model
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        old = session.get_session_options()
-        if old.intra_op_num_threads:
-            options.intra_op_num_threads = old.intra_op_num_threads
-            options.inter_op_num_threads = old.inter_op_num_threads
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         quiet = copy.copy(model)
         quiet.model = copy.copy(model.model)
-        quiet.model.model = ort.InferenceSession(session._model_path, sess_options=options,
-                                                 providers=session.get_providers())
+        quiet.model.model = session_like(model.model.model, spinning=False)
         return quiet
     except Exception as exc:  # a slower search is still a search
         log.info("the model keeps its own onnxruntime session (fastembed internals differ): %s: %s",
                  type(exc).__name__, exc)
         return model
+
+
+def session_like(session: Any, *, spinning: bool) -> Any:
+    """A new onnxruntime session of the same model file, providers and thread counts as `session`, made as
+    fastembed makes it, with threads that spin after each inference (onnxruntime's default) or not."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    old = session.get_session_options()
+    if old.intra_op_num_threads:
+        options.intra_op_num_threads = old.intra_op_num_threads
+        options.inter_op_num_threads = old.inter_op_num_threads
+    if not spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return ort.InferenceSession(session._model_path, sess_options=options, providers=session.get_providers())
 
 
 def without_telemetry() -> None:

@@ -163,6 +163,7 @@ class WordMatrix:
 
         self.max_words = max_words
         self._lock = threading.Lock()
+        self.generation = 0  # bumped by each emptying: rows read before it are stale
         self._clear()
 
     def clear(self) -> None:
@@ -171,7 +172,7 @@ class WordMatrix:
             self._clear()
 
     def _clear(self) -> None:
-        self.generation = getattr(self, "generation", 0) + 1
+        self.generation += 1
         self.row: dict[str, int] = {}
         self.words: list[str] = []
         self.matrix: Any = None  # int8, len(words) rows in use
