@@ -174,7 +174,8 @@ def test_three_sessions_make_one_workflow_and_a_fourth_updates_its_sources(env, 
         assert len(rows) == 1
         flow = store.get(rows[0]["id"])
         assert flow.key == "workflow:pytest" and flow.tier == "procedural" and flow.source == "consolidation"
-        assert flow.confidence == 0.5 and flow.project == str(repo) and "`pytest`" in flow.title
+        assert flow.confidence == 0.5 and flow.project == str(repo) and "`pytest -q`" in flow.title
+        assert flow.content == "Run the tests: `pytest -q` (worked 3 of 3 runs, in 3 sessions; last result: 5 passed in 0.2s)."
         summaries = {r[0] for r in store.conn.execute("SELECT summary_memory_id FROM sessions")}
         assert len([s for s in flow.source_ids if s.startswith("obs:")]) == 3
         assert {s for s in flow.source_ids if s.startswith("m_")} == summaries
@@ -190,12 +191,14 @@ def test_three_sessions_make_one_workflow_and_a_fourth_updates_its_sources(env, 
         agent.bash("pytest -q", "7 passed in 0.2s")
         agent.stop()
         worker.run_until_idle()
-        updated = store.get(flow.id)
-        assert [m.id for m in store.history(flow.id)] == [flow.id]  # same memory, no new version
+        history = store.history(flow.id)  # the counts changed: version 2 of the same memory
+        updated = history[-1]
+        assert [m.version for m in history] == [1, 2] and history[0].id == flow.id
+        assert "worked 4 of 4 runs, in 4 sessions" in updated.content
         assert len([s for s in updated.source_ids if s.startswith("obs:")]) == 4
         assert len([s for s in updated.source_ids if s.startswith("m_")]) == 4
         hits = store.search("how do we run the tests")
-        assert flow.id in [h.id for h in hits.hits]
+        assert updated.id in [h.id for h in hits.hits]
 
 
 def test_recurring_error_and_its_fix_become_a_bug_memory(env, repo, settings, embedder):
@@ -213,7 +216,7 @@ def test_recurring_error_and_its_fix_become_a_bug_memory(env, repo, settings, em
     assert len(bugs) == 1
     assert "cannot import name 'helper'" in bugs[0]["content"] and "core.py" in bugs[0]["content"]
     assert json.loads(bugs[0]["files"]) == [f"{repo}/app/core.py"]
-    assert "fixed: a later run passed" in summary
+    assert "Failed, then passed later in the session: `pytest`" in summary
 
 
 def test_command_normalisation_and_error_signatures():

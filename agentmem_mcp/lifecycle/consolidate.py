@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..db import audit
 from ..index import graph
-from ..index.entities import extract_entities
 from ..models import InvalidInput, SaveResult
 from . import remember
 
@@ -35,7 +34,9 @@ if TYPE_CHECKING:
     from ..db.connection import Connection
     from ..store import Store
 
-WORKFLOW_MIN_SESSIONS = 3
+WORKFLOW_MIN_RUNS = 2  # an uncategorised command is knowledge once it worked this often
+NOT_KNOWLEDGE = frozenset({"git", "gh", "curl", "wget", "kill", "pkill", "lsof", "ssh", "scp", "rm", "open",
+                           "ps", "killall", "osascript", "docker-compose"})
 BUG_MIN_FAILURES = 2
 HOT_FILE_MIN_SESSIONS = 2
 HOT_FILES = 8
@@ -47,6 +48,7 @@ TRIVIAL_PROGRAMS = frozenset(
     "sleep true false printf env export source less more diff file stat du df ps kill date clear history "
     "set unset type command time timeout xargs tee open code vim nano".split())
 INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "bash", "sh", "perl", "php", "deno", "bun"})
+PREPARATORY = frozenset({"git add", "git status", "git diff", "git log", "git fetch", "git stash", "mkdir"})
 _SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:_.-]*$")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SEGMENTS = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
@@ -57,45 +59,86 @@ _CATEGORIES = (
      "Check the code"),
     ("format", re.compile(r"\b(?:format|fmt|prettier|black|isort)\b"), "Format the code"),
     ("build", re.compile(r"\b(?:build|compile|tsc|webpack|make)\b"), "Build"),
+    ("run", re.compile(r"\b(?:phx\.server|dev|start|serve|runserver|up|server)\b"), "Start the app"),
     ("deps", re.compile(r"\b(?:install|deps\.get|sync|add|ci)\b"), "Install dependencies"),
 )
+COMMAND_IMPORTANCE = {"Run the tests": 0.8, "Build": 0.75, "Check the code": 0.7, "Start the app": 0.7,
+                      "Format the code": 0.6, "Install dependencies": 0.6}
+_REFUSED = re.compile(r"doesn't want to proceed|user (?:rejected|declined|denied)|tool use was rejected", re.I)
 _FACT_PREFIXES = ("command:", "purpose:", "exit code:", "status:", "result:")
 
 
 # -- observations as the miners see them -------------------------------------------------------------
 
+def _segment_key(segment: str) -> tuple[str, list[str]] | None:
+    """(identity, tokens) of one shell segment, None for an empty or trivial one."""
+    try:
+        tokens = shlex.split(segment)
+    except ValueError:
+        tokens = segment.split()
+    tokens = [t for t in tokens if not _ENV_ASSIGN.match(t) and "<" not in t and ">" not in t]
+    while tokens and tokens[0] in ("sudo", "time", "env", "nohup", "exec"):
+        tokens = tokens[1:]
+    if not tokens or tokens[0] in ("cd", "export", "source", "."):
+        return None
+    program = tokens[0].rsplit("/", 1)[-1]
+    if program in TRIVIAL_PROGRAMS or not _SUBCOMMAND.match(program.lower()):
+        return None
+    key = [program]
+    rest = tokens[1:]
+    if program in INTERPRETERS and rest:
+        if rest[0] == "-m" and len(rest) > 1:
+            key += rest[:2]
+            rest = rest[2:]
+        elif not rest[0].startswith("-"):
+            key.append(rest[0])
+            rest = rest[1:]
+    if rest and _SUBCOMMAND.match(rest[0]):
+        key.append(rest[0])
+        if rest[0] in ("run", "exec", "x") and len(rest) > 1 and _SUBCOMMAND.match(rest[1]):
+            key.append(rest[1])
+    return " ".join(key)[:80], tokens
+
+
+def command_segments(command: str | None) -> list[tuple[str, list[str]]]:
+    """The non-trivial segments of a shell command's first line, as (identity, tokens), in order."""
+    if not command or not command.strip():
+        return []
+    first_line = command.strip().splitlines()[0]
+    return [found for segment in _SEGMENTS.split(first_line) if (found := _segment_key(segment))]
+
+
 def normalize_command(command: str | None) -> str | None:
     """The identity of a shell command, for grouping: `cd x && mix test foo_test.exs 2>&1 | tail` -> `mix
-    test`. None for empty commands and for trivial shell utilities (ls, cat, grep, ...)."""
-    if not command or not command.strip():
+    test`; `git add -A && git commit -m ... && git push` -> `git commit` (preparatory steps such as `git add`
+    give way to what follows them). None for empty commands and for trivial shell utilities (ls, cat, ...)."""
+    segments = command_segments(command)
+    if not segments:
         return None
-    first_line = command.strip().splitlines()[0]
-    for segment in _SEGMENTS.split(first_line):
-        try:
-            tokens = shlex.split(segment)
-        except ValueError:
-            tokens = segment.split()
-        tokens = [t for t in tokens if not _ENV_ASSIGN.match(t) and "<" not in t and ">" not in t]
-        if not tokens or tokens[0] in ("cd", "export", "source", ".", "sudo", "time", "env"):
+    main = next((key for key, _ in segments if key not in PREPARATORY), segments[0][0])
+    return main
+
+
+def working_form(tokens: list[str]) -> str:
+    """A command as someone would type it again: program, subcommands, flags and folders, without file
+    arguments, messages or long values."""
+    kept: list[str] = []
+    skip_next = False
+    for token in tokens:
+        if skip_next:
+            skip_next = False
             continue
-        program = tokens[0].rsplit("/", 1)[-1]
-        if program in TRIVIAL_PROGRAMS or not _SUBCOMMAND.match(program.lower()):
-            return None
-        key = [program]
-        rest = tokens[1:]
-        if program in INTERPRETERS and rest:
-            if rest[0] == "-m" and len(rest) > 1:
-                key += rest[:2]
-                rest = rest[2:]
-            elif not rest[0].startswith("-"):
-                key.append(rest[0])
-                rest = rest[1:]
-        if rest and _SUBCOMMAND.match(rest[0]):
-            key.append(rest[0])
-            if rest[0] in ("run", "exec", "x") and len(rest) > 1 and _SUBCOMMAND.match(rest[1]):
-                key.append(rest[1])
-        return " ".join(key)[:80]
-    return None
+        if token in ("-m", "--message", "-F"):
+            skip_next = True
+            continue
+        if kept and (token.startswith(("/", "~", "'", '"')) or re.search(r"\.\w{1,5}(:\d+)?$", token)):
+            continue
+        if len(token) > 40 or any(c in token for c in "$`*{}\n"):
+            continue
+        kept.append(token)
+    while kept and kept[-1] in ("--", "-"):
+        kept.pop()
+    return " ".join(kept[:8])
 
 
 def is_test_command(key: str) -> bool:
@@ -125,6 +168,8 @@ class ObsRecord:
     failed: bool = False
     reason: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    output: str = ""
+    refused: bool = False  # the user declined the tool call: not a failure of the command
 
     @property
     def is_edit(self) -> bool:
@@ -138,13 +183,15 @@ def parse_observation(row: Any) -> ObsRecord:
         id=row["id"], session_id=row["session_id"], project=row["project"], kind=row["kind"] or "other",
         tool=row["tool"], title=row["title"] or "", facts=[f for f in facts if isinstance(f, str)],
         files=[f for f in _json(row["files"], []) if isinstance(f, str)], importance=row["importance"] or 0.0,
-        created_at=row["created_at"], count=row["count"] or 1)
+        created_at=row["created_at"], count=row["count"] or 1, output=row["output"] or "")
     if (row["tool"] or "").lower() in COMMAND_TOOLS:
         tool_input = _json(row["input"], {})
         command = tool_input.get("command") if isinstance(tool_input, dict) else None
         record.command = command if isinstance(command, str) else None
         record.key = normalize_command(record.command)
         record.failed = record.kind == "error" or "status: failed" in record.facts
+        record.refused = record.failed and _REFUSED.search(record.output or " ".join(record.facts)) is not None
+        record.failed = record.failed and not record.refused
         if record.failed:
             record.reason = _failure_reason(record)
     elif record.kind == "error":
@@ -156,7 +203,8 @@ def parse_observation(row: Any) -> ObsRecord:
     return record
 
 
-OBS_COLUMNS = "id, session_id, project, event, tool, input, files, kind, title, facts, importance, created_at, count"
+OBS_COLUMNS = ("id, session_id, project, event, tool, input, files, kind, title, facts, importance, created_at, count, "
+               "substr(output, 1, 2000) AS output")
 
 
 def _json(text: Any, default: Any) -> Any:
@@ -225,7 +273,7 @@ def mine(records: list[ObsRecord], project: str | None) -> list[Derived]:
     by_session: dict[str, list[ObsRecord]] = {}
     for record in sorted(records, key=lambda r: r.id):
         by_session.setdefault(record.session_id, []).append(record)
-    derived = _workflows(by_session) + _bugs(by_session) + _hot_files(by_session, project)
+    derived = _commands(by_session) + _bugs(by_session) + _hot_files(by_session, project)
     toolchain = _toolchain(by_session)
     return derived + ([toolchain] if toolchain else [])
 
@@ -239,22 +287,40 @@ def _first_per_session(by_session: dict[str, list[ObsRecord]], match: Any) -> di
     return dict(sorted(found.items(), key=lambda item: item[1]))
 
 
-def _workflows(by_session: dict[str, list[ObsRecord]]) -> list[Derived]:
-    sessions_of: dict[str, set[str]] = {}
+def _commands(by_session: dict[str, list[ObsRecord]]) -> list[Derived]:
+    """How this project is built, tested, checked and run: each command that worked, in the form it worked
+    in, with how often it worked (procedural memories keyed `workflow:<identity>`)."""
+    stats: dict[str, dict[str, Any]] = {}
     for session, records in by_session.items():
         for record in records:
-            if record.key and not record.failed:
-                sessions_of.setdefault(record.key, set()).add(session)
+            if not record.key or record.key.split()[0] in NOT_KNOWLEDGE or record.refused:
+                continue
+            entry = stats.setdefault(record.key, {"runs": 0, "ok": 0, "sessions": {}, "forms": Counter(),
+                                                  "result": ""})
+            entry["runs"] += record.count
+            if record.failed:
+                continue
+            entry["ok"] += record.count
+            entry["sessions"].setdefault(session, record.id)
+            form = next((working_form(tokens) for key, tokens in command_segments(record.command)
+                         if key == record.key), record.key)
+            entry["forms"][form] += record.count
+            result = next((f.removeprefix("result: ") for f in record.facts if f.startswith("result: ")), "")
+            entry["result"] = result[:80] or entry["result"]
     out = []
-    for key, sessions in sorted(sessions_of.items()):
-        if len(sessions) < WORKFLOW_MIN_SESSIONS:
-            continue
-        firsts = _first_per_session({s: by_session[s] for s in sessions}, lambda r, k=key: r.key == k)
+    for key, entry in sorted(stats.items()):
         label = command_label(key)
+        if not entry["ok"] or (label == "Run" and entry["ok"] < WORKFLOW_MIN_RUNS):
+            continue
+        form = min(entry["forms"].most_common(3), key=lambda item: (-item[1], len(item[0])))[0]
+        sessions = len(entry["sessions"])
+        last = f"; last result: {entry['result']}" if entry["result"] else ""
         out.append(Derived(
-            key=f"workflow:{key}", tier="procedural", type="workflow", title=f"{label} with `{key}`",
-            content=f"{label} in this project with `{key}`: a recurring command, used across sessions.",
-            sessions=list(firsts), obs_ids=list(firsts.values()), importance=0.6 if label != "Run" else 0.45))
+            key=f"workflow:{key}", tier="procedural", type="workflow", title=f"{label}: `{form}`",
+            content=f"{label}: `{form}` (worked {entry['ok']} of {entry['runs']} runs, in "
+                    f"{sessions} session{'s' if sessions != 1 else ''}{last}).",
+            sessions=list(entry["sessions"]), obs_ids=list(entry["sessions"].values()),
+            importance=COMMAND_IMPORTANCE.get(label, 0.45)))
     return out
 
 
@@ -318,26 +384,22 @@ def _hot_files(by_session: dict[str, list[ObsRecord]], project: str | None) -> l
 def _toolchain(by_session: dict[str, list[ObsRecord]]) -> Derived | None:
     uses: dict[str, set[str]] = {}
     subcommands: dict[str, set[str]] = {}
-    packages: set[str] = set()
     for session, records in by_session.items():
         for record in records:
-            if not record.key:
+            if not record.key or record.key.split()[0] in NOT_KNOWLEDGE:
                 continue
             program, *rest = record.key.split()
             uses.setdefault(program, set()).add(session)
             if rest and program not in INTERPRETERS:
                 subcommands.setdefault(program, set()).add(rest[0])
-            packages.update(name for kind, name in extract_entities(record.command or "") if kind == "package")
     tools = sorted(p for p, sessions in uses.items() if len(sessions) >= 2)
     if not tools:
         return None
     described = [f"{t} ({', '.join(sorted(subcommands[t])[:6])})" if subcommands.get(t) else t for t in tools]
     content = "Tools in use in this project: " + "; ".join(described) + "."
-    if packages:
-        content += " Packages installed: " + ", ".join(sorted(packages)[:20]) + "."
     sessions = sorted({s for t in tools for s in uses[t]})
     firsts = _first_per_session({s: by_session[s] for s in sessions}, lambda r: bool(r.key))
-    return Derived(key="toolchain", tier="semantic", type="fact", title="Tools and packages in use",
+    return Derived(key="toolchain", tier="semantic", type="fact", title="Tools in use",
                    content=content, sessions=list(firsts), obs_ids=list(firsts.values()), importance=0.45)
 
 
@@ -413,7 +475,28 @@ def consolidate_project(store: Store, project: str | None) -> int:
     summaries = {row[0]: row[1] for row in conn.execute(
         "SELECT id, summary_memory_id FROM sessions WHERE project IS ? AND summary_memory_id IS NOT NULL",
         (project,))}
-    return upsert_derived(store, project, mine(records, project), summaries=summaries)
+    derived = mine(records, project)
+    written = upsert_derived(store, project, derived, summaries=summaries)
+    return written + retire(store, project, {item.key for item in derived}, MINED_PREFIXES)
+
+
+MINED_PREFIXES = ("workflow:", "bug:", "hot-files", "toolchain")
+
+
+def retire(store: Store, project: str | None, wanted: set[str], prefixes: tuple[str, ...]) -> int:
+    """Forget the rules' own memories (keyed by these prefixes) that the rules no longer produce: a command
+    that stopped counting as knowledge goes, instead of staying in every briefing. Only consolidation's
+    memories are touched (never a user's or an agent's), and only by their key."""
+    from .forget import delete_memories
+
+    rows = [row for row in store.conn.execute(
+        "SELECT * FROM memories WHERE project IS ? AND source = 'consolidation' AND key IS NOT NULL",
+        (project,)).fetchall()
+            if row["key"].startswith(prefixes) and not row["key"].startswith("workflow:llm:")
+            and row["key"] not in wanted]
+    if rows:
+        delete_memories(store, rows, "no longer produced by consolidation", store.now(), action="retire")
+    return len({row["key"] for row in rows})
 
 
 def dirty_projects(conn: Connection) -> list[tuple[str | None, str]]:

@@ -20,6 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..capture.transcript import Turn, is_noise, read_turns
 from . import remember
 from .consolidate import (
     OBS_COLUMNS,
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 # The vector covers the goal and the first lines (files changed, commands): a summary is re-embedded at every
 # Stop, and the model's cost grows with the text; BM25 indexes all of it, paths included.
 SUMMARY_VECTOR_CHARS = 600
-SUMMARY_MAX_CHARS = 1200
+SUMMARY_MAX_CHARS = 2000
 IDLE_SECONDS = 1800.0
 FOLD_BATCH = 5000
 MAX_SOURCES = 60
@@ -57,6 +58,10 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
+_COMMIT = re.compile(r"^\[([\w./+-]+)(?: \(root-commit\))? ([0-9a-f]{7,12})\] (.+)$", re.MULTILINE)
+_CHANGED = re.compile(r"\d+ files? changed")
+
+
 @dataclass
 class SessionState:
     """What a session did so far, folded from its compressed observations in id order."""
@@ -70,6 +75,7 @@ class SessionState:
     saved: list[str] = field(default_factory=list)
     sources: list[int] = field(default_factory=list)
     last_at: float = 0.0
+    commits: list[dict[str, str]] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, text: str | None) -> SessionState:
@@ -87,10 +93,13 @@ class SessionState:
         self.last_at = max(self.last_at, record.created_at)
         if record.kind == "prompt":
             text = record.facts[0] if record.facts else record.title.removeprefix("Prompt: ")
-            if len(text.split()) >= 3 and len(self.prompts) < 3:
+            if len(text.split()) >= 3 and len(self.prompts) < 3 and not is_noise(text):
                 self.prompts.append(_clip(text, 200))
         elif record.key:
-            self._command(record)
+            if not record.refused:
+                self._command(record)
+            if record.key == "git commit" and not record.failed and not record.refused:
+                self._commits(record.output)
         elif record.failed:
             self.tool_errors += 1
         if record.is_edit:
@@ -115,22 +124,54 @@ class SessionState:
         elif record.key in self.errors:
             self.errors[record.key]["fixed"] = True
 
+    def _commits(self, output: str) -> None:
+        for match in _COMMIT.finditer(output or ""):
+            changed = _CHANGED.search(output, match.end())
+            commit = {"hash": match.group(2), "branch": match.group(1), "message": _clip(match.group(3), 90),
+                      "changed": changed.group(0) if changed else ""}
+            if all(c["hash"] != commit["hash"] for c in self.commits) and len(self.commits) < 10:
+                self.commits.append(commit)
+
     @property
     def says_something(self) -> bool:
         return bool(self.prompts or self.files or self.commands or self.errors or self.saved)
 
 
-def render(state: SessionState, cwd: str | None, saved: list[str] = ()) -> tuple[str, str]:
-    """(title, content) of a session summary, by rules: compact and factual (< SUMMARY_MAX_CHARS)."""
+def _plain(text: str) -> str:
+    """Markdown decoration dropped, one line: what the agent wrote, as a note."""
+    text = re.sub(r"[*_`#>]+", "", text)
+    text = re.sub(r"^\s*[-•]\s*", "", text, flags=re.MULTILINE)
+    return " ".join(text.split())
+
+
+def render(state: SessionState, cwd: str | None, saved: list[str] = (),
+           turns: list[Turn] | None = None) -> tuple[str, str]:
+    """(title, content) of a session summary, by rules: what was asked, what came of it (the agent's own last
+    report when the transcript is there), commits, tests with counts, files by how much they changed,
+    decisions, and what is still failing."""
     def rel(path: str) -> str:
         return path[len(cwd.rstrip("/")) + 1:] if cwd and path.startswith(cwd.rstrip("/") + "/") else path
 
+    turns = turns or []
+    asked = [t.prompt for t in turns if len(t.prompt.split()) >= 2 or t.prompt.startswith("/")][:3] or state.prompts
     files = sorted(state.files.items(), key=lambda item: -item[1])
     tests = {k: v for k, v in state.commands.items() if is_test_command(k)}
-    others = sorted(((k, v) for k, v in state.commands.items() if k not in tests), key=lambda item: -item[1]["runs"])
+    others = sorted(((k, v) for k, v in state.commands.items() if k not in tests and not k.startswith("git ")),
+                    key=lambda item: -item[1]["runs"])
     lines = []
-    if state.prompts:
-        lines.append(_clip("Goal: " + " / ".join(state.prompts), 240))
+    if asked:
+        lines.append(_clip("Asked: " + " / ".join(_clip(a, 160) for a in asked), 360))
+    report = next((t.final for t in reversed(turns) if len(t.final) >= 40), "")
+    if report:
+        lines.append(_clip("Outcome (the agent's last report): " + _plain(report), 520))
+    if state.commits:
+        lines.append(_clip("Commits: " + "; ".join(
+            f"{c['hash']} {c['message']}" + (f" ({c['changed']})" if c["changed"] else "") for c in state.commits),
+            300))
+    if tests:
+        lines.append(_clip("Tests: " + "; ".join(
+            f"`{k}` run {v['runs']}x, last run {'passed' if v['ok'] else 'failed'}"
+            + (f" ({v['result']})" if v["result"] else "") for k, v in tests.items()), 240))
     if files:
         shown: list[str] = []
         for path, n in files:
@@ -140,28 +181,101 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = ()) -> tuple
             shown.append(entry)
         more = f", and {len(files) - len(shown)} more" if len(files) > len(shown) else ""
         lines.append("Files changed: " + ", ".join(shown) + more)
-    if tests:
-        lines.append(_clip("Tests: " + "; ".join(
-            f"`{k}` run {v['runs']}x, last run {'passed' if v['ok'] else 'failed'}"
-            + (f" ({v['result']})" if v["result"] else "") for k, v in tests.items()), 200))
     if others:
         lines.append(_clip("Commands: " + ", ".join(f"`{k}` x{v['runs']}" for k, v in others[:8]), 180))
-    if state.errors or state.tool_errors:
-        errors = [f"`{k}` failed: {e['reason']} ({'fixed: a later run passed' if e['fixed'] else 'not fixed'})"
-                  for k, e in state.errors.items()]
-        if state.tool_errors:
-            errors.append(f"{state.tool_errors} tool call(s) failed")
-        lines.append(_clip("Errors: " + "; ".join(errors), 220))
+    decisions = [(q, a) for t in turns for q, a in t.answers]
+    if decisions:
+        lines.append(_clip("Decisions: " + "; ".join(f"asked \"{_clip(q, 120)}\", the user answered \"{a}\""
+                                                     for q, a in decisions[:3]), 360))
+    still = [f"`{k}` ({e['reason']})" for k, e in state.errors.items() if not e["fixed"]]
+    fixed = [f"`{k}`" for k, e in state.errors.items() if e["fixed"]]
+    if still:
+        lines.append(_clip("Still failing at the end: " + "; ".join(still), 220))
+    if fixed:
+        lines.append(_clip("Failed, then passed later in the session: " + ", ".join(fixed), 160))
     named = list(dict.fromkeys([*state.saved, *saved]))
     if named:
         lines.append(_clip("Memories saved: " + "; ".join(named), 150))
-    if state.prompts:
-        title = "Session: " + _clip(state.prompts[0], 90)
+    if asked:
+        title = "Session: " + _clip(asked[0], 90)
     elif files:
         title = "Session: edited " + ", ".join(rel(p).rsplit("/", 1)[-1] for p, _ in files[:3])
-    else:
+    elif state.commands:
         title = "Session: ran " + ", ".join(f"`{k}`" for k in list(state.commands)[:3])
+    else:
+        title = "Session: " + _clip(_plain(report), 90)
     return title, "\n".join(lines)[:SUMMARY_MAX_CHARS]
+
+
+TURN_NOTE_MIN_CHARS = 250  # a reply this long is a report of its own (the last reply of a turn always is)
+TURN_NOTES_PER_SESSION = 40
+_INSTRUCTION = re.compile(r"\b(?:always|never|prefer|don't|do not|dont|make sure|from now on|must not|should not|"
+                          r"instead of|avoid|name it)\b", re.IGNORECASE)
+
+
+def transcript_path(conn: Any, session_id: str) -> str | None:
+    """The session log's path, as the client last sent it with a hook (Claude Code does; Cursor may not)."""
+    row = conn.execute("SELECT extra FROM observations WHERE session_id = ? AND extra LIKE '%transcript_path%' "
+                       "ORDER BY id DESC LIMIT 1", (session_id,)).fetchone()
+    if row is None:
+        return None
+    try:
+        path = json.loads(row[0]).get("transcript_path")
+    except (ValueError, AttributeError):
+        return None
+    return path if isinstance(path, str) else None
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+def turn_memories(turns: list[Turn], session: Any, state: SessionState) -> list[dict[str, Any]]:
+    """Memories drawn from the session log (pure): the agent's reports of each turn (episodic notes, found by
+    search and prompt recall), the user's answers to the agent's questions (decisions) and the standing
+    instructions the user typed ("always / never / prefer / don't ...")."""
+    project, session_id = session["project"], session["id"]
+    base = {"project": project, "session_id": session_id, "source": "consolidation",
+            "created_at": state.last_at or None}
+    notes: list[dict[str, Any]] = []
+    for i, turn in enumerate(turns):
+        asked = _clip(turn.prompt, 160)
+        for j, reply in enumerate(turn.replies):
+            if j != len(turn.replies) - 1 and len(reply) < TURN_NOTE_MIN_CHARS or len(reply) < 40:
+                continue
+            notes.append({**base, "content": f"Asked: {asked}\nThe agent reported: {reply}",
+                          "title": _clip(f"{asked} — {_plain(reply)}", 100), "tier": "episodic", "type": "context",
+                          "confidence": SUMMARY_CONFIDENCE, "importance": 0.45,
+                          "key": f"turn:{session_id}:{i}:{j}",
+                          "vector_text": f"{asked}\n{reply}"[:SUMMARY_VECTOR_CHARS]})
+    if len(notes) > TURN_NOTES_PER_SESSION:  # keep the longest reports, in order
+        keep = set(sorted(range(len(notes)), key=lambda k: -len(notes[k]["content"]))[:TURN_NOTES_PER_SESSION])
+        notes = [n for k, n in enumerate(notes) if k in keep]
+    out = notes
+    for turn in turns:
+        for question, answer in turn.answers:
+            out.append({**base, "content": f"The agent asked: \"{question}\" The user decided: \"{answer}\"",
+                        "title": _clip(f"Decision: {answer} ({question})", 100), "tier": "semantic",
+                        "type": "decision", "importance": 0.75, "key": f"decision:{_digest(question, answer)}"})
+        for sentence in re.split(r"(?<=[.!?])\s+|\n+", turn.prompt):
+            sentence = sentence.strip()
+            if 4 <= len(sentence.split()) <= 60 and _INSTRUCTION.search(sentence) and not turn.slash_command:
+                out.append({**base, "content": f"The user said: \"{_clip(sentence, 300)}\"",
+                            "title": _clip(f"User instruction: {sentence}", 100), "tier": "semantic",
+                            "type": "preference", "importance": 0.75,
+                            "key": f"instruction:{_digest(sentence.lower())}"})
+    return out
+
+
+def _unchanged_dropped(conn: Any, project: str | None, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items whose key has no latest memory with the same content yet (nothing to re-embed otherwise)."""
+    out = []
+    for item in items:
+        row = conn.execute("SELECT content_hash FROM memories WHERE key = ? AND project IS ? AND is_latest = 1",
+                           (item["key"], project)).fetchone()
+        if row is None or row[0] != remember.content_hash(remember.check_content(item["content"])):
+            out.append(item)
+    return out
 
 
 def due_sessions(conn: Any, now: float, limit: int = 20) -> list[Any]:
@@ -198,8 +312,9 @@ def summarize_session(store: Store, session: Any, *, llm: LLM | None = None) -> 
         "SELECT title FROM memories WHERE session_id = ? AND tier IN ('semantic', 'procedural') AND source != "
         "'consolidation' AND is_latest = 1 LIMIT 5", (session_id,))]
     prepared = []
-    if state.says_something and state.upto != before:
-        title, content = render(state, session["cwd"], saved)
+    turns = read_turns(transcript_path(conn, session_id)) if state.upto != before else []
+    if (state.says_something or turns) and state.upto != before:
+        title, content = render(state, session["cwd"], saved, turns)
         if llm is not None:
             title, content = _narrate(llm, title, content)
         prepared = prepare_saves(store, [{
@@ -209,6 +324,8 @@ def summarize_session(store: Store, session: Any, *, llm: LLM | None = None) -> 
             "vector_text": content[:SUMMARY_VECTOR_CHARS],
             "files": [p for p, _ in sorted(state.files.items(), key=lambda item: -item[1])[:20]],
             "created_at": state.last_at or store.now(), "valid_from": session["started_at"]}])
+        prepared += prepare_saves(store, _unchanged_dropped(conn, session["project"],
+                                                            turn_memories(turns, session, state)))
     with store.transaction() as tx:
         current = tx.execute("SELECT summarized_upto FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if current is None or current[0] != expected:

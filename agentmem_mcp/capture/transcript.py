@@ -1,0 +1,179 @@
+"""What a session's own log says: the user's typed prompts and the agent's replies, turn by turn.
+
+Claude Code sends `transcript_path` with every hook: a JSONL file of the conversation. Its assistant
+messages usually state what was done and what is left, a summary already written by the agent's model.
+`read_turns` reads it as data: redacted, size-bounded, client noise dropped (interrupt markers, slash-
+command wrappers, system reminders, task notifications, compaction preambles). Sub-agent records
+(`isSidechain`) are skipped. A missing, oversized or unreadable file gives no turns: the summariser then
+works from the captured observations alone (Cursor, or a log that is gone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .redact import redact
+
+MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024
+MAX_TEXT_CHARS = 4000
+NOISE_PREFIXES = ("<command-", "<local-command", "<task-notification>", "<system-reminder>", "Caveat:",
+                  "[Request interrupted", "This session is being continued from a previous conversation",
+                  "<user-prompt-submit-hook>", "<bash-input>", "<bash-stdout>", "<bash-stderr>")
+_SLASH_COMMAND = re.compile(r"<command-name>\s*(/[\w:.-]+)\s*</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+CLIENT_COMMANDS = frozenset("/clear /compact /mcp /model /help /config /cost /exit /resume /status /login /logout "
+                            "/doctor /permissions /hooks /agents /memory /ide /vim /theme /context /usage".split())
+AGENT_REPORT_TOOLS = frozenset({"Task", "Agent"})
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
+
+@dataclass
+class Turn:
+    """One typed prompt and what the agent wrote until the next one."""
+    prompt: str
+    replies: list[str] = field(default_factory=list)
+    slash_command: str | None = None
+    timestamp: str | None = None
+    answers: list[tuple[str, str]] = field(default_factory=list)  # (the agent's question, the user's answer)
+
+    @property
+    def final(self) -> str:
+        """The agent's last message of the turn: where it says what it did."""
+        return self.replies[-1] if self.replies else ""
+
+    @property
+    def asks(self) -> bool:
+        """Whether the turn ends with the agent asking the user something."""
+        tail = self.final.rstrip()[-400:]
+        return tail.endswith("?") or bool(re.search(r"\?\s*(?:\n|$)", tail[-200:]))
+
+
+def is_noise(text: str) -> bool:
+    """Client noise that is not what the user typed."""
+    return not text.strip() or text.lstrip().startswith(NOISE_PREFIXES)
+
+
+def clean_prompt(text: str) -> str:
+    """A typed prompt without system reminders the client appended."""
+    return _REMINDER.sub("", text).strip()
+
+
+def relative_to(text: str, root: str | None) -> str:
+    """Paths under `root` written relative to it (`/home/u/proj/lib/a.ex` -> `lib/a.ex`)."""
+    if not root or root == "/":
+        return text
+    return text.replace(root.rstrip("/") + "/", "")
+
+
+def _text_of(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content
+                         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+    return ""
+
+
+def _clip(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def readable_transcript(path: str | None) -> Path | None:
+    """The transcript file if it is a regular .jsonl file of a sane size, else None."""
+    if not path or not isinstance(path, str):
+        return None
+    candidate = Path(path)
+    try:
+        if candidate.suffix != ".jsonl" or not candidate.is_file():
+            return None
+        if os.path.getsize(candidate) > MAX_TRANSCRIPT_BYTES:
+            return None
+    except OSError:
+        return None
+    return candidate
+
+
+def parse_turns(lines: list[str]) -> list[Turn]:
+    """Turns from the transcript's lines (pure): each typed prompt with the agent's text replies after it."""
+    turns: list[Turn] = []
+    reports: set[str] = set()  # ids of sub-agent calls: their results are reports of work done
+    cwd = ""
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("isSidechain"):
+            continue
+        if not cwd and isinstance(record.get("cwd"), str) and len(record["cwd"]) > 1:
+            cwd = record["cwd"].rstrip("/")
+        message = record.get("message") if isinstance(record.get("message"), dict) else {}
+        content = message.get("content")
+        kind = record.get("type")
+        if kind == "user" and not record.get("isMeta") and not record.get("isCompactSummary"):
+            if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result"
+                                                 for b in content):
+                if turns:
+                    turns[-1].answers.extend(_answers(record.get("toolUseResult"), cwd))
+                    turns[-1].replies.extend(_agent_reports(content, reports, cwd))
+                continue
+            text = _text_of(content)
+            stamp = record.get("timestamp") if isinstance(record.get("timestamp"), str) else None
+            command = _SLASH_COMMAND.search(text)
+            if command:
+                if command.group(1) not in CLIENT_COMMANDS:
+                    args = _COMMAND_ARGS.search(text)
+                    typed = f"{command.group(1)} {args.group(1).strip() if args else ''}".strip()
+                    turns.append(Turn(prompt=_clip(redact(relative_to(typed, cwd)), 2000),
+                                      slash_command=command.group(1), timestamp=stamp))
+                continue
+            if is_noise(text):
+                continue
+            turns.append(Turn(prompt=_clip(redact(relative_to(clean_prompt(text), cwd)), 2000), timestamp=stamp))
+        elif kind == "assistant" and turns:
+            if isinstance(content, list):
+                reports.update(b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"
+                               and b.get("name") in AGENT_REPORT_TOOLS)
+            text = _text_of(content).strip()
+            if text and not is_noise(text):
+                turns[-1].replies.append(_clip(redact(relative_to(text, cwd))))
+    return [t for t in turns if t.prompt]
+
+
+def _agent_reports(content: list, reports: set[str], cwd: str) -> list[str]:
+    """What sub-agents reported back (their tool results), as replies of the turn."""
+    out = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") in reports:
+            text = _text_of(block.get("content")).strip()
+            if text and not block.get("is_error"):
+                out.append(_clip(redact(relative_to(text, cwd)), 1500))
+    return out
+
+
+def _answers(result: object, cwd: str) -> list[tuple[str, str]]:
+    """The user's answers to the agent's questions (Claude Code's AskUserQuestion tool result)."""
+    if not isinstance(result, dict) or not isinstance(result.get("answers"), dict):
+        return []
+    return [(_clip(redact(relative_to(q, cwd)), 300), _clip(redact(relative_to(a, cwd)), 300))
+            for q, a in result["answers"].items() if isinstance(q, str) and isinstance(a, str) and a.strip()]
+
+
+def read_turns(path: str | None) -> list[Turn]:
+    """The turns of a transcript file; [] when there is no readable transcript."""
+    found = readable_transcript(path)
+    if found is None:
+        return []
+    try:
+        with open(found, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(MAX_TRANSCRIPT_BYTES)
+    except OSError:
+        return []
+    return parse_turns(text.split("\n"))
