@@ -63,13 +63,23 @@ def _check_list(name: str, value: Any, choices: tuple[str, ...]) -> list[str] | 
 
 
 def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS) -> str:
-    """The part of the content around the first query word it contains."""
+    """The part of the content that holds the most distinct query words (the earliest such part on a tie)."""
     text = " ".join(content.split())
     if len(text) <= limit:
         return text
     lowered = text.lower()
-    positions = [lowered.find(t) for t in query_terms if len(t) > 2 and t in lowered]
-    start = max(0, min(positions) - limit // 4) if positions else 0
+    found: list[tuple[int, str]] = []
+    for term in {t for t in query_terms if len(t) > 2}:
+        at = lowered.find(term)
+        while at != -1 and len(found) < 400:
+            found.append((at, term))
+            at = lowered.find(term, at + 1)
+    start, best = 0, 0
+    for at, _ in sorted(found):
+        begin = max(0, at - limit // 4)
+        count = len({term for pos, term in found if begin <= pos < begin + limit - len(term)})
+        if count > best:
+            start, best = begin, count
     piece = text[start:start + limit]
     return ("…" if start else "") + piece + ("…" if start + limit < len(text) else "")
 

@@ -123,7 +123,7 @@ def test_transcript_replay_through_the_real_hooks(client, project, hook_env, hom
     from agentmem_mcp.ranking import estimate_tokens
 
     assert estimate_tokens(context) <= 1500
-    assert "session_live.ex" in context and "mix test" in context
+    assert "session_live.ex" in context and "mix test" in context, context
     assert not any(secret in context for secret in planted)
 
 

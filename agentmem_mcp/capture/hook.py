@@ -109,8 +109,10 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
         if ev.event == "session_start":
             from ..context import session_context
 
+            resumed = ev.extra.get("source") in ("compact", "resume")
             context, _ = session_context(conn, project, settings.context_budget_tokens,
-                                         exclude_session=ev.session_id)
+                                         exclude_session=ev.session_id,
+                                         current_session=ev.session_id if resumed else None)
         elif ev.event == "prompt" and ev.prompt and client == "claude-code":
             context = _prompt_context(conn, settings, ev.prompt, project)
     finally:
