@@ -175,7 +175,8 @@ def test_three_sessions_make_one_workflow_and_a_fourth_updates_its_sources(env, 
         flow = store.get(rows[0]["id"])
         assert flow.key == "workflow:pytest" and flow.tier == "procedural" and flow.source == "consolidation"
         assert flow.confidence == 0.5 and flow.project == str(repo) and "`pytest -q`" in flow.title
-        assert flow.content == "Run the tests: `pytest -q` (worked 3 of 3 runs, in 3 sessions; last result: 5 passed in 0.2s)."
+        assert flow.content == ("Run the tests: `pytest -q` (worked 3 of 3 runs, in 3 sessions; last result: 5 passed "
+                                "in 0.2s).")
         summaries = {r[0] for r in store.conn.execute("SELECT summary_memory_id FROM sessions")}
         assert len([s for s in flow.source_ids if s.startswith("obs:")]) == 3
         assert {s for s in flow.source_ids if s.startswith("m_")} == summaries
