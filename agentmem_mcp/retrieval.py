@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .db.connection import OperationalError, write_transaction
 from .index import graph, vectors, words
-from .index.tokenize import index_text
+from .index.tokenize import STOPWORDS, index_text
 from .lifecycle.access import note_access
 from .lifecycle.retention import retention
 from .models import TIERS, TYPES, AgentmemError, InvalidInput, SearchHit, SearchResult, check_choice
@@ -62,6 +62,9 @@ def _check_list(name: str, value: Any, choices: tuple[str, ...]) -> list[str] | 
     return [check_choice(name, v, choices) for v in values] or None
 
 
+_SNIPPET_STOP = frozenset(STOPWORDS)
+
+
 def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS) -> str:
     """The part of the content that holds the most distinct query words (the earliest such part on a tie)."""
     text = " ".join(content.split())
@@ -69,7 +72,7 @@ def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS
         return text
     lowered = text.lower()
     found: list[tuple[int, str]] = []
-    for term in {t for t in query_terms if len(t) > 2}:
+    for term in {t for t in query_terms if len(t) > 2 and t not in _SNIPPET_STOP}:
         at = lowered.find(term)
         while at != -1 and len(found) < 400:
             found.append((at, term))

@@ -123,15 +123,12 @@ def working_form(tokens: list[str]) -> str:
     """A command as someone would type it again: program, subcommands, flags and folders, without file
     arguments, messages or long values."""
     kept: list[str] = []
-    skip_next = False
     for token in tokens:
-        if skip_next:
-            skip_next = False
-            continue
-        if token in ("-m", "--message", "-F"):
-            skip_next = True
-            continue
-        if kept and (token.startswith(("/", "~", "'", '"')) or re.search(r"\.\w{1,5}(:\d+)?$", token)):
+        if token in ("-m", "--message", "-F") or token.startswith("--message="):
+            break  # a commit message follows
+        if kept and token.startswith(("'", '"')):
+            break  # a quoted message or script: the rest is its text
+        if kept and (token.startswith(("/", "~")) or re.search(r"\.\w{1,5}(:\d+)?$", token)):
             continue
         if len(token) > 40 or any(c in token for c in "$`*{}\n"):
             continue
@@ -273,7 +270,8 @@ def mine(records: list[ObsRecord], project: str | None) -> list[Derived]:
     by_session: dict[str, list[ObsRecord]] = {}
     for record in sorted(records, key=lambda r: r.id):
         by_session.setdefault(record.session_id, []).append(record)
-    derived = _commands(by_session) + _bugs(by_session) + _hot_files(by_session, project)
+    bugs = _bugs(by_session)
+    derived = _commands(by_session) + bugs + _fixes(by_session, {b.key for b in bugs}) + _hot_files(by_session, project)
     toolchain = _toolchain(by_session)
     return derived + ([toolchain] if toolchain else [])
 
@@ -357,6 +355,46 @@ def _bugs(by_session: dict[str, list[ObsRecord]]) -> list[Derived]:
                     f"{shown}, after which `{fix['command']}` passed.",
             sessions=list(fix["sessions"]), obs_ids=list(fix["sessions"].values()), files=files, importance=0.6))
     return out
+
+
+def _fixes(by_session: dict[str, list[ObsRecord]], known: set[str]) -> list[Derived]:
+    """A command that failed and then worked in the same session, in another form or after edits: what made
+    it pass (`git add` refused an ignored file; `git add -f` worked). Built from the command's fields and the
+    error's first line; one memory per error signature."""
+    found: dict[str, dict[str, Any]] = {}
+    for session, records in by_session.items():
+        open_failures: dict[str, dict[str, Any]] = {}
+        for record in records:
+            if record.key and record.failed:
+                form = _form_of(record)
+                open_failures[record.key] = {"signature": error_signature(record.reason or record.title),
+                                             "reason": record.reason, "form": form, "files": [], "id": record.id}
+            elif record.is_edit:
+                for failure in open_failures.values():
+                    failure["files"].extend(record.files)
+            elif record.key and record.key in open_failures and not record.refused:
+                failure = open_failures.pop(record.key)
+                form = _form_of(record)
+                if form == failure["form"] and not failure["files"]:
+                    continue  # the same command simply passed on a later try
+                key = f"bug:{hashlib.sha256(failure['signature'].encode()).hexdigest()[:16]}"
+                if key in known or key in found or not failure["reason"]:
+                    continue
+                found[key] = {**failure, "worked": form, "command": record.key, "session": session}
+    out = []
+    for key, fix in sorted(found.items()):
+        files = sorted(dict.fromkeys(fix["files"]))[:6]
+        after = f" after editing {', '.join(f.rsplit('/', 1)[-1] for f in files)}" if files else ""
+        out.append(Derived(
+            key=key, tier="semantic", type="bug", title=f"Fix: `{fix['form']}` failed ({fix['reason'][:70]})",
+            content=f"`{fix['form']}` failed: {fix['reason'][:160]}. What worked: `{fix['worked']}`{after}.",
+            sessions=[fix["session"]], obs_ids=[fix["id"]], files=files, importance=0.55))
+    return out
+
+
+def _form_of(record: ObsRecord) -> str:
+    return next((working_form(tokens) for key, tokens in command_segments(record.command) if key == record.key),
+                record.key or "")
 
 
 def _hot_files(by_session: dict[str, list[ObsRecord]], project: str | None) -> list[Derived]:

@@ -243,8 +243,9 @@ def turn_memories(turns: list[Turn], session: Any, state: SessionState) -> list[
         for j, reply in enumerate(turn.replies):
             if j != len(turn.replies) - 1 and len(reply) < TURN_NOTE_MIN_CHARS or len(reply) < 40:
                 continue
-            notes.append({**base, "content": f"Asked: {asked}\nThe agent reported: {reply}",
-                          "title": _clip(f"{asked} — {_plain(reply)}", 100), "tier": "episodic", "type": "context",
+            notes.append({**base, "content": reply,
+                          "title": _clip(f"{_clip(asked, 50)} — {_plain(reply)}", 100), "tier": "episodic",
+                          "type": "context",
                           "confidence": SUMMARY_CONFIDENCE, "importance": 0.45,
                           "key": f"turn:{session_id}:{i}:{j}",
                           "vector_text": f"{asked}\n{reply}"[:SUMMARY_VECTOR_CHARS]})
