@@ -37,6 +37,7 @@ PROMPT_SNIPPET_CHARS = 300
 KNOWLEDGE_CANDIDATES = 200  # learned memories a prompt is also compared with, besides its BM25 hits
 RECALLED_TIERS = ("episodic", "semantic", "procedural")  # raw captured events (working) are not recalled
 RECENT_SESSIONS = 4
+SELF_CONTAINED_TYPES = ("bug", "decision", "preference")  # their content says it all; the title repeats it
 SECTION_LIMITS = {"This session so far": 1, "How to build, test and run": 8, "Always keep in mind": 10,
                   "Standing instructions and decisions": 8, "Unfinished or broken": 5, "Recent sessions": 4,
                   "Files in play": 2, "Also learned": 10}
@@ -119,7 +120,8 @@ def _tail(row: Any, now: float) -> str:
 def _body(row: Any, limit: int = SNIPPET_CHARS) -> str:
     content = _flat(row["content"])
     title = row["title"].rstrip("…")
-    body = content if content.startswith(title) or row["tier"] == "procedural" else f"{row['title']}: {content}"
+    whole = row["tier"] == "procedural" or row["type"] in SELF_CONTAINED_TYPES
+    body = content if whole or content.startswith(title) else f"{row['title']}: {content}"
     return _clip(body, limit)
 
 

@@ -216,7 +216,7 @@ def test_recurring_error_and_its_fix_become_a_bug_memory(env, repo, settings, em
         summary = store.conn.execute("SELECT content FROM memories WHERE type = 'summary'").fetchone()[0]
     assert len(bugs) == 1
     assert "cannot import name 'helper'" in bugs[0]["content"] and "core.py" in bugs[0]["content"]
-    assert json.loads(bugs[0]["files"]) == [f"{repo}/app/core.py"]
+    assert json.loads(bugs[0]["files"]) == ["app/core.py"]  # project-relative
     assert "Failed, then passed later in the session: `pytest`" in summary
 
 

@@ -475,7 +475,8 @@ def upsert_derived(store: Store, project: str | None, items: list[Derived], *,
                 touches.append((old["id"], sources))
             continue
         saves.append({"content": content, "title": item.title, "tier": item.tier, "type": item.type,
-                      "project": project, "files": item.files, "source": "consolidation",
+                      "project": project, "files": [_relative(f, project) for f in item.files],
+                      "source": "consolidation",
                       "importance": item.importance, "key": item.key, "source_ids": sources,
                       "confidence": old["confidence"] if old is not None else None})
     if not saves and not touches:

@@ -20,10 +20,11 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..capture.transcript import Turn, is_noise, read_turns
+from ..capture.transcript import Turn, is_noise, read_turns, relative_to
 from . import remember
 from .consolidate import (
     OBS_COLUMNS,
+    PREPARATORY,
     Derived,
     ObsRecord,
     get_meta,
@@ -187,7 +188,7 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     if decisions:
         lines.append(_clip("Decisions: " + "; ".join(f"asked \"{_clip(q, 120)}\", the user answered \"{a}\""
                                                      for q, a in decisions[:3]), 360))
-    still = [f"`{k}` ({e['reason']})" for k, e in state.errors.items() if not e["fixed"]]
+    still = [f"`{k}` ({e['reason']})" for k, e in state.errors.items() if not e["fixed"] and k not in INSPECTIONS]
     fixed = [f"`{k}`" for k, e in state.errors.items() if e["fixed"]]
     if still:
         lines.append(_clip("Still failing at the end: " + "; ".join(still), 220))
@@ -207,6 +208,7 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     return title, "\n".join(lines)[:SUMMARY_MAX_CHARS]
 
 
+INSPECTIONS = PREPARATORY | {"git show", "git branch", "git remote", "gh pr", "gh issue", "gh run", "gh api"}
 TURN_NOTE_MIN_CHARS = 250  # a reply this long is a report of its own (the last reply of a turn always is)
 TURN_NOTES_PER_SESSION = 40
 _INSTRUCTION = re.compile(r"\b(?:always|never|prefer|don't|do not|dont|make sure|from now on|must not|should not|"
@@ -260,7 +262,8 @@ def turn_memories(turns: list[Turn], session: Any, state: SessionState) -> list[
                         "type": "decision", "importance": 0.75, "key": f"decision:{_digest(question, answer)}"})
         for sentence in re.split(r"(?<=[.!?])\s+|\n+", turn.prompt):
             sentence = sentence.strip()
-            if 4 <= len(sentence.split()) <= 60 and _INSTRUCTION.search(sentence) and not turn.slash_command:
+            if (4 <= len(sentence.split()) <= 60 and _INSTRUCTION.search(sentence) and not turn.slash_command
+                    and not sentence.endswith("?")):
                 out.append({**base, "content": f"The user said: \"{_clip(sentence, 300)}\"",
                             "title": _clip(f"User instruction: {sentence}", 100), "tier": "semantic",
                             "type": "preference", "importance": 0.75,
@@ -323,7 +326,8 @@ def summarize_session(store: Store, session: Any, *, llm: LLM | None = None) -> 
             "session_id": session_id, "source": "consolidation", "confidence": SUMMARY_CONFIDENCE, "importance": 0.6,
             "key": f"session-summary:{session_id}", "source_ids": [f"obs:{i}" for i in state.sources],
             "vector_text": content[:SUMMARY_VECTOR_CHARS],
-            "files": [p for p, _ in sorted(state.files.items(), key=lambda item: -item[1])[:20]],
+            "files": [relative_to(p, session["project"] or session["cwd"]) for p, _ in
+                      sorted(state.files.items(), key=lambda item: -item[1])[:20]],
             "created_at": state.last_at or store.now(), "valid_from": session["started_at"]}])
         prepared += prepare_saves(store, _unchanged_dropped(conn, session["project"],
                                                             turn_memories(turns, session, state)))
