@@ -393,8 +393,9 @@ def _fixes(by_session: dict[str, list[ObsRecord]], known: set[str]) -> list[Deri
 
 
 def _form_of(record: ObsRecord) -> str:
-    return next((working_form(tokens) for key, tokens in command_segments(record.command) if key == record.key),
-                record.key or "")
+    """The working form of every step of the command (`git add -f && git commit`)."""
+    forms = [working_form(tokens) for _, tokens in command_segments(record.command)]
+    return " && ".join(dict.fromkeys(f for f in forms if f)) or record.key or ""
 
 
 def _hot_files(by_session: dict[str, list[ObsRecord]], project: str | None) -> list[Derived]:
