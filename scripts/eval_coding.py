@@ -226,7 +226,8 @@ def evaluate_project(product: Agentmem, spec: dict[str, Any], replay: ReplayDir,
         for system in ("agentmem", "no_memory"):
             found = next((scored[system][c] for c in CHANNELS if scored[system][c]["answered"]), None)
             scored[system]["any"] = found or {"answered": False, "match": None, "snippet": ""}
-        probes.append({"q": probe["q"], "kind": probe["kind"], "any": probe["any"], "channels": scored})
+        probes.append({"q": probe["q"], "kind": probe["kind"], "any": probe["any"],
+                       "answered_in": [c for c in CHANNELS if scored["agentmem"][c]["answered"]], "channels": scored})
     irrelevant = []
     for q in spec.get("irrelevant", []):
         injected = prompt(q)
@@ -357,9 +358,9 @@ def print_report(summary: dict[str, Any], staleness_figures: dict[str, Any], sup
     print(f"supersede probes: same-subject updates superseded {fmt(supersede['same_superseded'])}% of "
           f"{supersede['counts']['same']}, different subjects kept apart {fmt(supersede['different_kept_apart'])}% of "
           f"{supersede['counts']['different']}")
-    print(f"staleness: {staleness_figures['memories_naming']} memories name a deleted or renamed file, "
-          f"{staleness_figures['shown_before']} shown before; marked stale after: {staleness_figures['marked_stale']}"
-          f" ({fmt(staleness_figures['share'])}%)")
+    print(f"staleness: {staleness_figures['memories_naming']} (memory, deleted or renamed file) pairs, "
+          f"{staleness_figures['shown_before']} shown before the change; marked stale after it: "
+          f"{staleness_figures['marked_stale']} ({fmt(staleness_figures['share'])}%)")
     print(f"timing: replay {timing['replay_seconds']:.0f} s ({timing['events']} hook events, hook p50 "
           f"{timing['hook_p50_ms']:.0f} ms), worker {timing['worker_seconds']:.0f} s, probes "
           f"{timing['probe_seconds']:.0f} s (search p50 {timing['search_p50_ms']:.0f} ms), total "

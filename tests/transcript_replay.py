@@ -24,7 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-_NOT_TYPED = ("<command-", "<local-command", "<task-notification>", "<system-reminder>", "Caveat:")
+_NOT_TYPED = ("<command-", "<local-command", "<task-notification>", "<system-reminder>", "Caveat:",
+              "[Request interrupted")
 _EXIT_CODE = re.compile(r"\A\s*(?:Error:\s*)?Exit code:?\s+(-?\d{1,9})\b")
 
 
