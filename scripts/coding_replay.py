@@ -119,6 +119,16 @@ class Agentmem:
         self.search_ms.append((time.perf_counter() - began) * 1000)
         return hits
 
+    def rows(self, sql: str, args: list[Any]) -> list[dict[str, Any]]:
+        """Rows of a read-only query on this home's database."""
+        from agentmem_mcp.db.connection import connect
+
+        conn = connect(self.settings().database, load_vec=False)
+        try:
+            return [dict(row) for row in conn.execute(sql, args)]
+        finally:
+            conn.close()
+
     def settings(self):
         from agentmem_mcp.config import load_settings
 
@@ -188,6 +198,12 @@ class ReplayDir:
         for original in sorted(self.mapping, key=len, reverse=True):
             text = text.replace(original, str(self.mapping[original]))
         return text
+
+    def project_id(self) -> str:
+        """The project agentmem files these sessions under (the main git root)."""
+        from agentmem_mcp.project import project_for
+
+        return project_for(self.root) or str(self.root)
 
     def contains(self, path: Path) -> bool:
         roots = list(self.mapping.values()) or [self.root]

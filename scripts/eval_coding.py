@@ -14,9 +14,10 @@ UserPromptSubmit of `<q>` injects. A probe is answered in a channel when one of 
 Also reported: the share of irrelevant prompts that inject nothing; the contradiction checks whose `wrong` strings
 appear in any channel; the tokens (~chars/4) of the briefing and of each injection; the supersede probes
 (scripts/data/supersede_pairs.json: same-subject updates superseded, different subjects kept apart); staleness
-(files the memories name deleted or renamed after the replay: the share of those memories the product then marks
-stale, see `marked_stale`); and two baselines scored on the same probes: no memory at all, and the last 30 raw
-observations of the project as a naive tool would inject them at session start (briefing channel).
+(files the memories name deleted or renamed after the replay: the share of those memories the product then
+marks stale, see `coding_checks.marked_stale`); and two baselines scored on the same probes: no memory at all,
+and the last 30 raw observations of the project as a naive tool would inject them at session start (briefing
+channel).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import argparse
 import datetime as dt
 import json
 import math
-import re
 import shutil
 import statistics
 import sys
@@ -36,6 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from coding_checks import share, staleness, supersede_probes  # noqa: E402
 from coding_replay import Agentmem, ReplayDir, new_session, replay_session  # noqa: E402
 from eval_common import DEFAULT_MODEL_PATH, fmt, print_table, write_json  # noqa: E402
 from machine import describe_machine  # noqa: E402
@@ -47,8 +48,6 @@ SEARCH_K = 5
 RAW_LAST = 30
 CHANNELS = ("briefing", "search", "prompt")
 SNIPPET = 160
-DELETE_FILES = 3  # per project: the files most memories name are deleted, the next one renamed
-RENAME_FILES = 1
 
 
 # scoring (pure) ----------------------------------------------------------------------------------
@@ -88,10 +87,6 @@ def score_channels(texts: dict[str, str], strings: list[str]) -> dict[str, dict[
     return out
 
 
-def share(values: list[bool]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def raw_observations_text(rows: list[dict[str, Any]]) -> str:
     """The last observations as a naive tool would inject them: the prompt, the command, else the title, one line
     each, oldest first (`rows` newest first, as read)."""
@@ -111,37 +106,6 @@ def raw_observations_text(rows: list[dict[str, Any]]) -> str:
             text = row.get("title") or f"{row.get('event')} {row.get('tool') or ''}".strip()
         lines.append("- " + " ".join(text.split())[:300])
     return "\n".join(lines)
-
-
-STALE_MARKER = re.compile(r"\b(stale|outdated|no longer exists?|(?:file|path) (?:is )?missing|was deleted|was renamed|"
-                          r"was moved|not found on disk)\b", re.IGNORECASE)
-
-
-def marked_stale(before: str | None, after: str | None) -> bool | None:
-    """Whether what a channel shows of one memory changed to say its file is gone: shown before the deletion and
-    left out after it, or shown after with a stale marker its text did not have before. None when the channel did
-    not show the memory before (nothing to judge). The marker is a guess at what the product will print: adapt
-    STALE_MARKER when it says staleness its own way."""
-    if before is None:
-        return None
-    if after is None:
-        return True
-    return bool(STALE_MARKER.search(after)) and not STALE_MARKER.search(before)
-
-
-def briefing_line(briefing: str, memory: dict[str, Any]) -> str | None:
-    """The briefing line that shows `memory`: the one naming its id, else one holding the start of its title."""
-    lines = briefing.splitlines()
-    found = next((line for line in lines if memory["id"] in line), None)
-    title = (memory.get("title") or "").rstrip("…")[:40]
-    if found is None and len(title) >= 12:
-        found = next((line for line in lines if title in line), None)
-    return found
-
-
-def hit_view(hits: list[dict[str, Any]], memory_id: str, k: int = SEARCH_K) -> str | None:
-    hit = next((h for h in hits[:k] if h.get("id") == memory_id), None)
-    return json.dumps(hit, ensure_ascii=False) if hit is not None else None
 
 
 # aggregation -------------------------------------------------------------------------------------
@@ -184,27 +148,11 @@ def aggregate(projects: list[dict[str, Any]]) -> dict[str, Any]:
 
 # the run -----------------------------------------------------------------------------------------
 
-def read_rows(product: Agentmem, sql: str, args: list[Any]) -> list[dict[str, Any]]:
-    from agentmem_mcp.db.connection import connect
-
-    conn = connect(product.settings().database, load_vec=False)
-    try:
-        return [dict(row) for row in conn.execute(sql, args)]
-    finally:
-        conn.close()
-
-
-def project_id(replay: ReplayDir) -> str:
-    from agentmem_mcp.project import project_for
-
-    return project_for(replay.root) or str(replay.root)
-
-
 def evaluate_project(product: Agentmem, spec: dict[str, Any], replay: ReplayDir, work: Path,
                      show_briefing: bool) -> dict[str, Any]:
     """The new session's three channels for every probe, irrelevant prompt and contradiction check."""
-    project = project_id(replay)
-    raw_rows = read_rows(product, "SELECT event, tool, input, prompt, title FROM observations WHERE project IS ? "
+    project = replay.project_id()
+    raw_rows = product.rows("SELECT event, tool, input, prompt, title FROM observations WHERE project IS ? "
                          "ORDER BY id DESC LIMIT ?", [project, RAW_LAST])
     raw_text = raw_observations_text(raw_rows)
     briefing, prompt = new_session(product, replay.root, work / "transcripts")
@@ -246,87 +194,6 @@ def evaluate_project(product: Agentmem, spec: dict[str, Any], replay: ReplayDir,
     return {"name": spec["name"], "project": project, "briefing": briefing, "briefing_tokens": tokens(briefing),
             "raw_text": raw_text, "probes": probes, "irrelevant": irrelevant, "contradictions": contradictions,
             "prompt_tokens": prompt_tokens}
-
-
-def memories_naming(product: Agentmem, project: str, path: Path, root: Path) -> list[dict[str, Any]]:
-    """Latest memories of the project (not the working tier: raw events) whose files, title or text name `path`."""
-    relative = str(path.relative_to(root))
-    rows = read_rows(product, "SELECT id, tier, type, title, content, files FROM memories WHERE is_latest = 1 AND "
-                     "project IS ? AND tier != 'working'", [project])
-    return [r for r in rows if str(path) in r["files"] or relative in r["files"]
-            or relative in r["content"] or relative in r["title"]]
-
-
-def staleness(product: Agentmem, replay: ReplayDir, work: Path, before_briefing: str) -> dict[str, Any]:
-    """Delete the files most memories name (and rename one more), then look at what a new session is shown."""
-    project = project_id(replay)
-    named = []
-    for path in sorted(p for p in replay.written if p.is_file()):
-        root = max((r for r in replay.mapping.values() if r == path or r in path.parents), key=lambda r: len(r.parts))
-        memories = memories_naming(product, project, path, root)
-        if memories:
-            named.append((len(memories), str(path), path, root, memories))
-    named.sort(key=lambda item: (-item[0], item[1]))
-    chosen = named[:DELETE_FILES + RENAME_FILES]
-    before = {}
-    for _, _, path, root, _ in chosen:
-        before[path] = product.search(str(path.relative_to(root)), replay.root)
-    changes = []
-    for n, (_, _, path, root, memories) in enumerate(chosen):
-        if n < DELETE_FILES:
-            path.unlink()
-            changes.append({"file": str(path.relative_to(root)), "change": "deleted", "memories": memories})
-        else:
-            target = path.with_name(f"{path.stem}_renamed{path.suffix}")
-            path.rename(target)
-            changes.append({"file": str(path.relative_to(root)), "change": f"renamed to {target.name}",
-                            "memories": memories})
-    after_briefing, _ = new_session(product, replay.root, work / "transcripts")
-    judged = []
-    for (_, _, path, root, _), change in zip(chosen, changes):
-        after = product.search(str(path.relative_to(root)), replay.root)
-        for memory in change["memories"]:
-            verdicts = {"briefing": marked_stale(briefing_line(before_briefing, memory),
-                                                 briefing_line(after_briefing, memory)),
-                        "search": marked_stale(hit_view(before[path], memory["id"]), hit_view(after, memory["id"]))}
-            shown = [v for v in verdicts.values() if v is not None]
-            judged.append({"file": change["file"], "change": change["change"], "memory": memory["id"],
-                           "tier": memory["tier"], "type": memory["type"], "title": memory["title"][:120],
-                           "verdicts": verdicts, "shown": bool(shown), "stale": any(shown)})
-    for change in changes:
-        change["memories"] = [m["id"] for m in change["memories"]]
-    shown = [j for j in judged if j["shown"]]
-    return {"changes": changes, "memories": judged, "memories_naming": len(judged), "shown_before": len(shown),
-            "marked_stale": sum(j["stale"] for j in shown), "share": share([j["stale"] for j in shown])}
-
-
-def supersede_probes(product: Agentmem, pairs_path: Path) -> dict[str, Any]:
-    """Save each pair in order, each pair in a fresh project of a fresh home, through the Store API."""
-    from agentmem_mcp.config import load_settings
-    from agentmem_mcp.store import Store
-
-    pairs = json.loads(pairs_path.read_text(encoding="utf-8"))
-    home = Path(tempfile.mkdtemp(prefix="agentmem-supersede-"))
-    results: dict[str, list[dict[str, Any]]] = {"same": [], "different": []}
-    try:
-        settings = load_settings(env={}, home=home, embed_model_path=product.model_path)
-        with Store.open(settings, project=None, embedder=product.embedder(), sync_index=True) as store:
-            for kind in ("same", "different"):
-                for n, (old, new) in enumerate(pairs[kind]):
-                    project = f"/supersede/{kind}/{n}"
-                    first = store.save(old, project=project)
-                    second = store.save(new, project=project)
-                    replaced = second.action == "superseded" and second.supersedes == first.id
-                    still = store.get(first.id).is_latest
-                    results[kind].append({"old": old, "new": new, "action": second.action, "reason": second.reason,
-                                          "superseded": replaced and not still})
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-    return {"pairs": results,
-            "same_superseded": share([r["superseded"] for r in results["same"]]),
-            "different_kept_apart": share([not r["superseded"] and r["action"] == "created"
-                                           for r in results["different"]]),
-            "counts": {k: len(v) for k, v in results.items()}}
 
 
 # reporting ---------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
+import coding_checks  # noqa: E402
 import eval_coding  # noqa: E402
 
 from .transcript_replay import claude_code_events, claude_code_timeline  # noqa: E402
@@ -57,19 +58,19 @@ def test_raw_observations_show_prompt_command_or_title_oldest_first():
 
 
 def test_staleness_verdicts():
-    assert eval_coding.marked_stale(None, "anything") is None  # not shown before: nothing to judge
-    assert eval_coding.marked_stale("- [fact] src/a.py parses input", None) is True  # left out after the deletion
-    assert eval_coding.marked_stale("- [fact] src/a.py parses input", "- [fact] src/a.py parses input (stale: "
+    assert coding_checks.marked_stale(None, "anything") is None  # not shown before: nothing to judge
+    assert coding_checks.marked_stale("- [fact] src/a.py parses input", None) is True  # left out after the deletion
+    assert coding_checks.marked_stale("- [fact] src/a.py parses input", "- [fact] src/a.py parses input (stale: "
                                     "file missing)") is True
-    assert eval_coding.marked_stale("- [fact] src/a.py parses input", "- [fact] src/a.py parses input") is False
-    assert eval_coding.marked_stale("the stale cache in a.py", "the stale cache in a.py") is False
+    assert coding_checks.marked_stale("- [fact] src/a.py parses input", "- [fact] src/a.py parses input") is False
+    assert coding_checks.marked_stale("the stale cache in a.py", "the stale cache in a.py") is False
     memory = {"id": "m_0123456789abcdef", "title": "Session: edited src/a.py and more"}
     briefing = "# header\n- [summary] Session: edited src/a.py and more (session summary; m_0123456789abcdef)\n"
-    assert eval_coding.briefing_line(briefing, memory).startswith("- [summary]")
-    assert eval_coding.briefing_line(briefing.replace("m_0123456789abcdef", "?"), memory).startswith("- [summary]")
-    assert eval_coding.briefing_line("# header", memory) is None
-    assert eval_coding.hit_view([{"id": "m_1"}], "m_1") == '{"id": "m_1"}'
-    assert eval_coding.hit_view([{"id": "m_1"}], "m_2") is None
+    assert coding_checks.briefing_line(briefing, memory).startswith("- [summary]")
+    assert coding_checks.briefing_line(briefing.replace("m_0123456789abcdef", "?"), memory).startswith("- [summary]")
+    assert coding_checks.briefing_line("# header", memory) is None
+    assert coding_checks.hit_view([{"id": "m_1"}], "m_1") == '{"id": "m_1"}'
+    assert coding_checks.hit_view([{"id": "m_1"}], "m_2") is None
 
 
 def test_timeline_grows_the_transcript_and_skips_a_resumed_sessions_copies():
