@@ -7,6 +7,10 @@ a PostToolUse per tool call whose result succeeded and a PostToolUseFailure per 
 "compact"); a Stop wherever the Stop hooks ran (`stop_hook_summary` lines) and at the end; and
 SessionEnd last.
 
+`claude_code_timeline` gives the same events with, for each, how many lines of the transcript file had
+been written when it fired (a replay that grows a copy of the transcript as Claude Code did hands each
+hook the file as it was), and can skip records a resumed session copied from an earlier one.
+
 `cursor_events` gives the Cursor-shaped equivalent of the same session: sessionStart,
 beforeSubmitPrompt, postToolUse (Bash becomes Cursor's Shell tool, tool_output a JSON string),
 afterFileEdit after each Edit / MultiEdit / Write, preCompact, stop, sessionEnd.
@@ -20,27 +24,43 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-_NOT_TYPED = ("<command-", "<local-command", "<task-notification>", "<system-reminder>", "Caveat:")
+_NOT_TYPED = ("<command-", "<local-command", "<task-notification>", "<system-reminder>", "Caveat:",
+              "[Request interrupted")
 _EXIT_CODE = re.compile(r"\A\s*(?:Error:\s*)?Exit code:?\s+(-?\d{1,9})\b")
 
 
-def read_transcript(path: str | Path) -> list[dict]:
-    """The transcript's JSON objects, in order, skipping blank or broken lines."""
+def numbered_records(path: str | Path) -> list[tuple[int, dict]]:
+    """(line number from 0, JSON object) of each record, in order, skipping blank or broken lines. Lines
+    are split at "\n" only: some records hold U+2028 or NEL inside their strings."""
     records = []
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
+    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+        for number, line in enumerate(handle.read().split("\n")):
             try:
                 record = json.loads(line)
             except ValueError:
                 continue
             if isinstance(record, dict):
-                records.append(record)
+                records.append((number, record))
     return records
 
 
-def _steps(path: str | Path) -> tuple[dict, list[tuple[str, dict]]]:
-    """Client-neutral steps: ("prompt", {text}), ("tool", {...}), ("compact", {trigger}), ("stop", {})."""
-    records = [r for r in read_transcript(path) if not r.get("isSidechain")]
+def read_transcript(path: str | Path) -> list[dict]:
+    """The transcript's JSON objects, in order, skipping blank or broken lines."""
+    return [record for _, record in numbered_records(path)]
+
+
+def _steps(path: str | Path, seen_uuids: set[str] | None = None) -> tuple[dict, list[tuple[str, dict]]]:
+    """Client-neutral steps: ("prompt", {text}), ("tool", {...}), ("compact", {trigger}), ("stop", {}), each
+    with `lines`: how many lines of the file precede the step's end. With `seen_uuids`, records whose uuid
+    is in it are left out (a resumed session's copies of the previous one) and this file's uuids added."""
+    every = numbered_records(path)
+    numbered = [(n, r) for n, r in every if not r.get("isSidechain")]
+    if seen_uuids is not None:
+        fresh = [(n, r) for n, r in numbered if not (isinstance(r.get("uuid"), str) and r["uuid"] in seen_uuids)]
+        seen_uuids.update(r["uuid"] for _, r in numbered if isinstance(r.get("uuid"), str))
+        numbered = fresh
+    records = [r for _, r in numbered]
+    total_lines = every[-1][0] + 1 if every else 0
     session = {
         "session_id": next((r["sessionId"] for r in records if isinstance(r.get("sessionId"), str)), ""),
         "cwd": next((r["cwd"] for r in records if isinstance(r.get("cwd"), str)), ""),
@@ -52,7 +72,8 @@ def _steps(path: str | Path) -> tuple[dict, list[tuple[str, dict]]]:
     }
     pending: dict[str, dict] = {}
     steps: list[tuple[str, dict]] = []
-    for record in records:
+    for number, record in numbered:
+        lines = number + 1
         kind = record.get("type")
         message = record.get("message") if isinstance(record.get("message"), dict) else {}
         content = message.get("content")
@@ -65,18 +86,19 @@ def _steps(path: str | Path) -> tuple[dict, list[tuple[str, dict]]]:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     use = pending.pop(block.get("tool_use_id"), None)
                     if use is not None:
-                        steps.append(("tool", _tool_step(use, block, record)))
+                        steps.append(("tool", {**_tool_step(use, block, record), "lines": lines}))
         elif kind == "user" and not record.get("isMeta") and not record.get("isCompactSummary"):
             text = _user_text(content)
             if text and not text.lstrip().startswith(_NOT_TYPED):
-                steps.append(("prompt", {"text": text, "uuid": record.get("uuid")}))
+                steps.append(("prompt", {"text": text, "uuid": record.get("uuid"), "lines": lines}))
         elif kind == "system" and record.get("subtype") == "compact_boundary":
             meta = record.get("compactMetadata") if isinstance(record.get("compactMetadata"), dict) else {}
-            steps.append(("compact", {"trigger": meta.get("trigger") or "auto"}))
+            steps.append(("compact", {"trigger": meta.get("trigger") or "auto", "lines": lines}))
         elif kind == "system" and record.get("subtype") == "stop_hook_summary":
-            steps.append(("stop", {}))
+            steps.append(("stop", {"lines": lines}))
     if not steps or steps[-1][0] != "stop":
-        steps.append(("stop", {}))
+        steps.append(("stop", {"lines": total_lines}))
+    session["lines"] = total_lines
     return session, steps
 
 
@@ -107,7 +129,14 @@ def _tool_step(use: dict, result: dict, record: dict) -> dict:
 
 def claude_code_events(path: str | Path) -> list[tuple[str, dict]]:
     """The ordered (hook event name, stdin payload) pairs Claude Code would have sent."""
-    session, steps = _steps(path)
+    return [(event, payload) for _, event, payload in claude_code_timeline(path)]
+
+
+def claude_code_timeline(path: str | Path, seen_uuids: set[str] | None = None) -> list[tuple[int, str, dict]]:
+    """`claude_code_events` with, before each pair, how many lines of the transcript Claude Code had written
+    when the hook fired. With `seen_uuids` (one set for the sessions of a project, in order), records a
+    resumed session copied from an earlier one are skipped, as Claude Code fired no hook for them then."""
+    session, steps = _steps(path, seen_uuids)
 
     def payload(event: str, **fields: Any) -> dict:
         base = {
@@ -119,28 +148,30 @@ def claude_code_events(path: str | Path) -> list[tuple[str, dict]]:
         }
         return {**base, **fields}
 
-    events = [("SessionStart", payload("SessionStart", source="startup"))]
+    events = [(0, "SessionStart", payload("SessionStart", source="startup"))]
     for kind, step in steps:
+        at = step["lines"]
         if kind == "prompt":
-            events.append(("UserPromptSubmit", payload("UserPromptSubmit", prompt=step["text"])))
+            events.append((at, "UserPromptSubmit", payload("UserPromptSubmit", prompt=step["text"])))
         elif kind == "tool" and step["is_error"]:
             error = step["response"] if isinstance(step["response"], str) else json.dumps(step["response"])
             fields = {"tool_name": step["name"], "tool_input": step["input"], "tool_use_id": step["id"]}
             events.append(
                 (
+                    at,
                     "PostToolUseFailure",
                     payload("PostToolUseFailure", **fields, error=error, is_interrupt=False),
                 )
             )
         elif kind == "tool":
             fields = {"tool_name": step["name"], "tool_input": step["input"], "tool_use_id": step["id"]}
-            events.append(("PostToolUse", payload("PostToolUse", **fields, tool_response=step["response"])))
+            events.append((at, "PostToolUse", payload("PostToolUse", **fields, tool_response=step["response"])))
         elif kind == "compact":
-            events.append(("PreCompact", payload("PreCompact", trigger=step["trigger"], custom_instructions="")))
-            events.append(("SessionStart", payload("SessionStart", source="compact")))
+            events.append((at, "PreCompact", payload("PreCompact", trigger=step["trigger"], custom_instructions="")))
+            events.append((at, "SessionStart", payload("SessionStart", source="compact")))
         elif kind == "stop":
-            events.append(("Stop", payload("Stop", stop_hook_active=False)))
-    events.append(("SessionEnd", payload("SessionEnd", reason="other")))
+            events.append((at, "Stop", payload("Stop", stop_hook_active=False)))
+    events.append((session["lines"], "SessionEnd", payload("SessionEnd", reason="other")))
     return events
 
 
