@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .context import missing_files
 from .db.connection import OperationalError, write_transaction
 from .index import graph, vectors, words
 from .index.tokenize import STOPWORDS, index_text
@@ -63,6 +64,12 @@ def _check_list(name: str, value: Any, choices: tuple[str, ...]) -> list[str] | 
 
 
 _SNIPPET_STOP = frozenset(STOPWORDS)
+
+
+def _stale(row: Any) -> str:
+    """A note when project files the memory names are gone from the working tree."""
+    gone = missing_files(row, row["project"])
+    return f"; stale: {', '.join(gone[:3])} no longer exist{'s' if len(gone) == 1 else ''}" if gone else ""
 
 
 def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS) -> str:
@@ -403,7 +410,7 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
             id=row["id"], title=row["title"], type=row["type"], tier=row["tier"], project=row["project"],
             snippet=snippet(row["content"], query_terms), score=round(score, 4),
             age=humanize_age(now - row["created_at"]),
-            why=_why(entry, reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"])),
+            why=_why(entry, reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"])) + _stale(row),
             confidence=round(row["confidence"], 3), version=row["version"], is_latest=bool(row["is_latest"]),
         )))
     hits.sort(key=lambda item: -item[0])

@@ -171,3 +171,7 @@ def test_knowledge_about_deleted_files_stays_out_of_the_briefing(env, tmp_path, 
     assert "src/gone.py" not in after and "src/kept.py" in after
     recalled = _hook(env, "UserPromptSubmit", "s", project, prompt="where does the parser live, is it pure?")
     assert "stale: src/gone.py no longer exist" in recalled
+    with Store.open(settings, project=str(project), embedder=embedder) as store:
+        hits = {h.title: h.why for h in store.search("where does the parser live").hits}
+    assert any("stale: src/gone.py no longer exists" in why for why in hits.values())
+    assert not any("stale" in why for title, why in hits.items() if "kept.py" in title)
