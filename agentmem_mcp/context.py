@@ -71,30 +71,67 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def relative(path: str, project: str | None) -> str:
-    """A path as the project sees it: relative to the project root when it lies inside it."""
-    if project and path.startswith(project.rstrip("/") + "/"):
-        return path[len(project.rstrip("/")) + 1:]
+def relative(path: str, *roots: str | None) -> str:
+    """A path as the project sees it: relative to the first root (working tree, project root) holding it, or
+    to the worktree it lies in."""
+    for root in roots:
+        if root and path.startswith(root.rstrip("/") + "/"):
+            return path[len(root.rstrip("/")) + 1:]
+    if path.startswith("/"):
+        from .project import worktree_root
+
+        base = worktree_root(os.path.dirname(path))
+        if base and base != "/" and path.startswith(base + "/"):
+            return path[len(base) + 1:]
     return path
 
 
-def missing_files(row: Any, project: str | None) -> list[str]:
-    """The project files a memory names that are gone from the working tree (deleted or renamed)."""
-    if not project or not row["files"]:
+def missing_files(row: Any, tree: str | None, project: str | None = None) -> list[str]:
+    """The files a memory names that are gone, for an agent working in `tree` of `project`.
+
+    A relative path (to the project's root) is there when it exists in the working tree or the project's root.
+    An absolute path (a file of another worktree, or outside the project) is gone when it does not exist while
+    its worktree still does; when that worktree was removed, the file counts as there if the working tree has
+    it at the same place inside it.
+    """
+    roots = [r.rstrip("/") for r in dict.fromkeys((tree, project)) if r]
+    if not roots or not row["files"]:
         return []
     try:
         files = json.loads(row["files"])
     except ValueError:
         return []
-    root = project.rstrip("/")
     gone = []
     for path in files if isinstance(files, list) else []:
-        if not isinstance(path, str) or not path or "://" in path:
+        if not isinstance(path, str) or not path or "://" in path or path.startswith("~"):
             continue
-        full = path if path.startswith("/") else f"{root}/{path}"
-        if full.startswith(root + "/") and not os.path.exists(full):
-            gone.append(relative(full, project))
+        if not path.startswith("/"):
+            if not any(os.path.exists(f"{root}/{path}") for root in roots):
+                gone.append(path)
+        elif not os.path.exists(path) and not _elsewhere(path, roots):
+            gone.append(relative(path, tree, project))
     return gone
+
+
+def _elsewhere(path: str, roots: list[str]) -> bool:
+    """Whether a missing absolute path still lives on in a working tree: its own worktree is gone and the
+    working tree holds the same relative path."""
+    if any(path.startswith(root + "/") for root in roots):
+        return False
+    parts = path.strip("/").split("/")
+    for depth in range(len(parts) - 1, 0, -1):
+        if os.path.isdir("/" + "/".join(parts[:depth])):
+            base = "/" + "/".join(parts[:depth])
+            if os.path.exists(base + "/.git") or worktree_of(base):
+                return False  # its worktree is still there: the file was deleted in it
+            break
+    return any(os.path.exists(f"{root}/{'/'.join(parts[-k:])}") for root in roots for k in range(2, min(6, len(parts))))
+
+
+def worktree_of(directory: str) -> bool:
+    from .project import worktree_root
+
+    return worktree_root(directory) is not None
 
 
 def provenance(row: Any) -> str:
@@ -144,9 +181,12 @@ def _session_weight(row: Any, now: float) -> float:
 
 
 def session_lines(conn: Connection, project: str | None, now: float | None = None,
-                  exclude_session: str | None = None, current_session: str | None = None) -> list[ContextLine]:
-    """Candidate lines for the session-start context, in order of value."""
+                  exclude_session: str | None = None, current_session: str | None = None,
+                  tree: str | None = None) -> list[ContextLine]:
+    """Candidate lines for the session-start context, in order of value. `tree`: the working tree the agent
+    works in (default: the project's root), where the files memories name are looked up."""
     now = time.time() if now is None else now
+    tree = tree or project
     scope, args = _scope_sql(project)
     live = f"is_latest = 1 AND {scope} AND (forget_after IS NULL OR forget_after > ?)"
     lines: list[ContextLine] = []
@@ -161,13 +201,13 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
     knowledge = conn.execute(
         f"SELECT * FROM memories WHERE {live} AND tier IN ('semantic', 'procedural') AND confidence >= 0.3 "
         f"ORDER BY importance DESC, access_count DESC, updated_at DESC LIMIT 300", [*args, now]).fetchall()
-    fresh = [row for row in knowledge if not missing_files(row, project)]
+    fresh = [row for row in knowledge if not missing_files(row, tree, project)]
     for row in [r for r in fresh if r["tier"] == "procedural" and (r["key"] or "").startswith("workflow:")]:
         add("How to build, test and run", row, f"- {_clip(row['content'], 200)} {_tail(row, now)}")
     for row in conn.execute(
         f"SELECT * FROM memories WHERE {live} AND (pinned = 1 OR priority = 'P0') "
         f"ORDER BY pinned DESC, importance DESC, created_at DESC LIMIT 30", [*args, now]):
-        if row["id"] not in seen and not missing_files(row, project):
+        if row["id"] not in seen and not missing_files(row, tree, project):
             add("Always keep in mind", row, _line(row, _tail(row, now)))
     instructions = sorted((r for r in fresh if r["type"] in ("preference", "decision") and r["id"] not in seen),
                           key=lambda r: -(r["updated_at"] or r["created_at"]))
@@ -187,10 +227,10 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
         add("Unfinished or broken", row, _line(row, _tail(row, now), 200))
     ranked = sorted(summaries, key=lambda r: -_session_weight(r, now))[:RECENT_SESSIONS]
     for rank, row in enumerate(ranked):
-        add("Recent sessions", row, _session_line(row, project, now, detailed=rank < 2))
+        add("Recent sessions", row, _session_line(row, tree, project, now, detailed=rank < 2))
     lines.extend(_unsummarised(conn, project, _unsummarised_ids(conn, project, exclude_session, current_session),
                                now, "Recent sessions"))
-    files = _files_in_play(fresh, ranked, project)
+    files = _files_in_play(fresh, ranked, tree, project)
     if files:
         lines.append(ContextLine("Files in play", "- " + ", ".join(files)))
     rest = sorted((r for r in fresh if r["id"] not in seen and r["key"] != "hot-files"),
@@ -200,29 +240,29 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
     return lines
 
 
-def _session_line(row: Any, project: str | None, now: float, *, detailed: bool) -> str:
+def _session_line(row: Any, tree: str | None, project: str | None, now: float, *, detailed: bool) -> str:
     parts = _summary_parts(row["content"])
     title = row["title"].removeprefix("Session: ")
-    out = [f"- {_clip(title, 120)} ({humanize_age(now - row['updated_at'])}, {row['events'] or 0} events)"]
+    gone = missing_files(row, tree, project)
+    stale = f"; stale: {', '.join(gone[:4])} no longer exist{'s' if len(gone) == 1 else ''}" if gone else ""
+    out = [f"- {_clip(title, 120)} ({humanize_age(now - row['updated_at'])}, {row['events'] or 0} events{stale})"]
     order = (("Outcome (the agent's last report)", "outcome", 360 if detailed else 160),
              ("Commits", "commits", 200), ("Tests", "tests", 160), ("Decisions", "decisions", 200),
              ("Files changed", "files", 200 if detailed else 120))
     for key, label, limit in order:
         if key in parts and (detailed or label in ("outcome", "commits", "files")):
             out.append(f"  {label}: {_clip(parts[key], limit)}")
-    gone = missing_files(row, project)
-    if gone:
-        out.append(f"  stale: {', '.join(gone[:4])} no longer exist{'s' if len(gone) == 1 else ''}")
     return "\n".join(out)
 
 
-def _files_in_play(knowledge: list[Any], sessions: list[Any], project: str | None) -> list[str]:
+def _files_in_play(knowledge: list[Any], sessions: list[Any], tree: str | None,
+                   project: str | None) -> list[str]:
     counts: dict[str, float] = {}
     for weight, rows in ((2.0, [r for r in knowledge if r["key"] == "hot-files"]), (1.0, sessions[:2])):
         for row in rows:
             for path in json.loads(row["files"] or "[]")[:12]:
-                shown = relative(path, project)
-                if project and not os.path.exists(path if path.startswith("/") else f"{project}/{path}"):
+                shown = relative(path, tree, project)
+                if missing_files({"files": json.dumps([path])}, tree, project):
                     continue
                 counts[shown] = counts.get(shown, 0) + weight
     return sorted(counts, key=lambda p: -counts[p])[:12]
@@ -310,10 +350,10 @@ def pack(lines: list[ContextLine], budget_tokens: int, header: str = HEADER) -> 
 
 def session_context(conn: Connection, project: str | None, budget_tokens: int, *,
                     exclude_session: str | None = None, current_session: str | None = None,
-                    now: float | None = None) -> tuple[str, list[str]]:
+                    now: float | None = None, tree: str | None = None) -> tuple[str, list[str]]:
     """The session-start briefing; one line saying so when nothing is known about the project yet.
     current_session (after a compaction or a resume): that session's own state so far comes first."""
-    text, ids = pack(session_lines(conn, project, now, exclude_session, current_session), budget_tokens)
+    text, ids = pack(session_lines(conn, project, now, exclude_session, current_session, tree), budget_tokens)
     return (text or EMPTY_PROJECT), ids
 
 
@@ -350,7 +390,7 @@ def _matched_window(text: str, wanted: set[str], analyze: Any, limit: int = PROM
 
 
 def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | None, *, budget_tokens: int,
-                   min_score: float, max_hits: int = 3) -> tuple[str, list[str]]:
+                   min_score: float, max_hits: int = 3, tree: str | None = None) -> tuple[str, list[str]]:
     """Up to `max_hits` memories whose text covers enough of the prompt's terms; '' when none is relevant.
 
     Relevance = the share of the prompt's (stemmed, stop-word free) terms that the memory contains,
@@ -390,7 +430,7 @@ def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | 
             scored.append((coverage + 0.15 * hits.get(row["id"], 0.0) / top, coverage, matched, row))
     lines = []
     for _, coverage, matched, row in sorted(scored, key=lambda item: -item[0])[:max_hits]:
-        gone = missing_files(row, project)
+        gone = missing_files(row, tree, project)
         stale = f"; stale: {', '.join(gone[:3])} no longer exist" if gone else ""
         body = _matched_window(f"{row['title']}: {row['content']}", matched, analyze, literals=literals)
         lines.append(ContextLine("Relevant notes", f"- [{row['type']}] {body} ({provenance(row)}, "

@@ -46,6 +46,20 @@ def project_for(path: str | os.PathLike[str] | None) -> str | None:
     return None
 
 
+def worktree_root(path: str | os.PathLike[str] | None) -> str | None:
+    """The root of the working tree holding `path` (a worktree's own root, not its main repository)."""
+    if not path:
+        return None
+    try:
+        current = Path(path).expanduser().resolve()
+        for directory in (current, *current.parents):
+            if (directory / ".git").exists():
+                return str(directory)
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return None
+
+
 def project_from_uri(uri: str) -> str | None:
     """An MCP root (`file:///path`) -> project id."""
     from urllib.parse import unquote, urlparse

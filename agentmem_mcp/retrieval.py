@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from .index.tokenize import STOPWORDS, index_text
 from .lifecycle.access import note_access
 from .lifecycle.retention import retention
 from .models import TIERS, TYPES, AgentmemError, InvalidInput, SearchHit, SearchResult, check_choice
+from .project import project_for, worktree_root
 from .ranking import Fused, estimate_tokens, fuse_rankings, fuse_scores, humanize_age, state_factor
 from .store import memory_text
 from .timewords import time_window, without_relative_time
@@ -66,9 +68,15 @@ def _check_list(name: str, value: Any, choices: tuple[str, ...]) -> list[str] | 
 _SNIPPET_STOP = frozenset(STOPWORDS)
 
 
+def _tree_for(project: str | None) -> str | None:
+    here = os.getcwd()
+    return (worktree_root(here) or project) if project and project_for(here) == project else project
+
+
 def _stale(row: Any) -> str:
-    """A note when project files the memory names are gone from the working tree."""
-    gone = missing_files(row, row["project"])
+    """A note when project files the memory names are gone from the working tree (the one this process works
+    in when it is in the memory's project, else the project's root)."""
+    gone = missing_files(row, _tree_for(row["project"]), row["project"])
     return f"; stale: {', '.join(gone[:3])} no longer exist{'s' if len(gone) == 1 else ''}" if gone else ""
 
 

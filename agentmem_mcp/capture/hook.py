@@ -77,7 +77,7 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
     ev = parse_hook_event(client, event_name, decode_payload(raw))
     from ..db.connection import DatabaseError, connect
     from ..db.migrations import migrate
-    from ..project import project_for
+    from ..project import project_for, worktree_root
     from .observations import ObservationStore, scrub
 
     if ev.extra.get("phase") == "before":  # Cursor's before*Execution: the after* event records it
@@ -112,16 +112,17 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
             resumed = ev.extra.get("source") in ("compact", "resume")
             context, _ = session_context(conn, project, settings.context_budget_tokens,
                                          exclude_session=ev.session_id,
-                                         current_session=ev.session_id if resumed else None)
+                                         current_session=ev.session_id if resumed else None,
+                                         tree=worktree_root(ev.cwd))
         elif ev.event == "prompt" and ev.prompt and client == "claude-code":
-            context = _prompt_context(conn, settings, ev.prompt, project)
+            context = _prompt_context(conn, settings, ev.prompt, project, worktree_root(ev.cwd))
     finally:
         if close:
             conn.close()
     return _output(ev.client, ev.event, ev.raw_event, context)
 
 
-def _prompt_context(conn: Any, settings: Any, prompt: str, project: str | None) -> str:
+def _prompt_context(conn: Any, settings: Any, prompt: str, project: str | None, tree: str | None) -> str:
     if not settings.fulltext_dir.exists():
         return ""
     from ..context import prompt_context
@@ -130,7 +131,8 @@ def _prompt_context(conn: Any, settings: Any, prompt: str, project: str | None) 
 
     fulltext = FulltextIndex(settings.fulltext_dir, lock_timeout=1.0)
     text, ids = prompt_context(conn, fulltext, redact(prompt), project,
-                               budget_tokens=settings.prompt_budget_tokens, min_score=settings.prompt_min_score)
+                               budget_tokens=settings.prompt_budget_tokens, min_score=settings.prompt_min_score,
+                               tree=tree)
     if ids:
         import time
 

@@ -52,6 +52,16 @@ class Turn:
         return tail.endswith("?") or bool(re.search(r"\?\s*(?:\n|$)", tail[-200:]))
 
 
+_PATH_MENTION = re.compile(r"(?<![\w/.:-])((?:[\w.@-]+/)*[\w@-][\w.@-]*\.[A-Za-z0-9]{1,8})\b")
+
+
+def mentioned_paths(text: str) -> list[str]:
+    """Relative file paths and file names a text names (`lib/app/session_live.ex`, `CLAUDE.md`), in order,
+    once each: candidates, to be looked up in the working tree."""
+    return list(dict.fromkeys(m.group(1).lstrip("./") for m in _PATH_MENTION.finditer(text)
+                              if not m.group(1).startswith(("http", "www."))))
+
+
 def is_noise(text: str) -> bool:
     """Client noise that is not what the user typed."""
     return not text.strip() or text.lstrip().startswith(NOISE_PREFIXES)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..db import audit
 from ..index import graph
 from ..models import InvalidInput, SaveResult
+from ..project import worktree_root
 from . import remember
 
 if TYPE_CHECKING:
@@ -265,13 +266,14 @@ class Derived:
     memory_sources: list[str] = field(default_factory=list)
 
 
-def mine(records: list[ObsRecord], project: str | None) -> list[Derived]:
+def mine(records: list[ObsRecord], project: str | None, roots: tuple[str, ...] = ()) -> list[Derived]:
     """Workflows, bugs, hot files and the toolchain, from a project's compressed observations (pure)."""
     by_session: dict[str, list[ObsRecord]] = {}
     for record in sorted(records, key=lambda r: r.id):
         by_session.setdefault(record.session_id, []).append(record)
     bugs = _bugs(by_session)
-    derived = _commands(by_session) + bugs + _fixes(by_session, {b.key for b in bugs}) + _hot_files(by_session, project)
+    derived = (_commands(by_session) + bugs + _fixes(by_session, {b.key for b in bugs})
+               + _hot_files(by_session, project, roots))
     toolchain = _toolchain(by_session)
     return derived + ([toolchain] if toolchain else [])
 
@@ -398,7 +400,8 @@ def _form_of(record: ObsRecord) -> str:
     return " && ".join(dict.fromkeys(f for f in forms if f)) or record.key or ""
 
 
-def _hot_files(by_session: dict[str, list[ObsRecord]], project: str | None) -> list[Derived]:
+def _hot_files(by_session: dict[str, list[ObsRecord]], project: str | None,
+               roots: tuple[str, ...] = ()) -> list[Derived]:
     sessions_of: dict[str, set[str]] = {}
     edits: Counter[str] = Counter()
     for session, records in by_session.items():
@@ -411,7 +414,7 @@ def _hot_files(by_session: dict[str, list[ObsRecord]], project: str | None) -> l
     hot = sorted(sorted(hot, key=lambda p: (-len(sessions_of[p]), -edits[p], p))[:HOT_FILES])
     if not hot:
         return []
-    shown = [_relative(path, project) for path in hot]
+    shown = [_relative(path, project, roots) for path in hot]
     sessions = sorted({s for p in hot for s in sessions_of[p]})
     firsts = _first_per_session({s: by_session[s] for s in sessions}, lambda r: r.is_edit and set(r.files) & set(hot))
     return [Derived(
@@ -442,19 +445,22 @@ def _toolchain(by_session: dict[str, list[ObsRecord]]) -> Derived | None:
                    content=content, sessions=list(firsts), obs_ids=list(firsts.values()), importance=0.45)
 
 
-def _relative(path: str, project: str | None) -> str:
-    if project and path.startswith(project.rstrip("/") + "/"):
-        return path[len(project.rstrip("/")) + 1:]
+def _relative(path: str, project: str | None, roots: tuple[str, ...] = ()) -> str:
+    """A path relative to the working tree it lies in (the project's root or one of its worktrees)."""
+    for root in sorted({r.rstrip("/") for r in (*roots, project or "") if r}, key=len, reverse=True):
+        if path.startswith(root + "/"):
+            return path[len(root) + 1:]
     return path
 
 
 # -- writing ------------------------------------------------------------------------------------------
 
 def upsert_derived(store: Store, project: str | None, items: list[Derived], *,
-                   summaries: dict[str, str] | None = None) -> int:
+                   summaries: dict[str, str] | None = None, roots: tuple[str, ...] = ()) -> int:
     """Create, update or leave alone each derived memory; returns how many were written.
 
-    `summaries` maps session ids to their summary memory ids (sources, linked derived_from).
+    `summaries` maps session ids to their summary memory ids (sources, linked derived_from); `roots` are the
+    working trees the project's sessions ran in (files are stored relative to them).
     """
     summaries = summaries or {}
     conn = store.conn
@@ -515,8 +521,10 @@ def consolidate_project(store: Store, project: str | None) -> int:
     summaries = {row[0]: row[1] for row in conn.execute(
         "SELECT id, summary_memory_id FROM sessions WHERE project IS ? AND summary_memory_id IS NOT NULL",
         (project,))}
-    derived = mine(records, project)
-    written = upsert_derived(store, project, derived, summaries=summaries)
+    roots = tuple(r for r in {worktree_root(row[0]) for row in conn.execute(
+        "SELECT DISTINCT cwd FROM sessions WHERE project IS ? AND cwd IS NOT NULL", (project,))} if r)
+    derived = mine(records, project, roots)
+    written = upsert_derived(store, project, derived, summaries=summaries, roots=roots)
     return written + retire(store, project, {item.key for item in derived}, MINED_PREFIXES)
 
 

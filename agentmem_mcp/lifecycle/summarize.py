@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..capture.transcript import Turn, is_noise, read_turns, relative_to
+from ..capture.transcript import Turn, is_noise, mentioned_paths, read_turns, relative_to
+from ..project import worktree_root
 from . import remember
 from .consolidate import (
     OBS_COLUMNS,
@@ -228,15 +230,34 @@ def transcript_path(conn: Any, session_id: str) -> str | None:
     return path if isinstance(path, str) else None
 
 
+def existing_files(text: str, tree: str | None, project: str | None, limit: int = 12) -> list[str]:
+    """The files a text names that exist in the working tree `tree` now: what the memory is anchored to, so
+    that it reads as stale once they are deleted or renamed. Relative to the project's root when they are in
+    it; absolute when they are in another worktree."""
+    if not tree or not tree.startswith("/"):
+        return []
+    root = tree.rstrip("/")
+    found = [f"{root}/{p}" for p in mentioned_paths(text) if os.path.isfile(f"{root}/{p}")][:limit]
+    return [relative_to(path, project) for path in found]
+
+
+def summary_files(state: SessionState, content: str, tree: str | None, project: str | None) -> list[str]:
+    """The files a summary is anchored to: those the session changed, most edited first, then those it names."""
+    changed = [relative_to(p, project) for p, _ in sorted(state.files.items(), key=lambda item: -item[1])[:20]]
+    return list(dict.fromkeys(changed + existing_files(content, tree, project)))
+
+
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
 
 
-def turn_memories(turns: list[Turn], session: Any, state: SessionState) -> list[dict[str, Any]]:
+def turn_memories(turns: list[Turn], session: Any, state: SessionState,
+                  tree: str | None = None) -> list[dict[str, Any]]:
     """Memories drawn from the session log (pure): the agent's reports of each turn (episodic notes, found by
     search and prompt recall), the user's answers to the agent's questions (decisions) and the standing
     instructions the user typed ("always / never / prefer / don't ...")."""
     project, session_id = session["project"], session["id"]
+    tree = tree or project
     base = {"project": project, "session_id": session_id, "source": "consolidation",
             "created_at": state.last_at or None}
     notes: list[dict[str, Any]] = []
@@ -245,7 +266,7 @@ def turn_memories(turns: list[Turn], session: Any, state: SessionState) -> list[
         for j, reply in enumerate(turn.replies):
             if j != len(turn.replies) - 1 and len(reply) < TURN_NOTE_MIN_CHARS or len(reply) < 40:
                 continue
-            notes.append({**base, "content": reply,
+            notes.append({**base, "content": reply, "files": existing_files(f"{turn.prompt}\n{reply}", tree, project),
                           "title": _clip(f"{_clip(asked, 50)} — {_plain(reply)}", 100), "tier": "episodic",
                           "type": "context",
                           "confidence": SUMMARY_CONFIDENCE, "importance": 0.45,
@@ -259,7 +280,8 @@ def turn_memories(turns: list[Turn], session: Any, state: SessionState) -> list[
         for question, answer in turn.answers:
             out.append({**base, "content": f"The agent asked: \"{question}\" The user decided: \"{answer}\"",
                         "title": _clip(f"Decision: {answer} ({question})", 100), "tier": "semantic",
-                        "type": "decision", "importance": 0.75, "key": f"decision:{_digest(question, answer)}"})
+                        "type": "decision", "importance": 0.75, "key": f"decision:{_digest(question, answer)}",
+                        "files": existing_files(f"{question} {answer}", tree, project)})
         for sentence in re.split(r"(?<=[.!?])\s+|\n+", turn.prompt):
             sentence = sentence.strip()
             if (4 <= len(sentence.split()) <= 60 and _INSTRUCTION.search(sentence) and not turn.slash_command
@@ -267,7 +289,8 @@ def turn_memories(turns: list[Turn], session: Any, state: SessionState) -> list[
                 out.append({**base, "content": f"The user said: \"{_clip(sentence, 300)}\"",
                             "title": _clip(f"User instruction: {sentence}", 100), "tier": "semantic",
                             "type": "preference", "importance": 0.75,
-                            "key": f"instruction:{_digest(sentence.lower())}"})
+                            "key": f"instruction:{_digest(sentence.lower())}",
+                            "files": existing_files(sentence, tree, project)})
     return out
 
 
@@ -317,8 +340,9 @@ def summarize_session(store: Store, session: Any, *, llm: LLM | None = None) -> 
         "'consolidation' AND is_latest = 1 LIMIT 5", (session_id,))]
     prepared = []
     turns = read_turns(transcript_path(conn, session_id)) if state.upto != before else []
+    tree = worktree_root(session["cwd"]) or session["project"]
     if (state.says_something or turns) and state.upto != before:
-        title, content = render(state, session["cwd"], saved, turns)
+        title, content = render(state, tree, saved, turns)
         if llm is not None:
             title, content = _narrate(llm, title, content)
         prepared = prepare_saves(store, [{
@@ -326,11 +350,10 @@ def summarize_session(store: Store, session: Any, *, llm: LLM | None = None) -> 
             "session_id": session_id, "source": "consolidation", "confidence": SUMMARY_CONFIDENCE, "importance": 0.6,
             "key": f"session-summary:{session_id}", "source_ids": [f"obs:{i}" for i in state.sources],
             "vector_text": content[:SUMMARY_VECTOR_CHARS],
-            "files": [relative_to(p, session["project"] or session["cwd"]) for p, _ in
-                      sorted(state.files.items(), key=lambda item: -item[1])[:20]],
+            "files": summary_files(state, content, tree, session["project"]),
             "created_at": state.last_at or store.now(), "valid_from": session["started_at"]}])
         prepared += prepare_saves(store, _unchanged_dropped(conn, session["project"],
-                                                            turn_memories(turns, session, state)))
+                                                            turn_memories(turns, session, state, tree)))
     with store.transaction() as tx:
         current = tx.execute("SELECT summarized_upto FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if current is None or current[0] != expected:
