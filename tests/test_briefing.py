@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentmem_mcp.capture.hook import handle
-from agentmem_mcp.capture.transcript import parse_turns, read_turns
+from agentmem_mcp.capture.transcript import mentioned_paths, parse_turns, read_turns
 from agentmem_mcp.context import worth_recalling
 from agentmem_mcp.lifecycle.consolidate import command_segments, normalize_command, working_form
 from agentmem_mcp.ranking import estimate_tokens
@@ -54,6 +54,11 @@ def test_session_log_turns_drop_client_noise_and_keep_reports_and_answers():
     assert "sk-ant-api03" not in turns[1].prompt and "REDACTED" in turns[1].prompt
     assert turns[1].answers == [("Skip the hook?", "no, fix the issues")]
     assert read_turns(None) == [] and read_turns("/nonexistent/x.jsonl") == [] and read_turns("/etc/passwd") == []
+
+
+def test_files_a_text_names_are_found_for_anchoring():
+    assert mentioned_paths("see .github/workflows/ci.yml, ./src/a.ts, CLAUDE.md and https://x.io/b.html") == [
+        ".github/workflows/ci.yml", "src/a.ts", "CLAUDE.md"]
 
 
 def test_commands_are_known_by_what_they_do_in_the_form_they_are_typed():

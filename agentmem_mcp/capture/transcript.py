@@ -58,7 +58,7 @@ _PATH_MENTION = re.compile(r"(?<![\w/.:-])((?:[\w.@-]+/)*[\w@-][\w.@-]*\.[A-Za-z
 def mentioned_paths(text: str) -> list[str]:
     """Relative file paths and file names a text names (`lib/app/session_live.ex`, `CLAUDE.md`), in order,
     once each: candidates, to be looked up in the working tree."""
-    return list(dict.fromkeys(m.group(1).lstrip("./") for m in _PATH_MENTION.finditer(text)
+    return list(dict.fromkeys(m.group(1).removeprefix("./") for m in _PATH_MENTION.finditer(text)
                               if not m.group(1).startswith(("http", "www."))))
 
 
