@@ -34,7 +34,7 @@ PROMPT_HEADER = ("# agentmem: recalled notes that match this prompt\n"
 EMPTY_PROJECT = "# agentmem: nothing is remembered about this project yet (this is its first recorded session)."
 SNIPPET_CHARS = 240
 PROMPT_SNIPPET_CHARS = 300
-KNOWLEDGE_CANDIDATES = 200  # learned memories a prompt is also compared with, besides its BM25 hits
+KNOWLEDGE_CANDIDATES = 8  # best BM25 hits among learned memories a prompt is also compared with
 RECALLED_TIERS = ("episodic", "semantic", "procedural")  # raw captured events (working) are not recalled
 RECENT_SESSIONS = 4
 SELF_CONTAINED_TYPES = ("bug", "decision", "preference")  # their content says it all; the title repeats it
@@ -49,6 +49,36 @@ _SPECIFIC = re.compile(r"[\w-]+\.[a-z]{1,5}\b|[a-z]+_[a-z_]+|[a-z]+[A-Z]\w+|[A-Z
 
 
 _KEY_COMMAND = re.compile(r"\b(?:test|tests|build|lint|check|credo|dialyzer|format|compile|commit)\b")
+
+
+COLUMNS = ", ".join(f"m.{c}" for c in (
+    "id", "project", "tier", "type", "title", "content", "files", "source", "source_ids", "key", "importance",
+    "confidence", "strength", "access_count", "last_accessed_at", "created_at", "updated_at", "pinned", "priority",
+    "session_id"))
+
+
+class _Fresh:
+    """Rows whose files are all still there, checked lazily (a briefing shows a few dozen of hundreds)."""
+
+    def __init__(self, rows: list[Any], tree: str | None, project: str | None) -> None:
+        self.rows, self.tree, self.project = rows, tree, project
+        self.verdicts: dict[str, bool] = {}
+
+    def ok(self, row: Any) -> bool:
+        if row["id"] not in self.verdicts:
+            self.verdicts[row["id"]] = not missing_files(row, self.tree, self.project)
+        return self.verdicts[row["id"]]
+
+    def where(self, keep: Any, limit: int, order: Any = None) -> list[Any]:
+        """Up to `limit` rows that `keep` accepts and whose files are all there, in `order` (default: as given)."""
+        rows = sorted(self.rows, key=order) if order else self.rows
+        out = []
+        for row in rows:
+            if len(out) >= limit:
+                break
+            if keep(row) and self.ok(row):
+                out.append(row)
+        return out
 
 
 @dataclass
@@ -199,22 +229,24 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
         lines.append(ContextLine(section, text, row["id"]))
 
     knowledge = conn.execute(
-        f"SELECT * FROM memories WHERE {live} AND tier IN ('semantic', 'procedural') AND confidence >= 0.3 "
-        f"ORDER BY importance DESC, access_count DESC, updated_at DESC LIMIT 300", [*args, now]).fetchall()
-    fresh = [row for row in knowledge if not missing_files(row, tree, project)]
-    for row in [r for r in fresh if r["tier"] == "procedural" and (r["key"] or "").startswith("workflow:")]:
+        f"SELECT {COLUMNS} FROM memories m WHERE {live} AND tier IN ('semantic', 'procedural') AND confidence >= 0.3 "
+        f"ORDER BY importance DESC, access_count DESC, updated_at DESC LIMIT 200", [*args, now]).fetchall()
+    fresh = _Fresh(knowledge, tree, project)
+    for row in fresh.where(lambda r: r["tier"] == "procedural" and (r["key"] or "").startswith("workflow:"),
+                           SECTION_LIMITS["How to build, test and run"]):
         add("How to build, test and run", row, f"- {_clip(row['content'], 200)} {_tail(row, now)}")
     for row in conn.execute(
-        f"SELECT * FROM memories WHERE {live} AND (pinned = 1 OR priority = 'P0') "
+        f"SELECT {COLUMNS} FROM memories m WHERE {live} AND (pinned = 1 OR priority = 'P0') "
         f"ORDER BY pinned DESC, importance DESC, created_at DESC LIMIT 30", [*args, now]):
         if row["id"] not in seen and not missing_files(row, tree, project):
             add("Always keep in mind", row, _line(row, _tail(row, now)))
-    instructions = sorted((r for r in fresh if r["type"] in ("preference", "decision") and r["id"] not in seen),
-                          key=lambda r: -(r["updated_at"] or r["created_at"]))
+    instructions = fresh.where(lambda r: r["type"] in ("preference", "decision") and r["id"] not in seen,
+                               SECTION_LIMITS["Standing instructions and decisions"],
+                               order=lambda r: -(r["updated_at"] or r["created_at"]))
     for row in instructions:
         add("Standing instructions and decisions", row, _line(row, _tail(row, now), 200))
     summaries = conn.execute(
-        f"SELECT m.*, (SELECT COUNT(*) FROM observations o WHERE o.session_id = m.session_id) AS events "
+        f"SELECT {COLUMNS}, (SELECT COUNT(*) FROM observations o WHERE o.session_id = m.session_id) AS events "
         f"FROM memories m WHERE {live} AND tier = 'episodic' AND type = 'summary' AND session_id IS NOT ? "
         f"ORDER BY updated_at DESC LIMIT 12", [*args, now, current_session]).fetchall()
     for row in summaries[:3]:
@@ -223,19 +255,19 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
             lines.append(ContextLine("Unfinished or broken", f"- {_clip(broken, 220)} (at the end of the session "
                                      f"\"{_clip(row['title'].removeprefix('Session: '), 60)}\", "
                                      f"{humanize_age(now - row['updated_at'])})"))
-    for row in [r for r in fresh if r["type"] == "bug" and r["id"] not in seen][:3]:
+    for row in fresh.where(lambda r: r["type"] == "bug" and r["id"] not in seen, 3):
         add("Unfinished or broken", row, _line(row, _tail(row, now), 200))
     ranked = sorted(summaries, key=lambda r: -_session_weight(r, now))[:RECENT_SESSIONS]
     for rank, row in enumerate(ranked):
         add("Recent sessions", row, _session_line(row, tree, project, now, detailed=rank < 2))
     lines.extend(_unsummarised(conn, project, _unsummarised_ids(conn, project, exclude_session, current_session),
                                now, "Recent sessions"))
-    files = _files_in_play(fresh, ranked, tree, project)
+    files = _files_in_play(knowledge, ranked, tree, project)
     if files:
         lines.append(ContextLine("Files in play", "- " + ", ".join(files)))
-    rest = sorted((r for r in fresh if r["id"] not in seen and r["key"] != "hot-files"),
-                  key=lambda r: -_usefulness(r, now))
-    for row in rest[:SECTION_LIMITS["Also learned"]]:
+    rest = fresh.where(lambda r: r["id"] not in seen and r["key"] != "hot-files", SECTION_LIMITS["Also learned"],
+                       order=lambda r: -_usefulness(r, now))
+    for row in rest:
         add("Also learned", row, _line(row, _tail(row, now), 200))
     return lines
 
@@ -404,16 +436,16 @@ def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | 
     if len(query_terms) < 1:
         return "", []
     projects = [project, None] if project else [None]
-    hits = dict(fulltext.search(prompt, projects=projects, limit=20, tiers=list(RECALLED_TIERS)))
+    hits = dict(fulltext.search(prompt, projects=projects, limit=12, tiers=list(RECALLED_TIERS)))
+    for memory_id, score in fulltext.search(prompt, projects=projects, limit=KNOWLEDGE_CANDIDATES,
+                                            tiers=["semantic", "procedural"]):
+        hits.setdefault(memory_id, score)  # learned memories compete even when session notes outscore them
+    if not hits:
+        return "", []
     now = time.time()
-    scope, args = _scope_sql(project)
-    live = f"is_latest = 1 AND {scope} AND (forget_after IS NULL OR forget_after > ?)"
-    marks = ",".join("?" * len(hits)) or "''"
-    rows = conn.execute(
-        f"SELECT * FROM memories WHERE {live} AND (id IN ({marks}) OR (tier IN ('semantic', 'procedural') "
-        f"AND id IN (SELECT id FROM memories WHERE {live} AND tier IN ('semantic', 'procedural') "
-        f"ORDER BY importance DESC LIMIT {KNOWLEDGE_CANDIDATES})))",
-        [*args, now, *hits, *args, now]).fetchall()
+    marks = ",".join("?" * len(hits))
+    rows = conn.execute(f"SELECT {COLUMNS} FROM memories m WHERE id IN ({marks}) AND is_latest = 1 "
+                        "AND (forget_after IS NULL OR forget_after > ?)", [*hits, now]).fetchall()
     weights = fulltext.term_weights(query_terms)
     total_weight = sum(weights.values()) or 1.0
     top = max(hits.values(), default=1.0) or 1.0
