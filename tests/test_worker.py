@@ -122,7 +122,7 @@ def test_transcript_replay_is_compressed_summarised_and_searchable(env, global_s
     assert session["needs_summary"] == 0 and session["summarized_upto"] == last
 
     found = store.search("what did we change in session_live.ex")
-    assert found.hits[0].id == summary.id
+    assert summary.id in [h.id for h in found.hits[:3]]  # beside the agent's own reports of the session
     working = store.search("edit session_live.ex", tiers=["working"])
     assert working.hits and all(h.tier == "working" for h in working.hits)
     assert "session_live.ex" in working.hits[0].title
