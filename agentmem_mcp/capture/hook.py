@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import IO, Any
 
 MAX_STDIN_BYTES = 64 * 1024 * 1024
@@ -73,7 +74,7 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
     from ..config import load_settings
     from .events import decode_payload, parse_hook_event
 
-    settings = load_settings(env)
+    settings = load_settings(env, on_warning=lambda message: _log_failure(client, event_name, Warning(message)))
     ev = parse_hook_event(client, event_name, decode_payload(raw))
     from ..db.connection import DatabaseError, connect
     from ..db.migrations import migrate
@@ -168,10 +169,15 @@ def _log_failure(client: str, event_name: str, exc: BaseException) -> None:
     try:
         import logging
 
-        from ..config import load_settings
+        from ..config import ConfigError, Settings, default_home, load_settings
         from ..logs import setup_logging
 
-        setup_logging(load_settings())
+        try:
+            settings = load_settings(on_warning=lambda _: None)
+        except ConfigError:  # the failure may be the config itself: log it in the home's log all the same
+            home = os.environ.get("AGENTMEM_HOME")
+            settings = Settings(home=Path(os.path.expanduser(home)).absolute() if home else default_home())
+        setup_logging(settings)
         logging.getLogger("agentmem.hook").warning("hook %s %s failed: %s: %s", client, event_name,
                                                    type(exc).__name__, str(exc)[:500])
     except BaseException:

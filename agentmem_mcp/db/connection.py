@@ -1,14 +1,18 @@
-"""Opening the SQLite database: sqlean with sqlite-vec loaded, WAL, busy timeout, private files."""
+"""Opening the SQLite database: sqlean with sqlite-vec loaded, WAL, busy timeout, private files.
+
+The database's folder is created 0700 when missing; an existing folder agentmem did not create keeps its mode
+(see files.py)."""
 
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import sqlean
+
+from ..files import ensure_private_dir, make_private
 
 Connection = sqlean.Connection
 DatabaseError = sqlean.DatabaseError
@@ -28,23 +32,6 @@ def vec_extension_path() -> str:
     if spec is None or not spec.origin:
         raise VectorExtensionError("the sqlite-vec package is not installed: pip install sqlite-vec")
     return os.path.join(os.path.dirname(spec.origin), "vec0")
-
-
-def ensure_private_dir(path: Path) -> None:
-    """Create `path` (and parents) and make it 0700."""
-    path.mkdir(parents=True, exist_ok=True)
-    if stat.S_IMODE(path.stat().st_mode) != 0o700:
-        os.chmod(path, 0o700)
-
-
-def make_private(path: Path) -> None:
-    """Make a file 0600 if it exists (the database and its WAL/SHM companions)."""
-    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        try:
-            if stat.S_IMODE(candidate.stat().st_mode) != 0o600:
-                os.chmod(candidate, 0o600)
-        except FileNotFoundError:
-            pass
 
 
 def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True) -> Connection:
