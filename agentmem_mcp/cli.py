@@ -107,16 +107,29 @@ def cmd_forget(args: argparse.Namespace) -> int:
         return 0
     by_filter = not args.ids and not args.session
     dry_run = args.dry_run or (by_filter and not args.yes)
+    reason = args.reason or "forgotten from the command line"
     with _open(args, load_embedder=False) as store:
-        result = store.forget(ids=args.ids or None, session_id=args.session, type=args.type, tier=args.tier,
-                              older_than_days=args.older_than_days, all_projects=args.all_projects,
-                              dry_run=dry_run, reason=args.reason or "forgotten from the command line")
+        from .maintenance import erase_forgotten, forget_session
+
+        derived: list[str] = []
+        if args.session and not dry_run and not args.ids:
+            result, derived = forget_session(store, args.session, reason)
+        else:
+            result = store.forget(ids=args.ids or None, session_id=args.session, type=args.type, tier=args.tier,
+                                  older_than_days=args.older_than_days, all_projects=args.all_projects,
+                                  dry_run=dry_run, reason=reason)
+        if not result.dry_run and (result.count or result.observations):
+            erased = erase_forgotten(store, memories_deleted=bool(result.count or derived))
+            if erased.busy_readers:
+                print("note: another agentmem process is reading the database, so its write-ahead log still holds "
+                      "the forgotten text; it is emptied at the next checkpoint", file=sys.stderr)
     if args.json:
         _print_json(result.to_dict())
         return 0
     verb = "would forget" if result.dry_run else "forgot"
     print(f"{verb} {result.count} memories" + (f" and {result.observations} observations"
-                                               if result.observations else ""))
+                                               if result.observations else "")
+          + (f", and {len(derived)} memories derived from them" if derived else ""))
     for memory in result.memories[:50]:
         print(f"  {memory['id']} v{memory['version']} [{memory['type']}] {memory['title']}")
     if result.dry_run and by_filter:

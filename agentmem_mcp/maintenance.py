@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Callable
@@ -16,10 +17,10 @@ if TYPE_CHECKING:
 Progress = Callable[[str, int, int], None]
 
 
-def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
-    """Rebuild the BM25 index and every vector from SQLite, the source of truth."""
-    conn = store.conn
-    total = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+def rebuild_bm25(store: Store, progress: Progress | None = None) -> int:
+    """Empty the BM25 index folder (its segment files are deleted) and index every memory again from SQLite;
+    returns how many memories there are."""
+    total = store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
     store.fulltext.reset()
     with store.transaction() as tx:
         tx.execute("DELETE FROM index_outbox")
@@ -33,6 +34,64 @@ def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
         done = min(total, done + applied)
         if progress:
             progress("bm25", done, total)
+    return total
+
+
+@dataclass
+class Erasure:
+    """What `erase_forgotten` did: whether the BM25 index was rebuilt and whether the WAL was emptied."""
+
+    index_rebuilt: bool
+    wal_emptied: bool
+    busy_readers: bool
+
+
+def erase_forgotten(store: Store, memories_deleted: bool = True, attempts: int = 20) -> Erasure:
+    """After a forget: leave no copy of the forgotten text on disk.
+
+    SQLite already zeroed the deleted rows (secure_delete is on for every connection). What remains is (1) the BM25
+    index, where tantivy keeps a deleted document's terms in its segment until a merge, so the index is rebuilt
+    from SQLite into new segments and the old segment files are deleted (when memories were deleted); and (2) the
+    WAL, which holds the pages as they were before the delete until a checkpoint, so it is checkpointed and
+    truncated to zero bytes, retried while another process is reading (busy_readers: it still was)."""
+    import time
+
+    store.drain_outbox()
+    if memories_deleted:
+        rebuild_bm25(store)
+    emptied = busy = False
+    for attempt in range(attempts):
+        busy_flag, _, _ = store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy_flag:
+            emptied = True
+            break
+        busy = True
+        time.sleep(min(0.05 * (attempt + 1), 0.5))
+    return Erasure(memories_deleted, emptied, busy and not emptied)
+
+
+def forget_session(store: Store, session_id: str, reason: str) -> tuple[Any, list[str]]:
+    """`store.forget(session_id=...)` and what else holds that session's text: the summariser's state for it, and
+    the memories consolidation derived from its observations or its summaries (they are forgotten too; the worker
+    derives again what the remaining sessions still support). Returns the forget result and the derived ids."""
+    conn = store.conn
+    cited = {f"obs:{row[0]}" for row in conn.execute("SELECT id FROM observations WHERE session_id = ?",
+                                                      (session_id,))}
+    cited |= {row[0] for row in conn.execute("SELECT id FROM memories WHERE session_id = ?", (session_id,))}
+    result = store.forget(session_id=session_id, reason=reason)
+    derived = [row[0] for row in conn.execute(
+        "SELECT DISTINCT m.id FROM memories m, json_each(m.source_ids) s WHERE s.value IN (SELECT value FROM "
+        "json_each(?))", (json.dumps(sorted(cited)),))] if cited else []
+    if derived:
+        store.forget(ids=derived, reason=f"derived from forgotten session {session_id[:80]}")
+    with store.transaction() as tx:
+        tx.execute("DELETE FROM meta WHERE key = ?", (f"summary-state:{session_id}",))
+    return result, derived
+
+
+def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
+    """Rebuild the BM25 index and every vector from SQLite, the source of truth."""
+    total = rebuild_bm25(store, progress)
     embedded = 0
     if store.embedder.ready:
         with store.transaction() as tx:

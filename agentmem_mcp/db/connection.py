@@ -34,8 +34,10 @@ def vec_extension_path() -> str:
     return os.path.join(os.path.dirname(spec.origin), "vec0")
 
 
-def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True) -> Connection:
-    """Open the database at `path` in WAL mode with a busy timeout.
+def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True, secure_delete: bool = True
+            ) -> Connection:
+    """Open the database at `path` in WAL mode with a busy timeout and SQLite's secure_delete on (what a write
+    deletes or replaces is zeroed on disk; secure_delete=False only for measuring what that costs).
 
     The connection is in autocommit mode (isolation_level=None); writes go through `write_transaction`,
     which takes the write lock up front with BEGIN IMMEDIATE.
@@ -53,6 +55,8 @@ def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True) 
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    # Deleted rows are overwritten with zeros, so forgotten text does not linger in free pages (docs/security.md)
+    conn.execute(f"PRAGMA secure_delete = {'ON' if secure_delete else 'OFF'}")
     if load_vec:
         load_vector_extension(conn)
     make_private(path)
