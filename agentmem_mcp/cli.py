@@ -202,14 +202,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from .db.audit import verify
+    from .db.audit import check_triggers, verify
 
     with _open(args, load_embedder=False) as store:
-        verdict = verify(store.conn)
+        verdict, triggers = verify(store.conn), check_triggers(store.conn)
+    for problem in triggers:
+        print(f"audit log NOT PROTECTED: {problem}")
     if verdict.ok:
-        print(f"audit chain ok: {verdict.rows} rows")
-        return 0
-    print(f"audit chain BROKEN at row {verdict.first_bad_seq}: {verdict.problem}")
+        print(f"audit chain ok: {verdict.describe()}")
+        return 1 if triggers else 0
+    print(f"audit chain BROKEN: {verdict.describe()}")
+    for problem in verdict.memory_problems[1:]:
+        print(f"  also {problem}")
     return 1
 
 

@@ -26,7 +26,8 @@ _MARKER_TEXT = "This folder was created by agentmem, which may change or delete 
 # What an older agentmem (before markers) wrote in its home; a folder holding only these, with the database and
 # one of the folders only a home has, is adopted as an older home.
 HOME_NAMES = frozenset({"agentmem.db", "agentmem.db-wal", "agentmem.db-shm", "agentmem.db-journal", "fulltext",
-                        "logs", "spool", "config.toml", MARKER, "audit.key", "audit.head"})
+                        "logs", "spool", "config.toml", MARKER, "agentmem.db.audit-key",
+                        "agentmem.db.audit-head", "agentmem.db.audit-head.lock"})
 _HOME_ONLY = ("fulltext", "logs", "spool")
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from .db.audit import verify
+from .db.audit import check_triggers, verify
 
 if TYPE_CHECKING:
     from .store import Store
@@ -160,9 +160,17 @@ def doctor(store: Store) -> list[Check]:
                         f"home {oct(home_mode or 0)}, database {oct(db_mode or 0)}",
                         "" if private else f"chmod 700 {store.settings.home} && chmod 600 {store.db_path}*"))
     verdict = verify(conn)
-    checks.append(Check("audit chain", verdict.ok, f"{verdict.rows} rows" + (
-        f"; row {verdict.first_bad_seq}: {verdict.problem}" if not verdict.ok else ""),
-        "" if verdict.ok else "the audit log was edited outside agentmem; keep a copy for investigation"))
+    checks.append(Check("audit chain", verdict.ok, verdict.describe() if verdict.ok else
+                        f"{verdict.rows} rows; {verdict.describe()}",
+                        "" if verdict.ok else "the database was changed outside agentmem: keep a copy of the home "
+                        "for investigation, check the memories named (`agentmem get ID`) and forget what you did "
+                        "not write"))
+    if len(verdict.memory_problems) > 1:
+        checks[-1].detail += f" (and {len(verdict.memory_problems) - 1} more memories)"
+    broken = check_triggers(conn)
+    checks.append(Check("audit triggers", not broken, "; ".join(broken) or "the audit log is append-only",
+                        "" if not broken else "the triggers were dropped outside agentmem: keep a copy of the home "
+                        "for investigation; `agentmem audit --verify` says what else changed"))
     failed = conn.execute("SELECT COUNT(*) FROM observations WHERE status = 'failed'").fetchone()[0]
     checks.append(Check("worker", failed == 0, f"{failed} observations parked as failed",
                         "see the log under the home directory; `agentmem worker --retry-failed` retries them"

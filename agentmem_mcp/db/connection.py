@@ -6,7 +6,7 @@ The database's folder is created 0700 when missing; an existing folder agentmem 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -74,6 +74,20 @@ def load_vector_extension(conn: Connection) -> None:
             "sqlite-vec sqlean-py`") from exc
 
 
+_AFTER_COMMIT: dict[int, list[Callable[[], None]]] = {}
+
+
+def after_commit(conn: Connection, action: Callable[[], None]) -> None:
+    """Run `action` once the write transaction open on `conn` commits (dropped if it rolls back)."""
+    _AFTER_COMMIT.setdefault(id(conn), []).append(action)
+
+
+def _run_after_commit(conn: Connection, committed: bool) -> None:
+    for action in _AFTER_COMMIT.pop(id(conn), ()):
+        if committed:
+            action()
+
+
 @contextmanager
 def write_transaction(conn: Connection) -> Iterator[Connection]:
     """BEGIN IMMEDIATE ... COMMIT, rolling back on any error. A lock held by another process past the
@@ -91,6 +105,7 @@ def write_transaction(conn: Connection) -> Iterator[Connection]:
         yield conn
         conn.execute("COMMIT")
     except BaseException as exc:
+        _run_after_commit(conn, False)
         # A failed COMMIT may leave the transaction open (and the write lock held), or SQLite may already
         # have rolled it back (SQLITE_FULL, SQLITE_IOERR): roll back only what is still open.
         if conn.in_transaction:
@@ -104,3 +119,4 @@ def write_transaction(conn: Connection) -> Iterator[Connection]:
             raise StoreFull("the disk holding the memory database is full; nothing was saved. Free some space, "
                             "then retry") from exc
         raise
+    _run_after_commit(conn, True)
