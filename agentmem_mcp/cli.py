@@ -379,5 +379,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (AgentmemError, ConfigError) as exc:
         print(f"agentmem: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        from .db.connection import DatabaseError
+
+        if not isinstance(exc, DatabaseError):
+            raise
+        print(f"agentmem: the memory database cannot be used ({exc}). Nothing was changed. Keep a copy of the home "
+              "folder; if the database is damaged, `sqlite3 agentmem.db .recover | sqlite3 recovered.db` saves what "
+              "is readable (then point AGENTMEM_DB at recovered.db); hooks keep their events in the spool meanwhile",
+              file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         return 130

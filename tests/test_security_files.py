@@ -259,3 +259,20 @@ def test_a_bad_config_makes_hooks_log_instead_of_failing_silently(cli_env, home,
     assert "`embeddings` in" in log and "maybe" in log
     done = agentmem(cli_env, "stats", cwd=project)
     assert done.returncode == 2 and "`embeddings` in" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_damaged_database_gives_one_clear_line_and_hooks_spool(cli_env, home, project):
+    """Issue 18.9: a malformed database made every command print a traceback and hooks drop their events."""
+    assert agentmem(cli_env, "save", "The staging cluster is called blue-harbor", cwd=project).returncode == 0
+    database = home / "agentmem.db"
+    data = database.read_bytes()
+    database.write_bytes(b"not a database at all, overwritten " * 200 + data[8192:])
+    for wal in (home / "agentmem.db-wal", home / "agentmem.db-shm"):
+        wal.unlink(missing_ok=True)
+    done = agentmem(cli_env | {"AGENTMEM_EMBEDDINGS": "0"}, "stats", cwd=project)
+    assert done.returncode == 3 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and ".recover" in done.stderr
+    answer = hook(cli_env, "UserPromptSubmit", prompt_event(project, "remember the deploy window"), project)
+    assert answer.returncode == 0 and answer.stdout == "" and answer.stderr == ""
+    spooled = list((home / "spool").glob("*.json"))
+    assert len(spooled) == 1 and "remember the deploy window" in spooled[0].read_text()

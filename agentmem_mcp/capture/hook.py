@@ -85,23 +85,26 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
         return _output(ev.client, ev.event, ev.raw_event, "")
     project = project_for(ev.cwd)
     scrubbed = scrub(ev, settings.max_output_chars)
-    conn = connect(settings.database, busy_timeout_ms=min(settings.busy_timeout_ms, HOOK_BUSY_TIMEOUT_MS),
-                   load_vec=False)
+    conn = None
     try:
+        conn = connect(settings.database, busy_timeout_ms=min(settings.busy_timeout_ms, HOOK_BUSY_TIMEOUT_MS),
+                       load_vec=False)
         migrate(conn)
         observations = ObservationStore(conn)
-        try:
-            observations.record(scrubbed, project)
-        except Exception as exc:
-            from ..models import AgentmemError  # not at the top: models imports dataclasses (~8 ms)
-            from .spool import spool_event
+        observations.record(scrubbed, project)
+    except Exception as exc:
+        from ..models import AgentmemError  # not at the top: models imports dataclasses (~8 ms)
+        from .spool import spool_event
 
-            if not isinstance(exc, (AgentmemError, DatabaseError)):
-                raise
-            # locked past our wait, or a full disk: keep the event for later
-            where = spool_event(settings.home, scrubbed, project)
-            _log_failure(client, event_name, RuntimeError(f"{exc}; the event waits in {where}"))
-            return _output(ev.client, ev.event, ev.raw_event, "")
+        if conn is not None and close:
+            conn.close()
+        if not isinstance(exc, (AgentmemError, DatabaseError)):
+            raise
+        # locked past our wait, a full disk, a damaged or missing database: keep the event for later
+        where = spool_event(settings.home, scrubbed, project)
+        _log_failure(client, event_name, RuntimeError(f"{exc}; the event waits in {where}"))
+        return _output(ev.client, ev.event, ev.raw_event, "")
+    try:
         if (settings.home / "spool").is_dir():  # events an earlier hook could not write (see spool.py)
             from .spool import drain_spool
 
