@@ -276,3 +276,13 @@ def test_a_damaged_database_gives_one_clear_line_and_hooks_spool(cli_env, home, 
     assert answer.returncode == 0 and answer.stdout == "" and answer.stderr == ""
     spooled = list((home / "spool").glob("*.json"))
     assert len(spooled) == 1 and "remember the deploy window" in spooled[0].read_text()
+
+
+def test_hooks_log_unknown_config_keys_and_go_on(cli_env, home, project):
+    home.mkdir(mode=0o700)
+    (home / "config.toml").write_text("wieght_bm25 = 0.3\n")
+    os.chmod(home / "config.toml", 0o600)
+    answer = hook(cli_env, "UserPromptSubmit", prompt_event(project, "how do we deploy?"), project)
+    assert answer.returncode == 0 and answer.stdout == "" and answer.stderr == ""
+    assert "unknown setting `wieght_bm25` ignored" in (home / "logs" / "agentmem.log").read_text()
+    assert (home / "agentmem.db").exists()  # the event was recorded all the same

@@ -181,8 +181,11 @@ def _log_failure(client: str, event_name: str, exc: BaseException) -> None:
             home = os.environ.get("AGENTMEM_HOME")
             settings = Settings(home=Path(os.path.expanduser(home)).absolute() if home else default_home())
         setup_logging(settings)
-        logging.getLogger("agentmem.hook").warning("hook %s %s failed: %s: %s", client, event_name,
-                                                   type(exc).__name__, str(exc)[:500])
+        if isinstance(exc, Warning):  # e.g. an unknown key in config.toml: the hook went on
+            logging.getLogger("agentmem.hook").warning("hook %s %s: %s", client, event_name, str(exc)[:500])
+        else:
+            logging.getLogger("agentmem.hook").warning("hook %s %s failed: %s: %s", client, event_name,
+                                                       type(exc).__name__, str(exc)[:500])
     except BaseException:
         pass
 
