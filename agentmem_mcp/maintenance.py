@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from .db.audit import check_triggers, verify
+from .db.audit import check_triggers, head_path, key_path, verify
 
 if TYPE_CHECKING:
     from .store import Store
@@ -155,10 +155,13 @@ def doctor(store: Store) -> list[Check]:
                         "run `agentmem reindex` (or keep the server running: it embeds them)" if unembedded else ""))
     home_mode = _mode(store.settings.home)
     db_mode = _mode(store.db_path)
-    private = home_mode == 0o700 and db_mode == 0o600
+    audit_files = [p for p in (key_path(store.db_path), head_path(store.db_path)) if _mode(p) not in (None, 0o600)]
+    private = home_mode == 0o700 and db_mode == 0o600 and not audit_files
+    fix = [f"chmod 700 {store.settings.home}", f"chmod 600 {store.db_path}*"]
     checks.append(Check("file permissions", private,
-                        f"home {oct(home_mode or 0)}, database {oct(db_mode or 0)}",
-                        "" if private else f"chmod 700 {store.settings.home} && chmod 600 {store.db_path}*"))
+                        f"home {oct(home_mode or 0)}, database {oct(db_mode or 0)}"
+                        + "".join(f", {p.name} {oct(_mode(p) or 0)}" for p in audit_files),
+                        "" if private else " && ".join(fix)))
     verdict = verify(conn)
     checks.append(Check("audit chain", verdict.ok, verdict.describe() if verdict.ok else
                         f"{verdict.rows} rows; {verdict.describe()}",

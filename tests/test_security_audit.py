@@ -157,3 +157,11 @@ def test_an_old_unkeyed_chain_is_verified_and_continued_with_the_key(cli_env, ho
     conn.close()
     audit, _ = verdicts(cli_env, seeded)
     assert audit.returncode == 1 and "row 5" in audit.stdout and "rewritten" in audit.stdout, audit.stdout
+
+
+def test_doctor_reports_audit_files_others_can_read(cli_env, home, seeded):
+    key = key_path(home / "agentmem.db")
+    os.chmod(key, 0o644)
+    doctor = run(cli_env, seeded, "doctor")
+    assert "FAIL file permissions" in doctor.stdout and "audit-key 0o644" in doctor.stdout
+    assert f"chmod 600 {home / 'agentmem.db'}*" in doctor.stdout
