@@ -112,7 +112,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
         from .maintenance import erase_forgotten, forget_session
 
         derived: list[str] = []
-        if args.session and not dry_run and not args.ids:
+        if args.session and not dry_run and not args.ids and (
+                args.type, args.tier, args.older_than_days) == (None, None, None):
             result, derived = forget_session(store, args.session, reason)
         else:
             result = store.forget(ids=args.ids or None, session_id=args.session, type=args.type, tier=args.tier,

@@ -1,11 +1,11 @@
 """The files and folders agentmem owns, and only those.
 
-agentmem creates its home, its BM25 index folder and their sub-folders 0700 and writes a marker file
-(`MARKER`) into each folder it creates. It changes the mode of a folder, or deletes anything in it, only when
-the folder carries that marker, is the logs/ or spool/ folder of a home it owns, or is recognised as made by
-an older agentmem (`adopt_legacy_home`, `index.fulltext.claim_index_dir`). A folder someone else made
-(`AGENTMEM_DB=/shared/agentmem.db` puts the database in `/shared`) is used as it is, never chmodded. Files
-agentmem creates are 0600.
+agentmem creates its home, its BM25 index folder and their sub-folders 0700, and writes a marker file
+(`MARKER`) into each folder it creates but the logs/ and spool/ folders of a home it owns. It changes the mode
+of a folder, or deletes anything in it, only when the folder carries that marker, is the logs/ or spool/ folder
+of a home it owns, or is recognised as made by an older agentmem (`adopt_legacy_home`,
+`index.fulltext.claim_index_dir`). A folder someone else made (`AGENTMEM_DB=/shared/agentmem.db` puts the
+database in `/shared`) is used as it is, never chmodded. Files agentmem creates are 0600.
 
 `check_private_file` is the rule for files agentmem reads as instructions (config.toml, spooled events):
 a file another user could have written is not obeyed.
