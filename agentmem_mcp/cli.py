@@ -107,16 +107,30 @@ def cmd_forget(args: argparse.Namespace) -> int:
         return 0
     by_filter = not args.ids and not args.session
     dry_run = args.dry_run or (by_filter and not args.yes)
+    reason = args.reason or "forgotten from the command line"
     with _open(args, load_embedder=False) as store:
-        result = store.forget(ids=args.ids or None, session_id=args.session, type=args.type, tier=args.tier,
-                              older_than_days=args.older_than_days, all_projects=args.all_projects,
-                              dry_run=dry_run, reason=args.reason or "forgotten from the command line")
+        from .maintenance import erase_forgotten, forget_session
+
+        derived: list[str] = []
+        if args.session and not dry_run and not args.ids and (
+                args.type, args.tier, args.older_than_days) == (None, None, None):
+            result, derived = forget_session(store, args.session, reason)
+        else:
+            result = store.forget(ids=args.ids or None, session_id=args.session, type=args.type, tier=args.tier,
+                                  older_than_days=args.older_than_days, all_projects=args.all_projects,
+                                  dry_run=dry_run, reason=reason)
+        if not result.dry_run and (result.count or result.observations):
+            erased = erase_forgotten(store, memories_deleted=bool(result.count or derived))
+            if erased.busy_readers:
+                print("note: another agentmem process is reading the database, so its write-ahead log still holds "
+                      "the forgotten text; it is emptied at the next checkpoint", file=sys.stderr)
     if args.json:
         _print_json(result.to_dict())
         return 0
     verb = "would forget" if result.dry_run else "forgot"
     print(f"{verb} {result.count} memories" + (f" and {result.observations} observations"
-                                               if result.observations else ""))
+                                               if result.observations else "")
+          + (f", and {len(derived)} memories derived from them" if derived else ""))
     for memory in result.memories[:50]:
         print(f"  {memory['id']} v{memory['version']} [{memory['type']}] {memory['title']}")
     if result.dry_run and by_filter:
@@ -189,14 +203,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from .db.audit import verify
+    from .db.audit import check_triggers, verify
 
     with _open(args, load_embedder=False) as store:
-        verdict = verify(store.conn)
+        verdict, triggers = verify(store.conn), check_triggers(store.conn)
+    for problem in triggers:
+        print(f"audit log NOT PROTECTED: {problem}")
     if verdict.ok:
-        print(f"audit chain ok: {verdict.rows} rows")
-        return 0
-    print(f"audit chain BROKEN at row {verdict.first_bad_seq}: {verdict.problem}")
+        print(f"audit chain ok: {verdict.describe()}")
+        return 1 if triggers else 0
+    print(f"audit chain BROKEN: {verdict.describe()}")
+    for problem in verdict.memory_problems[1:]:
+        print(f"  also {problem}")
     return 1
 
 
@@ -362,5 +380,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (AgentmemError, ConfigError) as exc:
         print(f"agentmem: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        from .db.connection import DatabaseError
+
+        if not isinstance(exc, DatabaseError):
+            raise
+        print(f"agentmem: the memory database cannot be used ({exc}). Nothing was changed. Keep a copy of the home "
+              "folder; if the database is damaged, `sqlite3 agentmem.db .recover | sqlite3 recovered.db` saves what "
+              "is readable (then point AGENTMEM_DB at recovered.db); hooks keep their events in the spool meanwhile",
+              file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         return 130

@@ -6,9 +6,10 @@ default. Every setting is listed once in ``SETTINGS``; the README's configuratio
 
 from __future__ import annotations
 
+import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -167,61 +168,164 @@ class Settings:
 
 
 
-def _coerce(name: str, raw: Any, annotation: str) -> Any:
+# What each setting accepts beyond its type: (low, high) bounds, both included (None: unbounded), or choices.
+_BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "weight_bm25": (0, None), "weight_vector": (0, None), "weight_graph": (0, None), "soft_match_weight": (0, None),
+    "rrf_k": (1, None), "search_budget_tokens": (1, None), "context_budget_tokens": (0, None),
+    "prompt_budget_tokens": (0, None), "prompt_min_score": (0, 1), "supersede_jaccard": (0, 1),
+    "supersede_cosine": (0, 1), "busy_timeout_ms": (0, 3_600_000), "max_output_chars": (100, None),
+    "llm_daily_tokens": (0, None),
+}  # fmt: skip
+_ABOVE_ZERO = ("supersede_jaccard", "supersede_cosine")  # 0 itself is not allowed
+_CHOICES = {"fusion": FUSIONS, "llm": ("off", "anthropic")}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+
+
+def _kind(annotation: str) -> str:
+    for kind in ("Path", "bool", "float", "int"):
+        if kind in annotation:
+            return kind
+    return "str"
+
+
+def _parse_env(raw: str, kind: str) -> Any:
+    """An environment variable's text as a value of `kind` (ValueError when it is not one)."""
+    text = raw.strip()
+    if kind == "Path":
+        return Path(os.path.expanduser(text)).absolute() if text else None
+    if kind == "bool":
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise ValueError("expected 1/0, true/false, yes/no or on/off")
+    if kind == "float":
+        return float(text)
+    if kind == "int":
+        return int(text)
+    return raw
+
+
+def _parse_toml(raw: Any, kind: str) -> Any:
+    """A TOML value as a value of `kind`: the TOML type must fit (a number for a number, a boolean for a
+    switch, a string for a path or a name); ValueError otherwise."""
+    if kind == "bool":
+        if isinstance(raw, bool):
+            return raw
+        raise ValueError("expected true or false")
+    if kind in ("float", "int"):
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+            raise ValueError("expected a number")
+        if kind == "int" and isinstance(raw, float):
+            raise ValueError("expected a whole number")
+        return raw
+    if not isinstance(raw, str):
+        raise ValueError("expected a string")
+    return _parse_env(raw, kind) if kind == "Path" else raw
+
+
+def _check_value(name: str, value: Any) -> str | None:
+    """What is wrong with `value` for setting `name` (None: nothing)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "must be a finite number"
+    if name in _CHOICES and str(value).strip().lower() not in _CHOICES[name]:
+        return f"must be one of {', '.join(_CHOICES[name])}"
+    if name in _BOUNDS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return "must be a number"
+        low, high = _BOUNDS[name]
+        if name in _ABOVE_ZERO and value <= 0:
+            return f"must be above 0 and at most {high}"
+        if low is not None and value < low:
+            return f"must be at least {low}" + (f" and at most {high}" if high is not None else "")
+        if high is not None and value > high:
+            return f"must be at most {high}"
+    if name == "embed_model" and not str(value).strip():
+        return "must name a model"
+    return None
+
+
+def _warn(message: str) -> None:
+    import logging
+
+    logging.getLogger("agentmem.config").warning("%s", message)
+
+
+def _read_config_file(config_path: Path) -> dict[str, Any]:
+    from .files import check_private_file
+
+    if not config_path.is_file():
+        return {}
+    problem = check_private_file(config_path)
+    if problem:
+        raise ConfigError(f"{problem}; agentmem does not read a config file someone else could have written")
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
-        if "Path" in annotation:
-            return Path(os.path.expanduser(str(raw))).absolute() if raw not in (None, "") else None
-        if "bool" in annotation:
-            if isinstance(raw, bool):
-                return raw
-            text = str(raw).strip().lower()
-            if text in ("1", "true", "yes", "on"):
-                return True
-            if text in ("0", "false", "no", "off", ""):
-                return False
-            raise ValueError(raw)
-        if "float" in annotation:
-            return float(raw)
-        if "int" in annotation:
-            return int(raw)
-        return str(raw)
-    except (TypeError, ValueError):
-        raise ConfigError(f"setting {name} has the value {raw!r}, which is not a valid {annotation}") from None
+        return tomllib.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {config_path}: {exc}. Fix or remove the file.") from None
 
 
-def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-    """Build Settings from the environment, the TOML file and keyword overrides (highest)."""
+def load_settings(env: Mapping[str, str] | None = None, *, on_warning: Callable[[str], None] | None = None,
+                  **overrides: Any) -> Settings:
+    """Build Settings from the environment, the TOML file and keyword overrides (highest).
+
+    Every value is checked (type, range, NaN); a bad one raises ConfigError naming the environment variable or
+    the TOML key as the user wrote it. Unknown TOML keys are reported through `on_warning` (default: the
+    `agentmem.config` logger) and ignored. A config file that another user could have written (not owned by this
+    user, or writable by group or others) is refused."""
     env = os.environ if env is None else env
+    warn = on_warning or _warn
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     home_raw = overrides.get("home") or env.get("AGENTMEM_HOME")
     home = Path(os.path.expanduser(str(home_raw))).absolute() if home_raw else default_home()
     config_path = Path(env["AGENTMEM_CONFIG"]) if env.get("AGENTMEM_CONFIG") else home / "config.toml"
-    file_values: dict[str, Any] = {}
-    if config_path.is_file():
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # pragma: no cover
-            import tomli as tomllib
-        try:
-            file_values = tomllib.loads(config_path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"cannot read {config_path}: {exc}. Fix or remove the file.") from None
+    file_values = _read_config_file(config_path)
+    known = {f.name: f for f in SETTINGS}
+    by_env = {f.env: f.name for f in SETTINGS}
+    for key in file_values:
+        if key not in known:
+            hint = f" (the TOML key for {key} is `{by_env[key]}`)" if key in by_env else ""
+            warn(f"{config_path}: unknown setting `{key}` ignored{hint}")
     for f in SETTINGS:
         if f.name in overrides:
-            values[f.name] = overrides[f.name]
+            values[f.name], sources[f.name] = overrides[f.name], f"setting {f.name}"
             continue
-        raw = env.get(f.env)
+        raw, source = env.get(f.env), f"{f.env}={env.get(f.env)!r}"
+        parse = _parse_env
+        if raw is None and f.name in file_values and f.name != "home":
+            raw, source, parse = file_values[f.name], f"`{f.name}` in {config_path}", _parse_toml
         if raw is None:
-            raw = file_values.get(f.name)
-        if raw is not None:
-            values[f.name] = _coerce(f.env, raw, f.type)
+            continue
+        try:
+            values[f.name] = parse(raw, _kind(f.type))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{source}: {raw!r} is not a valid {f.type} ({exc})") from None
+        sources[f.name] = source
+    for name, value in values.items():
+        problem = _check_value(name, value)
+        if problem:
+            raise ConfigError(f"{sources[name]}: {value!r} {problem} (default {_DEFAULTS[name]!r})")
     values["home"] = home
     settings = Settings(**values)
-    if settings.fusion not in FUSIONS:
-        raise ConfigError(f"AGENTMEM_FUSION must be one of {', '.join(FUSIONS)}, not {settings.fusion!r}")
-    if not 0 < settings.supersede_jaccard <= 1:
-        raise ConfigError("AGENTMEM_SUPERSEDE_JACCARD must be in (0, 1]")
+    if settings.weight_bm25 + settings.weight_vector + settings.weight_graph <= 0:
+        raise ConfigError("weight_bm25, weight_vector and weight_graph are all 0: at least one must be above 0")
+    _check_paths(settings, sources)
     return settings
+
+
+def _check_paths(settings: Settings, sources: dict[str, str]) -> None:
+    """The index folder is emptied when the index is rebuilt: it must not be, or hold, the home or the database."""
+    index, home, database = settings.fulltext_dir, settings.home, settings.database
+    if index == home or home.is_relative_to(index) or database.is_relative_to(index):
+        where = sources.get("index_dir", "the index folder")
+        raise ConfigError(f"{where}: the BM25 index folder {index} would hold the home {home} or the database "
+                          f"{database}, and agentmem empties that folder when it rebuilds the index. Point it at "
+                          "a folder of its own (e.g. <home>/fulltext, the default)")
 
 
 def settings_table() -> str:

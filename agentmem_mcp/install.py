@@ -36,6 +36,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .capture.redact import is_sensitive_key, redact
+
 CLIENTS = ("claude-code", "cursor")
 SCOPES = ("user", "project")
 SERVER_NAME = "agentmem"
@@ -83,7 +85,8 @@ class InstallPlan:
     notes: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
-        """A human-readable preview: one header per file and a unified diff of its content."""
+        """A human-readable preview: one header per file and a unified diff of its content, with the values of
+        other MCP servers' `env` and `headers` (and anything under a key that names a secret) masked."""
         lines = [f"agentmem {self.action} for {self.client} ({self.scope} scope)"]
         if not self.changes:
             lines.append("nothing to change: agentmem is " + (
@@ -94,13 +97,53 @@ class InstallPlan:
                 header += f" (backup: {change.backup})"
             lines.append(header)
             diff = difflib.unified_diff(
-                (change.before or "").splitlines(), (change.after or "").splitlines(),
+                masked(change.before).splitlines(), masked(change.after).splitlines(),
                 fromfile="/dev/null" if change.before is None else str(change.path),
                 tofile="/dev/null" if change.after is None else str(change.path),
                 n=2, lineterm="")
             lines.extend("    " + line for line in diff)
         lines.extend(f"note: {note}" for note in self.notes)
         return "\n".join(lines)
+
+
+MASK = "[hidden by agentmem]"
+_SECRET_SECTIONS = ("env", "headers")
+
+
+def masked(text: str | None) -> str:
+    """A config file's text as it may be shown: every value in another MCP server's `env` or `headers`, every string
+    under a key naming a secret (token, password, apiKey, ...) and every secret found in the rest replaced. Text
+    that is not JSON is redacted as plain text."""
+    if not text:
+        return ""
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError:
+        return redact(text)
+    return json.dumps(_mask(config, False), indent=_indent_of(text), ensure_ascii=False)
+
+
+def _mask(value: Any, hidden: bool) -> Any:
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k == "mcpServers" and isinstance(v, dict):
+                out[k] = {name: _mask(server, False) if name == SERVER_NAME else _mask_server(server)
+                          for name, server in v.items()}
+            else:
+                out[k] = _mask(v, hidden or is_sensitive_key(str(k)))
+        return out
+    if isinstance(value, list):
+        return [_mask(v, hidden) for v in value]
+    if isinstance(value, str):
+        return MASK if hidden and value else redact(value)
+    return value
+
+
+def _mask_server(server: Any) -> Any:
+    if not isinstance(server, dict):
+        return _mask(server, False)
+    return {k: _mask(v, k in _SECRET_SECTIONS or is_sensitive_key(str(k))) for k, v in server.items()}
 
 
 def agentmem_command() -> str:

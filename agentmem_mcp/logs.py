@@ -29,6 +29,7 @@ def setup_logging(settings: Settings, level: int = logging.INFO) -> None:
     if any(isinstance(h, RotatingFileHandler) for h in logger.handlers):
         return
     try:
+        ensure_private_dir(settings.home)
         ensure_private_dir(settings.log_path.parent)
         handler = _LogFile(settings.log_path, maxBytes=2_000_000, backupCount=2, encoding="utf-8")
     except OSError:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from .db.audit import verify
+from .db.audit import check_triggers, head_path, key_path, verify
 
 if TYPE_CHECKING:
     from .store import Store
@@ -16,10 +17,10 @@ if TYPE_CHECKING:
 Progress = Callable[[str, int, int], None]
 
 
-def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
-    """Rebuild the BM25 index and every vector from SQLite, the source of truth."""
-    conn = store.conn
-    total = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+def rebuild_bm25(store: Store, progress: Progress | None = None) -> int:
+    """Empty the BM25 index folder (its segment files are deleted) and index every memory again from SQLite;
+    returns how many memories there are."""
+    total = store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
     store.fulltext.reset()
     with store.transaction() as tx:
         tx.execute("DELETE FROM index_outbox")
@@ -33,6 +34,64 @@ def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
         done = min(total, done + applied)
         if progress:
             progress("bm25", done, total)
+    return total
+
+
+@dataclass
+class Erasure:
+    """What `erase_forgotten` did: whether the BM25 index was rebuilt and whether the WAL was emptied."""
+
+    index_rebuilt: bool
+    wal_emptied: bool
+    busy_readers: bool
+
+
+def erase_forgotten(store: Store, memories_deleted: bool = True, attempts: int = 20) -> Erasure:
+    """After a forget: leave no copy of the forgotten text on disk.
+
+    SQLite already zeroed the deleted rows (secure_delete is on for every connection). What remains is (1) the BM25
+    index, where tantivy keeps a deleted document's terms in its segment until a merge, so the index is rebuilt
+    from SQLite into new segments and the old segment files are deleted (when memories were deleted); and (2) the
+    WAL, which holds the pages as they were before the delete until a checkpoint, so it is checkpointed and
+    truncated to zero bytes, retried while another process is reading (busy_readers: it still was)."""
+    import time
+
+    store.drain_outbox()
+    if memories_deleted:
+        rebuild_bm25(store)
+    emptied = busy = False
+    for attempt in range(attempts):
+        busy_flag, _, _ = store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy_flag:
+            emptied = True
+            break
+        busy = True
+        time.sleep(min(0.05 * (attempt + 1), 0.5))
+    return Erasure(memories_deleted, emptied, busy and not emptied)
+
+
+def forget_session(store: Store, session_id: str, reason: str) -> tuple[Any, list[str]]:
+    """`store.forget(session_id=...)` and what else holds that session's text: the summariser's state for it, and
+    the memories consolidation derived from its observations or its summaries (they are forgotten too; the worker
+    derives again what the remaining sessions still support). Returns the forget result and the derived ids."""
+    conn = store.conn
+    cited = {f"obs:{row[0]}" for row in conn.execute("SELECT id FROM observations WHERE session_id = ?",
+                                                      (session_id,))}
+    cited |= {row[0] for row in conn.execute("SELECT id FROM memories WHERE session_id = ?", (session_id,))}
+    result = store.forget(session_id=session_id, reason=reason)
+    derived = [row[0] for row in conn.execute(
+        "SELECT DISTINCT m.id FROM memories m, json_each(m.source_ids) s WHERE s.value IN (SELECT value FROM "
+        "json_each(?))", (json.dumps(sorted(cited)),))] if cited else []
+    if derived:
+        store.forget(ids=derived, reason=f"derived from forgotten session {session_id[:80]}")
+    with store.transaction() as tx:
+        tx.execute("DELETE FROM meta WHERE key = ?", (f"summary-state:{session_id}",))
+    return result, derived
+
+
+def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
+    """Rebuild the BM25 index and every vector from SQLite, the source of truth."""
+    total = rebuild_bm25(store, progress)
     embedded = 0
     if store.embedder.ready:
         with store.transaction() as tx:
@@ -96,14 +155,25 @@ def doctor(store: Store) -> list[Check]:
                         "run `agentmem reindex` (or keep the server running: it embeds them)" if unembedded else ""))
     home_mode = _mode(store.settings.home)
     db_mode = _mode(store.db_path)
-    private = home_mode == 0o700 and db_mode == 0o600
+    audit_files = [p for p in (key_path(store.db_path), head_path(store.db_path)) if _mode(p) not in (None, 0o600)]
+    private = home_mode == 0o700 and db_mode == 0o600 and not audit_files
+    fix = [f"chmod 700 {store.settings.home}", f"chmod 600 {store.db_path}*"]
     checks.append(Check("file permissions", private,
-                        f"home {oct(home_mode or 0)}, database {oct(db_mode or 0)}",
-                        "" if private else f"chmod 700 {store.settings.home} && chmod 600 {store.db_path}*"))
+                        f"home {oct(home_mode or 0)}, database {oct(db_mode or 0)}"
+                        + "".join(f", {p.name} {oct(_mode(p) or 0)}" for p in audit_files),
+                        "" if private else " && ".join(fix)))
     verdict = verify(conn)
-    checks.append(Check("audit chain", verdict.ok, f"{verdict.rows} rows" + (
-        f"; row {verdict.first_bad_seq}: {verdict.problem}" if not verdict.ok else ""),
-        "" if verdict.ok else "the audit log was edited outside agentmem; keep a copy for investigation"))
+    checks.append(Check("audit chain", verdict.ok, verdict.describe() if verdict.ok else
+                        f"{verdict.rows} rows; {verdict.describe()}",
+                        "" if verdict.ok else "the database was changed outside agentmem: keep a copy of the home "
+                        "for investigation, check the memories named (`agentmem get ID`) and forget what you did "
+                        "not write"))
+    if len(verdict.memory_problems) > 1:
+        checks[-1].detail += f" (and {len(verdict.memory_problems) - 1} more memories)"
+    broken = check_triggers(conn)
+    checks.append(Check("audit triggers", not broken, "; ".join(broken) or "the audit log is append-only",
+                        "" if not broken else "the triggers were dropped outside agentmem: keep a copy of the home "
+                        "for investigation; `agentmem audit --verify` says what else changed"))
     failed = conn.execute("SELECT COUNT(*) FROM observations WHERE status = 'failed'").fetchone()[0]
     checks.append(Check("worker", failed == 0, f"{failed} observations parked as failed",
                         "see the log under the home directory; `agentmem worker --retry-failed` retries them"

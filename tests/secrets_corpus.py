@@ -462,7 +462,86 @@ def _cases() -> list[SecretCase]:
     add("high_entropy", raw, f"Your new deploy key (shown once):\n\n    {raw}\n\nStore it somewhere safe.\n")
     raw64 = r_b64(33)
     add("high_entropy", raw64, f"INFO  signing request with {raw64} (expires 2024-09-18)\n")
+    cases += issue_18_cases()
     return cases
+
+
+def issue_18_cases() -> list[SecretCase]:
+    """The formats issue 18 found stored raw (observations, memories, memory_chunks, search), each in the context
+    it was found in."""
+    cases: list[SecretCase] = []
+
+    def add(kind: str, secret: str, context: str) -> None:
+        assert secret in context, (kind, secret)
+        cases.append(SecretCase(kind, secret, context))
+
+    algolia = r(HEX, 32)
+    add("named_env_key", algolia, f"ALGOLIA_APP_ID=H4K2JXQ9ZP\nALGOLIA_ADMIN_KEY={algolia}\n")
+    newrelic = "eu01xx" + r(HEX, 34) + "NRAL"
+    add("named_env_key", newrelic, f"$ heroku config:get NEW_RELIC_LICENSE_KEY\nNEW_RELIC_LICENSE_KEY={newrelic}\n")
+    datadog = r(HEX, 40)
+    add("named_env_key", datadog, f"export DD_API_KEY=$DD_KEY\nexport DD_APP_KEY={datadog}\n")
+    slack_signing = r(HEX, 32)
+    add("named_env_key", slack_signing, f"SLACK_BOT_NAME=deploy-bot\nSLACK_SIGNING={slack_signing}\n")
+    hmac = r(HEX, 64)
+    add("hmac", hmac, f'POST /webhooks/orders 200\nbody: {{"order": 1182, "hmac": "{hmac}"}}\n')
+    apim = r(HEX, 32)
+    add("subscription_key", apim, f'{{"endpoint": "https://westeurope.api.cognitive.microsoft.com", '
+        f'"Ocp-Apim-Subscription-Key": "{apim}"}}\n')
+    apim_header = r(HEX, 32)
+    add("subscription_key", apim_header, "curl -s -X POST https://westeurope.tts.speech.microsoft.com/v1 \\\n"
+        f"  -H 'Ocp-Apim-Subscription-Key: {apim_header}' -H 'Content-Type: application/ssml+xml'\n")
+    sentry = r(HEX, 32)
+    add("sentry_dsn", sentry, f'sentry_sdk.init(dsn="https://{sentry}@o{r(DIGITS, 6)}.ingest.us.sentry.io/'
+        f'{r(DIGITS, 7)}", traces_sample_rate=0.2)\n')
+    amz = r(HEX, 64)
+    add("url_signature", amz, f"presigned: https://exports.s3.eu-west-1.amazonaws.com/report.csv?X-Amz-Algorithm="
+        f"AWS4-HMAC-SHA256&X-Amz-Date=20240917T101500Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Signature={amz}\n")
+    pgpass = r(ALNUM, 10) + "!" + r(ALNUM, 6)
+    add("pgpass", pgpass, f"$ cat ~/.pgpass\ndb.internal.example.com:5432:orders:orders_app:{pgpass}\n")
+    plaintext = "prod-" + r(LOWER, 8) + "-" + r(DIGITS, 4)
+    encoded = base64.b64encode(plaintext.encode()).decode()
+    add("base64_secret", encoded, f"$ echo {encoded} | base64 -d\n")
+    first, second = r(ALNUM, 20), r(ALNUM, 20)
+    split = f'export STRIPE_SECRET_KEY="sk_live_{first}\\\n{second}"\n'
+    add("line_continuation", first, split)
+    add("line_continuation", second, split)
+    hex_first, hex_second = r(HEX, 24), r(HEX, 24)
+    split_hex = f"curl https://api.example.com/v2/orders -H \"X-Api-Key: {hex_first}\\\n{hex_second}\"\n"
+    add("line_continuation", hex_first, split_hex)
+    add("line_continuation", hex_second, split_hex)
+    return cases
+
+
+@dataclass(frozen=True)
+class ToolCase:
+    """A tool call whose output holds a secret that no text pattern can see: only the command (or the tool's input)
+    says that the output is a deny-listed file's content, or decoded plaintext."""
+
+    name: str
+    tool: str
+    tool_input: dict
+    output: str
+    secret: str
+
+
+def tool_cases() -> list[ToolCase]:
+    key, plain, pw, line = r(ALNUM, 28), "s3cr3t-" + r(LOWER, 10), r(ALNUM, 14), r(LOWER + DIGITS, 22)
+    return [
+        ToolCase("cat .env", "Bash", {"command": "cat .env"}, f"DEBUG=1\nPAYMENTS={key}\n", key),
+        ToolCase("head .env.production", "Bash", {"command": "head -n 3 config/.env.production"},
+                 f"APP=shop\nUPSTREAM={pw}\n", pw),
+        ToolCase("source .env", "Bash", {"command": "source .env && echo $PAYMENTS"}, f"{key}\n", key),
+        ToolCase("cat .pgpass", "Bash", {"command": "cat ~/.pgpass"}, f"localhost:*:*:app:{pw}\n", pw),
+        ToolCase("less id_rsa", "Bash", {"command": "tail -n 2 ~/.ssh/id_rsa"}, f"{line}\n-----END\n", line),
+        ToolCase("base64 -d", "Bash", {"command": "kubectl get secret db -o jsonpath='{.data.pw}' | base64 -d"},
+                 plain, plain),
+        ToolCase("grep content of .env", "Grep", {"pattern": "PAYMENTS", "output_mode": "content", "-n": True},
+                 f"src/billing.py:12:key = os.environ['PAYMENTS']\nconfig/.env:4:PAYMENTS={key}\n", key),
+        ToolCase("grep in .env", "Grep", {"pattern": "UPSTREAM", "path": ".env.local", "output_mode": "content"},
+                 f"UPSTREAM={pw}\n", pw),
+        ToolCase("rg in bash", "Bash", {"command": "rg -n UPSTREAM ."}, f"./deploy/.env.staging:2:UPSTREAM={pw}\n", pw),
+    ]
 
 
 SECRET_CASES: list[SecretCase] = _cases()

@@ -410,3 +410,42 @@ def test_run_hook_finds_agentmem_on_path(tmp_path):
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path)}
     result = _run_hook(["claude-code", "Stop"], env, tmp_path)
     assert result.stdout.decode().strip() == "hook --client claude-code Stop"
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_install_output_masks_other_servers_secrets(tmp_path, dry_run):
+    """Issue 18.13: `agentmem install` (and `--dry-run`) printed ~/.claude.json whole, other servers' API keys too."""
+    import subprocess
+    import sys
+
+    from .secrets_corpus import r
+
+    key, token, oauth = "sk-live-" + r("abcdef0123456789", 32), r("ABCDEFGHJKLMNPQRSTUVWXYZ23456789", 40), "tok" + r(
+        "abcdefghijkmnpqrstuvwxyz0123456789", 30)
+    home = tmp_path / "user"
+    home.mkdir()
+    (home / ".claude.json").write_text(json.dumps({
+        "numStartups": 3, "oauthAccount": {"accessToken": oauth},
+        "mcpServers": {"search": {"command": "npx", "args": ["-y", "search-mcp"], "env": {"SEARCH_KEY": key}},
+                       "crm": {"type": "http", "url": "https://crm.example.com/mcp",
+                               "headers": {"X-Crm-Auth": token}}},
+        "projects": {"/work/app": {"mcpServers": {"db": {"command": "db-mcp", "env": {"PGPASSWORD": token}}}}},
+    }) + "\n")  # on one line: a diff of the raw text showed all of it
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")} | {"HOME": str(home)}
+    done = subprocess.run([sys.executable, "-m", "agentmem_mcp", "install", "claude-code", "--command", COMMAND,
+                           *(["--dry-run"] if dry_run else [])], env=env, capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    shown = done.stdout + done.stderr
+    assert key not in shown and token not in shown and oauth not in shown
+    assert f"{COMMAND} hook" in shown
+    from agentmem_mcp.install import MASK, masked
+
+    whole = masked((home / ".claude.json").read_text())  # what any preview of the file shows
+    assert key not in whole and token not in whole and oauth not in whole
+    assert json.loads(whole)["mcpServers"]["search"]["env"] == {"SEARCH_KEY": MASK}
+    assert json.loads(whole)["mcpServers"]["crm"]["url"] == "https://crm.example.com/mcp"
+    written = load(home / ".claude.json")
+    if not dry_run:  # the file itself keeps the real values
+        assert written["mcpServers"]["search"]["env"]["SEARCH_KEY"] == key
+        assert written["projects"]["/work/app"]["mcpServers"]["db"]["env"]["PGPASSWORD"] == token

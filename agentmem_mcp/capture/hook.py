@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import IO, Any
 
 MAX_STDIN_BYTES = 64 * 1024 * 1024
@@ -73,7 +74,7 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
     from ..config import load_settings
     from .events import decode_payload, parse_hook_event
 
-    settings = load_settings(env)
+    settings = load_settings(env, on_warning=lambda message: _log_failure(client, event_name, Warning(message)))
     ev = parse_hook_event(client, event_name, decode_payload(raw))
     from ..db.connection import DatabaseError, connect
     from ..db.migrations import migrate
@@ -84,23 +85,26 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
         return _output(ev.client, ev.event, ev.raw_event, "")
     project = project_for(ev.cwd)
     scrubbed = scrub(ev, settings.max_output_chars)
-    conn = connect(settings.database, busy_timeout_ms=min(settings.busy_timeout_ms, HOOK_BUSY_TIMEOUT_MS),
-                   load_vec=False)
+    conn = None
     try:
+        conn = connect(settings.database, busy_timeout_ms=min(settings.busy_timeout_ms, HOOK_BUSY_TIMEOUT_MS),
+                       load_vec=False)
         migrate(conn)
         observations = ObservationStore(conn)
-        try:
-            observations.record(scrubbed, project)
-        except Exception as exc:
-            from ..models import AgentmemError  # not at the top: models imports dataclasses (~8 ms)
-            from .spool import spool_event
+        observations.record(scrubbed, project)
+    except Exception as exc:
+        from ..models import AgentmemError  # not at the top: models imports dataclasses (~8 ms)
+        from .spool import spool_event
 
-            if not isinstance(exc, (AgentmemError, DatabaseError)):
-                raise
-            # locked past our wait, or a full disk: keep the event for later
-            where = spool_event(settings.home, scrubbed, project)
-            _log_failure(client, event_name, RuntimeError(f"{exc}; the event waits in {where}"))
-            return _output(ev.client, ev.event, ev.raw_event, "")
+        if conn is not None and close:
+            conn.close()
+        if not isinstance(exc, (AgentmemError, DatabaseError)):
+            raise
+        # locked past our wait, a full disk, a damaged or missing database: keep the event for later
+        where = spool_event(settings.home, scrubbed, project)
+        _log_failure(client, event_name, RuntimeError(f"{exc}; the event waits in {where}"))
+        return _output(ev.client, ev.event, ev.raw_event, "")
+    try:
         if (settings.home / "spool").is_dir():  # events an earlier hook could not write (see spool.py)
             from .spool import drain_spool
 
@@ -172,12 +176,20 @@ def _log_failure(client: str, event_name: str, exc: BaseException) -> None:
     try:
         import logging
 
-        from ..config import load_settings
+        from ..config import ConfigError, Settings, default_home, load_settings
         from ..logs import setup_logging
 
-        setup_logging(load_settings())
-        logging.getLogger("agentmem.hook").warning("hook %s %s failed: %s: %s", client, event_name,
-                                                   type(exc).__name__, str(exc)[:500])
+        try:
+            settings = load_settings(on_warning=lambda _: None)
+        except ConfigError:  # the failure may be the config itself: log it in the home's log all the same
+            home = os.environ.get("AGENTMEM_HOME")
+            settings = Settings(home=Path(os.path.expanduser(home)).absolute() if home else default_home())
+        setup_logging(settings)
+        if isinstance(exc, Warning):  # e.g. an unknown key in config.toml: the hook went on
+            logging.getLogger("agentmem.hook").warning("hook %s %s: %s", client, event_name, str(exc)[:500])
+        else:
+            logging.getLogger("agentmem.hook").warning("hook %s %s failed: %s: %s", client, event_name,
+                                                       type(exc).__name__, str(exc)[:500])
     except BaseException:
         pass
 

@@ -14,9 +14,18 @@ from typing import Any
 
 from ..db.connection import Connection, IntegrityError, write_transaction
 from .events import HookEvent, event_fingerprint
-from .redact import is_sensitive_path, redact, redact_value, truncate_middle
+from .redact import (
+    decodes_secrets,
+    is_sensitive_path,
+    names_sensitive_file,
+    redact,
+    redact_value,
+    truncate_middle,
+    without_sensitive_lines,
+)
 
 WITHHELD = "[content of a sensitive file, not recorded]"
+DECODED = "[output of a decoding command, not recorded]"
 _CONTENT_KEYS = ("content", "new_string", "old_string", "edits", "new_source", "contents", "text")
 MAX_INPUT_CHARS = 8000
 MAX_PROMPT_CHARS = 8000
@@ -32,16 +41,32 @@ def _withhold_content(value: Any) -> Any:
     return value
 
 
+def _command(tool_input: Any) -> str | None:
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    return command if isinstance(command, str) else None
+
+
 def scrub(ev: HookEvent, max_output_chars: int) -> HookEvent:
-    """The event as it may be stored: nothing secret, nothing private, nothing huge."""
-    sensitive = any(is_sensitive_path(path) for path in ev.files)
+    """The event as it may be stored: nothing secret, nothing private, nothing huge.
+
+    A tool call on a deny-listed file (`.env`, keys, `.pgpass`, ...), whether by a file tool or by a shell command
+    naming it (`cat .env`, `source .env`), keeps no content and no output; a shell command that decodes or decrypts
+    (`base64 -d`) keeps no output; lines of a search's output that come from a deny-listed file are dropped."""
+    command = _command(ev.tool_input)
+    sensitive = any(is_sensitive_path(path) for path in ev.files) or (
+        command is not None and names_sensitive_file(command))
     tool_input = redact_value(_withhold_content(ev.tool_input) if sensitive else ev.tool_input)
     input_text = json.dumps(tool_input, ensure_ascii=False, default=str) if tool_input is not None else None
     if input_text is not None and len(input_text) > MAX_INPUT_CHARS:
         tool_input = {"truncated": truncate_middle(input_text, MAX_INPUT_CHARS)}
     output = ev.tool_output
     if output is not None:
-        output = WITHHELD if sensitive else redact(truncate_middle(output, max_output_chars * 2))
+        if sensitive:
+            output = WITHHELD
+        elif command is not None and decodes_secrets(command):
+            output = DECODED
+        else:
+            output = redact(without_sensitive_lines(truncate_middle(output, max_output_chars * 2)))
         output = truncate_middle(output, max_output_chars)
     prompt = redact(truncate_middle(ev.prompt, MAX_PROMPT_CHARS)) if ev.prompt else ev.prompt
     extra = redact_value(ev.extra)

@@ -15,8 +15,9 @@ from typing import Any
 from ..lazy_regex import lazy
 from .secret_scan import Finding, find_secrets
 
-__all__ = ["MAX_DEPTH", "PRIVATE", "REDACTED", "TRUNCATED_DEPTH", "is_sensitive_key", "is_sensitive_path", "redact",
-           "redact_value", "truncate_middle"]
+__all__ = ["MAX_DEPTH", "PRIVATE", "REDACTED", "TRUNCATED_DEPTH", "decodes_secrets", "is_sensitive_key",
+           "is_sensitive_path", "names_sensitive_file", "redact", "redact_value", "truncate_middle",
+           "without_sensitive_lines"]
 
 REDACTED = "[REDACTED]"
 PRIVATE = "[PRIVATE]"
@@ -188,6 +189,53 @@ def is_sensitive_path(path: str) -> bool:
         or base.startswith(_SSH_KEY_PREFIXES)
         or any(norm == tail or norm.endswith("/" + tail) for tail in _SENSITIVE_TAILS)
     )
+
+
+_SHELL_WORD = lazy(r"[^\s;|&<>()`'\"=]+")
+
+
+def names_sensitive_file(command: str) -> bool:
+    """True when a shell command names a deny-listed file (`cat .env`, `grep KEY config/.env.prod`,
+    `source .env`, `head ~/.ssh/id_rsa`, `less ~/.pgpass`): what it prints may be that file's content."""
+    if len(command) > 20_000:
+        command = command[:20_000]
+    return any(is_sensitive_path(word) for word in _SHELL_WORD.findall(command) if "." in word or "_" in word
+               or word in _SENSITIVE_NAMES)
+
+
+_DECODER = lazy(
+    r"(?i)(?:\bbase64\b[^|;&\n]{0,80}?(?:\s-d\b|\s--decode\b|\s-D\b)|\bopenssl\b[^|;&\n]{0,80}?\s-d\b|"
+    r"\b(?:gpg|gpg2|sops|age)\b[^|;&\n]{0,80}?(?:\s-d\b|\s--decrypt\b)|\bxxd\b[^|;&\n]{0,40}?\s-r\b)"
+)
+
+
+def decodes_secrets(command: str) -> bool:
+    """True when a shell command decodes or decrypts something (`base64 -d`, `openssl enc -d`, `gpg --decrypt`,
+    `sops -d`, `xxd -r`): its output is plaintext that no pattern recognises, so it is not recorded."""
+    return _DECODER.search(command[:20_000]) is not None
+
+
+_SEARCH_LINE = lazy(r"(?m)^[ \t]*([^\s:]{1,4096}?)(?::\d+[:\-]|:|-\d+-)[^\n]*")
+_DENIED_HINTS = (".env", ".pem", ".key", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "pgpass", "netrc", "credentials",
+                 ".npmrc", ".pypirc", "secrets", ".p12", ".pfx", ".htpasswd", ".jks", ".keystore", ".p8", ".ppk",
+                 ".dockercfg", "/config")
+
+
+def without_sensitive_lines(text: str) -> str:
+    """`text` (a tool's output) with every line that a search tool prefixed with a deny-listed file's path
+    (`config/.env:3:API_KEY=...`, `~/.pgpass:1:...`, grep's `.env-4-` context lines) replaced by a note."""
+    low = text.lower()
+    if not any(hint in low for hint in _DENIED_HINTS):
+        return text
+    pieces, pos = [], 0
+    for m in _SEARCH_LINE.finditer(text):
+        if is_sensitive_path(m.group(1)):
+            pieces += [text[pos : m.start()], f"[a line of {m.group(1)}, not recorded]"]
+            pos = m.end()
+    if not pieces:
+        return text
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
 
 def truncate_middle(text: str, max_chars: int) -> str:

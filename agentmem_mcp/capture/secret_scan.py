@@ -155,6 +155,11 @@ _FORMAT_RULES: tuple[_Rule, ...] = (
     _rule("shopify_token", _token("shp(?:at|ss|ca|pa)_", "[a-fA-F0-9]{32}", _ANY)),
     _rule("databricks_token", _token("dapi", r"[a-f0-9]{32}(?:-\d)?", "(?![A-Za-z0-9])")),
     _rule("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}"),
+    _rule("sentry_dsn", r"://([0-9a-f]{32})(?::[0-9a-f]{32})?@(?=[a-z0-9.\-]{0,200}sentry)", 1, lower=True),
+    _rule("pgpass", r"(?m)^[^\s:#][^\s:]{0,252}:(?:\d{1,5}|\*):[^\s:]{1,128}:[^\s:]{1,128}:([^\s]{1,256})$", 1,
+          _not_reference),
+    _rule("url_signature", r"[?&](?:x-amz-signature|x-amz-security-token|x-goog-signature|x-goog-credential|signature|"
+          r"access_token|api_key|apikey|client_secret|token)=([^&#\s\"'<>]{16,4096})", 1, _not_reference, lower=True),
     _rule("jwt", _token("eyJ", r"[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{0,2000}", _ANY)),
 )
 
@@ -171,6 +176,9 @@ _CONTEXT_RULES: tuple[_Rule, ...] = (
     _rule("cli_password", r"--(?:[a-z0-9]{1,20}-){0,4}(?:password|passwd|passphrase|token|secret|api-?key|"
           r"access-key|secret-key|private-key|client-secret)[ \t]+[\"']?([^\s\"'\-$\[{<][^\s\"']{2,255})", 1,
           lambda s: not (s.isalpha() and s.islower()), lower=True),
+    _rule("base64_secret", r"echo[ \t]+(?:-[a-z]{1,2}[ \t]+)?[\"']?([A-Za-z0-9+/\-_]{8,4096}={0,2})[\"']?[ \t]*\|[ \t]*"
+          r"(?:base64|openssl[ \t]+(?:enc[ \t]+)?base64)[ \t]+(?:-d|--decode|-D)", 1),
+    _rule("base64_secret", r"base64[ \t]+(?:-d|--decode|-D)[ \t]*<<<[ \t]*[\"']?([A-Za-z0-9+/\-_]{8,4096}={0,2})", 1),
     _rule("xml_secret", r"<[a-z0-9_.:\-]{0,40}(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)>"
           r"([^<\n]{1,1000})</", 1, _not_reference, lower=True),
 )
@@ -180,7 +188,8 @@ _CONTEXT_RULES: tuple[_Rule, ...] = (
 _ASSIGN = lazy(
     r"(?:passw(?:or)?d|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|signing[_-]?key|"
     r"encryption[_-]?key|master[_-]?key|credentials?|_pass|\.pass|-pass|_pwd|\.pwd|-pwd|;pwd|auth|cookie|"
-    r"connection[_-]?string|conn[_-]?str)"
+    r"connection[_-]?string|conn[_-]?str|hmac|signing|subscription[_-]?key|license[_-]?key|"
+    r"admin[_-]?key|app[_-]?key)"
     r"(?:[_.\-]?(?:key|value|hash|b64|base64|hex|str|string|plain|data|id|base|bytes|text|\d{1,2}|v\d)){0,2}"
     r"(?:\\?[\"'`]\]?)?[ \t]{0,10}(:=|=>|:(?![:/])|=(?![=>~]))[ \t]{0,10}"
 )
@@ -188,7 +197,7 @@ _ASSIGN = lazy(
 # ("key" sits 4 characters into "api_key", 11 into "encryption_key"). Cheaper than scanning with _ASSIGN.
 _ASSIGN_ANCHORS = (
     ("pass", (1, 0)), ("pwd", (1,)), ("secret", (0,)), ("token", (0,)), ("auth", (0,)), ("cred", (0,)),
-    ("cookie", (0,)), ("conn", (0,)), ("key", (3, 4, 6, 7, 8, 10, 11)),
+    ("cookie", (0,)), ("conn", (0,)), ("key", (3, 4, 6, 7, 8, 10, 11, 13)), ("hmac", (0,)), ("signing", (0,)),
 )  # fmt: skip
 _SECRET_WORD = lazy(r"(?i)passw|secret|token|api[_-]?key|credential|_pass|_pwd|auth")
 _STOP_VALUES = frozenset((
@@ -495,11 +504,62 @@ def _on_line(low: str, pos: int, words: tuple[str, ...]) -> bool:
     return any(low.find(w, line_start, pos) >= 0 for w in words)
 
 
+_CONTINUATION = "\\\n"  # a shell line continuation: backslash, newline
+
+
 def find_secrets(text: str) -> list[Finding]:
     """Find the secrets in `text`: non-overlapping findings sorted by position.
 
-    Overlapping detections merge into one finding that takes the most specific kind.
+    Overlapping detections merge into one finding that takes the most specific kind. A value split by shell
+    line continuations (backslash-newline) is also looked for with them joined; its finding spans every piece.
     """
+    found = _find_secrets(text)
+    if _CONTINUATION not in text:
+        return found
+    return _merge([(0, f) for f in found] + [(0, f) for f in _across_continuations(text)])
+
+
+def _across_continuations(text: str) -> list[Finding]:
+    """Findings that span a line continuation, in `text`'s positions: each run of continued lines (with the lines
+    on either side) is scanned again with its continuations removed."""
+    out = []
+    for lo, hi in _continued_runs(text):
+        pieces = text[lo:hi].split(_CONTINUATION)
+        origin: list[int] = []  # origin[i]: where character i of the joined run is in `text`
+        pos = lo
+        for piece in pieces:
+            origin.extend(range(pos, pos + len(piece)))
+            pos += len(piece) + len(_CONTINUATION)
+        for f in _find_secrets("".join(pieces)):
+            start, end = origin[f.start], origin[f.end - 1] + 1
+            if end - start != f.end - f.start:
+                out.append(Finding(f.kind, start, end))
+    return out
+
+
+def _continued_runs(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each run of lines joined by continuations, from the line before it to the line after it."""
+    at = text.find(_CONTINUATION)
+    while at >= 0:
+        lo = text.rfind("\n", 0, max(at - 1, 0))
+        lo = max(text.rfind("\n", 0, lo) if lo > 0 else -1, at - 4096, -1) + 1
+        hi = at
+        while True:
+            nl = text.find("\n", hi + len(_CONTINUATION))
+            if nl < 0:
+                hi = len(text)
+                break
+            if text[nl - 1 : nl] != "\\" or nl - at > 65536:
+                hi = nl
+                break
+            hi = nl - 1
+        after = text.find("\n", hi + 1)
+        hi = len(text) if after < 0 else after
+        yield lo, hi
+        at = text.find(_CONTINUATION, hi)
+
+
+def _find_secrets(text: str) -> list[Finding]:
     low = _lower(text)
     raw: list[tuple[int, Finding]] = []
     for rank, rule in enumerate(_FORMAT_RULES + _CONTEXT_RULES):

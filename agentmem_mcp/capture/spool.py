@@ -4,6 +4,8 @@ A hook never makes the agent wait long, and never loses an event either: when th
 the event, already scrubbed (no secret, no private block, outputs cut), in `<home>/spool/` as one
 0600 JSON file, and the next hook that writes successfully (or the worker) moves spooled events into
 the observations table, oldest first, each in its own transaction, deleting the file after commit.
+A spooled file that agentmem cannot have written (another owner, writable by group or others) is not recorded:
+it is renamed `*.refused` and the log says how to take it in after checking it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ def spool_event(home: Path, ev: HookEvent, project: str | None, now: float | Non
     from ..db.connection import ensure_private_dir
 
     directory = spool_dir(home)
+    ensure_private_dir(home)
     ensure_private_dir(directory)
     now = time.time() if now is None else now
     body = {name: getattr(ev, name) for name in HookEvent._FIELDS} | {"project": project, "at": now}
@@ -61,6 +65,28 @@ def pending(home: Path) -> list[Path]:
     return sorted(files, key=lambda p: p.name)
 
 
+def _log_to(home: Path) -> None:
+    """Make sure warnings reach the home's log file (a hook process logs nowhere until it needs to)."""
+    from ..config import Settings
+    from ..logs import setup_logging
+
+    setup_logging(Settings(home=home))
+
+
+def _not_ours(path: Path) -> str | None:
+    """Why a spooled file cannot be one agentmem wrote (None: it can). agentmem writes them 0600 as this user; a
+    file owned by someone else, writable by group or others, or not a regular file, was planted."""
+    from ..files import foreign_writer
+
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return str(exc)
+    if not stat.S_ISREG(st.st_mode):
+        return "it is not a regular file"
+    return foreign_writer(st)
+
+
 def drain_spool(home: Path, observations: Any, limit: int = DRAIN_LIMIT) -> int:
     """Record spooled events through `observations` (an ObservationStore); returns how many moved.
 
@@ -76,11 +102,21 @@ def drain_spool(home: Path, observations: Any, limit: int = DRAIN_LIMIT) -> int:
             os.replace(path, claimed)
         except FileNotFoundError:  # another process claimed it
             continue
+        problem = _not_ours(claimed)
+        if problem:
+            refused = original.with_name(original.name + ".refused")
+            _log_to(home)
+            log.warning("spooled event %s was not written by agentmem (%s); not recorded, kept as %s. If you wrote "
+                        "it yourself and trust it: chmod 600 it and rename it back to %s", original.name, problem,
+                        refused.name, original.name)
+            claimed.replace(refused)
+            continue
         try:
             body = json.loads(claimed.read_text(encoding="utf-8"))
             project, at = body.pop("project", None), body.pop("at", None)
             ev = HookEvent(**{k: v for k, v in body.items() if k in HookEvent._FIELDS})
         except (OSError, ValueError, TypeError) as exc:  # unreadable: keep it aside, never loop on it
+            _log_to(home)
             log.warning("spooled event %s cannot be read (%s); renamed to .bad", original.name, exc)
             claimed.replace(original.with_suffix(".bad"))
             continue

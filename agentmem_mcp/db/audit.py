@@ -1,41 +1,163 @@
-"""The append-only audit log: each row carries the hash of the previous one, so edits are detectable.
+"""The append-only audit log, as a keyed hash chain that catches tampering.
 
-Rows record what happened to which memory, when and why, never the memory's content.
+Rows record what happened to which memory, when and why, never the memory's content; a row about a memory binds
+that memory's content hash as it was at that moment. Each row carries the HMAC-SHA256 of its fields and of the
+previous row's hash, under a key that lives outside the database (`<database>.audit-key`, 0600, created on first
+use): without the key nobody can edit a row and recompute the chain. The last row's seq and hash are also written
+outside the database after each commit (`<database>.audit-head`, 0600), so removing the last rows, or all of them,
+is noticed too. `verify` checks all of this, plus that the memories' content still matches their hashes.
+
+Rows written before the key existed (scheme `sha256`, an unkeyed chain) are verified as they are; the first keyed
+row binds the last of them, so they cannot be rewritten afterwards either. See docs/security.md.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
+import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..pausepoint import pause
-from .connection import Connection
+from .connection import Connection, after_commit
 
 GENESIS = "0" * 64
+KEYED, UNKEYED = "hmac-sha256", "sha256"
+TRIGGERS = {"audit_no_update": "BEFORE UPDATE ON audit", "audit_no_delete": "BEFORE DELETE ON audit"}
+_KEYS: dict[str, bytes] = {}
 
 
-def _row_hash(prev_hash: str, at: float, action: str, memory_id: str | None, project: str | None,
-              detail: str) -> str:
+def database_file(conn: Connection) -> Path | None:
+    """The file of the connection's main database (None for an in-memory one)."""
+    for _, name, path in conn.execute("PRAGMA database_list"):
+        if name == "main":
+            return Path(path) if path else None
+    return None
+
+
+def key_path(database: Path) -> Path:
+    return Path(f"{database}.audit-key")
+
+
+def head_path(database: Path) -> Path:
+    return Path(f"{database}.audit-head")
+
+
+def _write_private(path: Path, text: str, *, exclusive: bool = False) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
+    fd = os.open(path, flags, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def audit_key(database: Path, *, create: bool = True) -> bytes | None:
+    """The chain's key, read from its file (created with 32 random bytes when missing and `create`)."""
+    cached = _KEYS.get(str(database))
+    if cached is not None:
+        return cached
+    path = key_path(database)
+    if not path.exists() and create:
+        try:
+            _write_private(path, secrets.token_hex(32) + "\n", exclusive=True)
+        except FileExistsError:  # another process made it meanwhile
+            pass
+    try:
+        key = bytes.fromhex(path.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+    if len(key) < 16:
+        return None
+    _KEYS[str(database)] = key
+    return key
+
+
+def _payload(prev_hash: str, at: float, action: str, memory_id: str | None, project: str | None, detail: str,
+             content_hash: str | None) -> bytes:
+    return json.dumps([prev_hash, repr(at), action, memory_id, project, detail, content_hash],
+                      ensure_ascii=False).encode("utf-8")
+
+
+def _unkeyed_hash(prev_hash: str, at: float, action: str, memory_id: str | None, project: str | None,
+                  detail: str) -> str:
     payload = json.dumps([prev_hash, repr(at), action, memory_id, project, detail], ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def _keyed_hash(key: bytes, *fields: Any) -> str:
+    return hmac.new(key, _payload(*fields), hashlib.sha256).hexdigest()
+
+
 def append(conn: Connection, action: str, memory_id: str | None = None, project: str | None = None,
            detail: dict[str, Any] | None = None, at: float | None = None) -> None:
-    """Append one audit row; call inside the write transaction that made the change."""
+    """Append one audit row; call inside the write transaction that made the change. The row binds the memory's
+    current content hash; the head file is updated once the transaction commits."""
     at = time.time() if at is None else at
     detail_json = json.dumps(detail or {}, sort_keys=True, ensure_ascii=False)
     row = conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
     prev_hash = row[0] if row else GENESIS
-    conn.execute(
-        "INSERT INTO audit (at, action, memory_id, project, detail, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (at, action, memory_id, project, detail_json, prev_hash,
-         _row_hash(prev_hash, at, action, memory_id, project, detail_json)),
-    )
+    bound = None
+    if memory_id is not None:
+        found = conn.execute("SELECT content_hash FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        bound = found[0] if found else None
+    database = database_file(conn)
+    key = audit_key(database) if database is not None else None
+    if key is None:  # an in-memory database, or a key file that cannot be written: the unkeyed chain
+        scheme, digest = UNKEYED, _unkeyed_hash(prev_hash, at, action, memory_id, project, detail_json)
+        bound = None
+    else:
+        scheme, digest = KEYED, _keyed_hash(key, prev_hash, at, action, memory_id, project, detail_json, bound)
+    seq = conn.execute(
+        "INSERT INTO audit (at, action, memory_id, project, detail, prev_hash, hash, content_hash, scheme) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+        (at, action, memory_id, project, detail_json, prev_hash, digest, bound, scheme)).fetchone()[0]
+    if database is not None and key is not None:
+        head = {"seq": seq, "hash": digest}
+        if conn.in_transaction:
+            after_commit(conn, lambda: write_head(database, head))
+        else:
+            write_head(database, head)
     pause(f"audit:{action}")
+
+
+def read_head(database: Path) -> dict[str, Any] | None:
+    try:
+        head = json.loads(head_path(database).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return head if isinstance(head, dict) and isinstance(head.get("seq"), int) else None
+
+
+def write_head(database: Path, head: dict[str, Any]) -> None:
+    """Record the chain's last row outside the database, unless a later row is recorded already (two processes
+    commit in one order and may write their heads in the other)."""
+    path = head_path(database)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no lock, last writer wins
+        fcntl = None
+    try:
+        fd = os.open(f"{path}.lock", os.O_WRONLY | os.O_CREAT, 0o600)
+    except OSError:
+        return
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        current = read_head(database)
+        if current is None or current["seq"] < head["seq"]:
+            temporary = Path(f"{path}.{os.getpid()}.tmp")
+            _write_private(temporary, json.dumps(head) + "\n")
+            os.replace(temporary, path)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -44,19 +166,98 @@ class AuditVerdict:
     rows: int
     first_bad_seq: int | None = None
     problem: str = ""
+    keyed_rows: int = 0
+    memory_problems: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if not self.ok:
+            where = f"row {self.first_bad_seq}: " if self.first_bad_seq is not None else ""
+            return f"{where}{self.problem}"
+        legacy = self.rows - self.keyed_rows
+        return f"{self.rows} rows" + (f" ({legacy} from before the keyed chain)" if legacy else "")
 
 
 def verify(conn: Connection) -> AuditVerdict:
-    """Recompute the hash chain from the first row; report the first row that does not match."""
-    prev_hash = GENESIS
-    count = 0
-    for seq, at, action, memory_id, project, detail, stored_prev, stored_hash in conn.execute(
-        "SELECT seq, at, action, memory_id, project, detail, prev_hash, hash FROM audit ORDER BY seq"
+    """Recompute the chain from the first row; check its end against the head file, and every latest memory's
+    content against its hash and against the hash its last audit row bound. The first problem is reported."""
+    database = database_file(conn)
+    key = audit_key(database, create=False) if database is not None else None
+    prev_hash, count, keyed, last_seq = GENESIS, 0, 0, 0
+    bound: dict[str, str | None] = {}
+    for seq, at, action, memory_id, project, detail, stored_prev, stored_hash, content, scheme in conn.execute(
+        "SELECT seq, at, action, memory_id, project, detail, prev_hash, hash, content_hash, scheme FROM audit "
+        "ORDER BY seq"
     ):
         count += 1
-        if stored_prev != prev_hash:
-            return AuditVerdict(False, count, seq, "prev_hash does not match the previous row: a row was removed")
-        if _row_hash(prev_hash, at, action, memory_id, project, detail) != stored_hash:
+        if stored_prev != prev_hash or seq != last_seq + 1:
+            return AuditVerdict(False, count, seq, "prev_hash does not match the previous row: a row before it was "
+                                "removed or rewritten")
+        if scheme == KEYED:
+            if key is None:
+                return AuditVerdict(False, count, seq, f"the chain's key {key_path(database)} is missing or "
+                                    "unreadable: the keyed rows cannot be checked")
+            expected = _keyed_hash(key, prev_hash, at, action, memory_id, project, detail, content)
+            keyed += 1
+        else:
+            if keyed:
+                return AuditVerdict(False, count, seq, "an unkeyed row after keyed ones: the row was forged")
+            expected = _unkeyed_hash(prev_hash, at, action, memory_id, project, detail)
+        if not hmac.compare_digest(expected, stored_hash):
             return AuditVerdict(False, count, seq, "row content does not match its hash: the row was edited")
-        prev_hash = stored_hash
-    return AuditVerdict(True, count)
+        if memory_id is not None and scheme == KEYED:
+            bound[memory_id] = content
+        prev_hash, last_seq = stored_hash, seq
+    problem = _check_head(database, key, last_seq, prev_hash)
+    if problem:
+        return AuditVerdict(False, count, None, problem, keyed)
+    memory_problems = check_memories(conn, bound)
+    if memory_problems:
+        return AuditVerdict(False, count, None, memory_problems[0], keyed, memory_problems)
+    return AuditVerdict(True, count, keyed_rows=keyed)
+
+
+def _check_head(database: Path | None, key: bytes | None, last_seq: int, last_hash: str) -> str:
+    if database is None or key is None:
+        return ""
+    head = read_head(database)
+    if head is None:
+        if last_seq == 0:
+            return ""
+        return (f"the chain's head file {head_path(database)} is missing or unreadable, so removed rows at the "
+                "end could not be noticed")
+    if head["seq"] > last_seq:
+        return (f"the audit log ends at row {last_seq} but row {head['seq']} was written: "
+                f"{head['seq'] - last_seq} rows at its end were removed")
+    if head["seq"] == last_seq and head.get("hash") != last_hash:
+        return f"row {last_seq} is not the row that was written last (its hash differs from the head file)"
+    return ""
+
+
+def check_memories(conn: Connection, bound: dict[str, str | None], limit: int = 20) -> list[str]:
+    """Latest memories whose content was changed outside agentmem: the content does not hash to its
+    content_hash, or the content_hash is not the one its last audit row bound."""
+    from ..lifecycle.remember import content_hash
+
+    problems = []
+    for memory_id, content, stored in conn.execute("SELECT id, content, content_hash FROM memories "
+                                                   "WHERE is_latest = 1"):
+        if content_hash(content) != stored:
+            problems.append(f"memory {memory_id}: its content does not match its content_hash (edited in place)")
+        elif bound.get(memory_id) not in (None, stored):
+            problems.append(f"memory {memory_id}: its content and hash differ from what its audit row bound "
+                            "(edited in place)")
+        if len(problems) >= limit:
+            break
+    return problems
+
+
+def check_triggers(conn: Connection) -> list[str]:
+    """The triggers that make the audit table append-only that are missing or changed."""
+    present = {name: sql or "" for name, sql in conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")}
+    problems = []
+    for name, clause in TRIGGERS.items():
+        sql = " ".join(present.get(name, "").split())
+        if clause not in sql or "RAISE(ABORT" not in sql:
+            problems.append(f"trigger {name} is missing or changed: the audit log can be edited")
+    return problems

@@ -1,14 +1,18 @@
-"""Opening the SQLite database: sqlean with sqlite-vec loaded, WAL, busy timeout, private files."""
+"""Opening the SQLite database: sqlean with sqlite-vec loaded, WAL, busy timeout, private files.
+
+The database's folder is created 0700 when missing; an existing folder agentmem did not create keeps its mode
+(see files.py)."""
 
 from __future__ import annotations
 
 import os
-import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import sqlean
+
+from ..files import ensure_private_dir, make_private
 
 Connection = sqlean.Connection
 DatabaseError = sqlean.DatabaseError
@@ -30,25 +34,10 @@ def vec_extension_path() -> str:
     return os.path.join(os.path.dirname(spec.origin), "vec0")
 
 
-def ensure_private_dir(path: Path) -> None:
-    """Create `path` (and parents) and make it 0700."""
-    path.mkdir(parents=True, exist_ok=True)
-    if stat.S_IMODE(path.stat().st_mode) != 0o700:
-        os.chmod(path, 0o700)
-
-
-def make_private(path: Path) -> None:
-    """Make a file 0600 if it exists (the database and its WAL/SHM companions)."""
-    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        try:
-            if stat.S_IMODE(candidate.stat().st_mode) != 0o600:
-                os.chmod(candidate, 0o600)
-        except FileNotFoundError:
-            pass
-
-
-def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True) -> Connection:
-    """Open the database at `path` in WAL mode with a busy timeout.
+def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True, secure_delete: bool = True
+            ) -> Connection:
+    """Open the database at `path` in WAL mode with a busy timeout and SQLite's secure_delete on (what a write
+    deletes or replaces is zeroed on disk; secure_delete=False only for measuring what that costs).
 
     The connection is in autocommit mode (isolation_level=None); writes go through `write_transaction`,
     which takes the write lock up front with BEGIN IMMEDIATE.
@@ -66,6 +55,8 @@ def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True) 
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    # Deleted rows are overwritten with zeros, so forgotten text does not linger in free pages (docs/security.md)
+    conn.execute(f"PRAGMA secure_delete = {'ON' if secure_delete else 'OFF'}")
     if load_vec:
         load_vector_extension(conn)
     make_private(path)
@@ -81,6 +72,20 @@ def load_vector_extension(conn: Connection) -> None:
         raise VectorExtensionError(
             f"cannot load sqlite-vec into SQLite ({exc}); reinstall with `pip install --force-reinstall "
             "sqlite-vec sqlean-py`") from exc
+
+
+_AFTER_COMMIT: dict[int, list[Callable[[], None]]] = {}
+
+
+def after_commit(conn: Connection, action: Callable[[], None]) -> None:
+    """Run `action` once the write transaction open on `conn` commits (dropped if it rolls back)."""
+    _AFTER_COMMIT.setdefault(id(conn), []).append(action)
+
+
+def _run_after_commit(conn: Connection, committed: bool) -> None:
+    for action in _AFTER_COMMIT.pop(id(conn), ()):
+        if committed:
+            action()
 
 
 @contextmanager
@@ -100,6 +105,7 @@ def write_transaction(conn: Connection) -> Iterator[Connection]:
         yield conn
         conn.execute("COMMIT")
     except BaseException as exc:
+        _run_after_commit(conn, False)
         # A failed COMMIT may leave the transaction open (and the write lock held), or SQLite may already
         # have rolled it back (SQLITE_FULL, SQLITE_IOERR): roll back only what is still open.
         if conn.in_transaction:
@@ -113,3 +119,4 @@ def write_transaction(conn: Connection) -> Iterator[Connection]:
             raise StoreFull("the disk holding the memory database is full; nothing was saved. Free some space, "
                             "then retry") from exc
         raise
+    _run_after_commit(conn, True)

@@ -223,8 +223,15 @@ def m005_answer_chunks(conn: Connection) -> None:
                  "AND embedding_model IS NOT NULL AND embedding_model != ''")
 
 
+def m006_keyed_audit(conn: Connection) -> None:
+    """The audit chain becomes keyed (db/audit.py): each row says which scheme hashed it (rows before this are
+    `sha256`, unkeyed) and binds the content hash of the memory it is about."""
+    conn.execute("ALTER TABLE audit ADD COLUMN content_hash TEXT")
+    conn.execute("ALTER TABLE audit ADD COLUMN scheme TEXT NOT NULL DEFAULT 'sha256'")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces,
-                                                  m004_word_vectors, m005_answer_chunks]
+                                                  m004_word_vectors, m005_answer_chunks, m006_keyed_audit]
 
 
 def migrate(conn: Connection) -> int:

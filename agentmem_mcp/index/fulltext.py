@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-import shutil
+import re
 import stat
 import threading
 import time
@@ -20,12 +20,18 @@ from pathlib import Path
 
 import tantivy
 
+from ..files import MARKER, ForeignFolderError, ensure_private_dir, is_owned, write_marker
 from ..pausepoint import pause
 from .tokenize import ANALYZER_NAME, build_analyzer, index_text, terms
 
 log = logging.getLogger("agentmem.fulltext")
 
 SCHEMA_VERSION = "3"  # 3: episodic memories carry neighbouring-turn context (index/neighbours.py)
+SCHEMA_MARKER = "agentmem-schema"
+# What a tantivy index folder holds: segment files (<uuid>.<component>, deletes <uuid>.<opstamp>.del), its meta
+# files and lock files; plus agentmem's schema marker and ownership marker. Nothing else is ever deleted.
+_INDEX_FILE = re.compile(r"[0-9a-f]{32}(?:\.\d+)?\.(?:idx|pos|term|store|fast|fieldnorm|del)|meta\.json|"
+                         r"\.managed\.json|\.tantivy-(?:meta|writer)\.lock|" + re.escape(SCHEMA_MARKER))
 
 
 class IndexBusyError(RuntimeError):
@@ -77,6 +83,33 @@ def bm25_idf(total: int, df: int) -> float:
     return math.log(1 + (total - df + 0.5) / (df + 0.5))
 
 
+def claim_index_dir(path: Path) -> None:
+    """Make sure `path` can serve as agentmem's index folder, which agentmem empties when it rebuilds the index.
+
+    A missing folder is created 0700 with agentmem's marker. An existing folder is used when it carries that
+    marker or the schema marker (an index an older agentmem made), or holds nothing but index files (an empty
+    folder included); the marker is then written into it. A folder holding anything else, or holding a database
+    (the home given as the index folder), raises ForeignFolderError with what to do, and nothing in it changes."""
+    if not path.exists():
+        ensure_private_dir(path)
+        return
+    names = set(os.listdir(path))
+    if "agentmem.db" in names or any(n.endswith(".db") or n.endswith(".db-wal") for n in names):
+        raise ForeignFolderError(
+            f"the BM25 index folder {path} holds a database: it is a home, not an index folder, and agentmem deletes "
+            "the files of its index folder when it rebuilds it. Set AGENTMEM_INDEX_DIR (or index_dir) to a new or "
+            "empty folder, or unset it to use <home>/fulltext")
+    foreign = sorted(n for n in names if n != MARKER and not _INDEX_FILE.fullmatch(n))
+    if not (is_owned(path) or SCHEMA_MARKER in names) and foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise ForeignFolderError(
+            f"the BM25 index folder {path} was not created by agentmem and holds other files ({shown}); agentmem "
+            "deletes the files of its index folder when it rebuilds it, so it will not use this one. Set "
+            "AGENTMEM_INDEX_DIR (or index_dir) to a new or empty folder, or unset it to use <home>/fulltext")
+    if not is_owned(path):
+        write_marker(path)
+
+
 class FulltextIndex:
     """A tantivy BM25 index of memories, keyed by memory id."""
 
@@ -87,8 +120,8 @@ class FulltextIndex:
         self._open()
 
     def _open(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        marker = self.path / "agentmem-schema"
+        claim_index_dir(self.path)
+        marker = self.path / SCHEMA_MARKER
         if marker.exists() and needs_rebuild(marker.read_text()):
             self._wipe_dir()
         self.index = tantivy.Index(_schema(), path=str(self.path), reuse=True)
@@ -103,6 +136,8 @@ class FulltextIndex:
     def _make_private(self) -> None:
         """tantivy creates its files with the process umask (often 0644): make them 0600 like the database."""
         for entry in os.scandir(self.path):
+            if not _INDEX_FILE.fullmatch(entry.name):  # only the files tantivy and agentmem wrote
+                continue
             try:
                 if entry.is_file(follow_symlinks=False) and stat.S_IMODE(entry.stat().st_mode) != 0o600:
                     os.chmod(entry.path, 0o600)
@@ -114,9 +149,18 @@ class FulltextIndex:
 
     @staticmethod
     def wipe(path: Path) -> None:
-        """Delete an index directory and recreate it empty."""
-        shutil.rmtree(path, ignore_errors=True)
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        """Empty an index folder: delete the index files in it (tantivy's and the schema marker), nothing else.
+        A missing folder is created; a folder that is not agentmem's index raises ForeignFolderError and is left
+        untouched (see `claim_index_dir`)."""
+        claim_index_dir(path)
+        for entry in os.scandir(path):
+            if _INDEX_FILE.fullmatch(entry.name) and not entry.is_dir(follow_symlinks=False):
+                try:
+                    os.unlink(entry.path)
+                except FileNotFoundError:
+                    pass
+            elif entry.name != MARKER:
+                log.warning("%s in the BM25 index folder %s is not an index file; left as it is", entry.name, path)
 
     def _writer(self) -> tantivy.IndexWriter:
         deadline = time.monotonic() + self.lock_timeout
