@@ -34,12 +34,13 @@ PROMPT_HEADER = ("# agentmem: recalled notes that match this prompt\n"
 EMPTY_PROJECT = "# agentmem: nothing is remembered about this project yet (this is its first recorded session)."
 SNIPPET_CHARS = 240
 PROMPT_SNIPPET_CHARS = 300
-KNOWLEDGE_CANDIDATES = 8  # best BM25 hits among learned memories a prompt is also compared with
+KNOWLEDGE_CANDIDATES = 20  # best BM25 hits among learned memories a prompt is also compared with
 RECALLED_TIERS = ("episodic", "semantic", "procedural")  # raw captured events (working) are not recalled
 RECENT_SESSIONS = 4
 SELF_CONTAINED_TYPES = ("bug", "decision", "preference")  # their content says it all; the title repeats it
 SECTION_LIMITS = {"This session so far": 1, "How to build, test and run": 8, "Always keep in mind": 10,
-                  "Standing instructions and decisions": 8, "Unfinished or broken": 5, "Recent sessions": 4,
+                  "Standing instructions and decisions": 8, "Unfinished or broken": 5,
+                  "Errors seen, and what fixed them": 4, "Recent sessions": 4,
                   "Files in play": 2, "Also learned": 10}
 _CONVERSATIONAL = frozenset(
     "good morning night evening afternoon day thanks thank thx hello hi hey ok okay yes yep no nope continue "
@@ -250,13 +251,15 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
         f"FROM memories m WHERE {live} AND tier = 'episodic' AND type = 'summary' AND session_id IS NOT ? "
         f"ORDER BY updated_at DESC LIMIT 12", [*args, now, current_session]).fetchall()
     for row in summaries[:3]:
-        broken = _summary_parts(row["content"]).get("Still failing at the end")
-        if broken:
-            lines.append(ContextLine("Unfinished or broken", f"- {_clip(broken, 220)} (at the end of the session "
-                                     f"\"{_clip(row['title'].removeprefix('Session: '), 60)}\", "
-                                     f"{humanize_age(now - row['updated_at'])})"))
-    for row in fresh.where(lambda r: r["type"] == "bug" and r["id"] not in seen, 3):
-        add("Unfinished or broken", row, _line(row, _tail(row, now), 200))
+        parts = _summary_parts(row["content"])
+        for key, label in (("Still failing at the end", "still failing"), ("Left open (the agent's words)",
+                                                                           "left open")):
+            if key in parts:
+                lines.append(ContextLine("Unfinished or broken", f"- {label}: {_clip(parts[key], 220)} (at the end "
+                                         f"of the session \"{_clip(row['title'].removeprefix('Session: '), 60)}\", "
+                                         f"{humanize_age(now - row['updated_at'])})"))
+    for row in fresh.where(lambda r: r["type"] == "bug" and r["id"] not in seen, 4):
+        add("Errors seen, and what fixed them", row, _line(row, _tail(row, now), 200))
     ranked = sorted(summaries, key=lambda r: -_session_weight(r, now))[:RECENT_SESSIONS]
     for rank, row in enumerate(ranked):
         add("Recent sessions", row, _session_line(row, tree, project, now, detailed=rank < 2))

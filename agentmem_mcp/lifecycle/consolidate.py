@@ -52,6 +52,7 @@ INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "bash", "sh", "pe
 PREPARATORY = frozenset({"git add", "git status", "git diff", "git log", "git fetch", "git stash", "mkdir"})
 _SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:_.-]*$")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 _SEGMENTS = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
 _TEST = re.compile(r"\b(?:test|tests|pytest|jest|vitest|mocha|rspec|phpunit|ctest|tox|nox)\b")
 _CATEGORIES = (
@@ -77,7 +78,7 @@ def _segment_key(segment: str) -> tuple[str, list[str]] | None:
         tokens = shlex.split(segment)
     except ValueError:
         tokens = segment.split()
-    tokens = [t for t in tokens if not _ENV_ASSIGN.match(t) and "<" not in t and ">" not in t]
+    tokens = [t for t in tokens if t and not _ENV_ASSIGN.match(t) and "<" not in t and ">" not in t]
     while tokens and tokens[0] in ("sudo", "time", "env", "nohup", "exec"):
         tokens = tokens[1:]
     if not tokens or tokens[0] in ("cd", "export", "source", "."):
@@ -105,7 +106,7 @@ def command_segments(command: str | None) -> list[tuple[str, list[str]]]:
     """The non-trivial segments of a shell command's first line, as (identity, tokens), in order."""
     if not command or not command.strip():
         return []
-    first_line = command.strip().splitlines()[0]
+    first_line = _QUOTED.sub("''", command.strip().splitlines()[0])  # a quoted `|` or `&&` splits nothing
     return [found for segment in _SEGMENTS.split(first_line) if (found := _segment_key(segment))]
 
 

@@ -140,6 +140,29 @@ class SessionState:
         return bool(self.prompts or self.files or self.commands or self.errors or self.saved)
 
 
+_OPEN_HEADING = re.compile(r"^\W*(?:remaining(?: tasks| work| items)?|(?:work|tasks) remaining|next steps?|still to do|"
+                           r"open (?:items|issues|questions|work)|left to do|todos?|not (?:yet )?done)\W*$", re.I)
+_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)")
+
+
+def left_open(report: str, limit: int = 4) -> list[str]:
+    """What the agent's report says is left: the items under a "Remaining" / "Next steps" heading."""
+    items: list[str] = []
+    under = False
+    for line in report.split("\n"):
+        if _OPEN_HEADING.match(line.strip()):
+            under = True
+            continue
+        item = _ITEM.match(line)
+        if under and item:
+            items.append(_plain(item.group(1)))
+            if len(items) >= limit:
+                break
+        elif under and line.strip():
+            under = False
+    return items
+
+
 def _plain(text: str) -> str:
     """Markdown decoration dropped, one line: what the agent wrote, as a note."""
     text = re.sub(r"[*_`#>]+", "", text)
@@ -186,6 +209,9 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
         lines.append("Files changed: " + ", ".join(shown) + more)
     if others:
         lines.append(_clip("Commands: " + ", ".join(f"`{k}` x{v['runs']}" for k, v in others[:8]), 180))
+    open_items = [item for t in turns[-2:] for item in left_open(t.final)][:4]
+    if open_items:
+        lines.append(_clip("Left open (the agent's words): " + "; ".join(open_items), 320))
     decisions = [(q, a) for t in turns for q, a in t.answers]
     if decisions:
         lines.append(_clip("Decisions: " + "; ".join(f"asked \"{_clip(q, 120)}\", the user answered \"{a}\""
