@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from .anchors import FreshRows, missing_files, relative
 from .db.connection import Connection
 from .index.tokenize import terms
 from .lifecycle.retention import retention
@@ -58,30 +58,6 @@ COLUMNS = ", ".join(f"m.{c}" for c in (
     "session_id"))
 
 
-class _Fresh:
-    """Rows whose files are all still there, checked lazily (a briefing shows a few dozen of hundreds)."""
-
-    def __init__(self, rows: list[Any], tree: str | None, project: str | None) -> None:
-        self.rows, self.tree, self.project = rows, tree, project
-        self.verdicts: dict[str, bool] = {}
-
-    def ok(self, row: Any) -> bool:
-        if row["id"] not in self.verdicts:
-            self.verdicts[row["id"]] = not missing_files(row, self.tree, self.project)
-        return self.verdicts[row["id"]]
-
-    def where(self, keep: Any, limit: int, order: Any = None) -> list[Any]:
-        """Up to `limit` rows that `keep` accepts and whose files are all there, in `order` (default: as given)."""
-        rows = sorted(self.rows, key=order) if order else self.rows
-        out = []
-        for row in rows:
-            if len(out) >= limit:
-                break
-            if keep(row) and self.ok(row):
-                out.append(row)
-        return out
-
-
 @dataclass
 class ContextLine:
     section: str
@@ -100,69 +76,6 @@ def _flat(text: str) -> str:
 def _clip(text: str, limit: int) -> str:
     text = _flat(text)
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def relative(path: str, *roots: str | None) -> str:
-    """A path as the project sees it: relative to the first root (working tree, project root) holding it, or
-    to the worktree it lies in."""
-    for root in roots:
-        if root and path.startswith(root.rstrip("/") + "/"):
-            return path[len(root.rstrip("/")) + 1:]
-    if path.startswith("/"):
-        from .project import worktree_root
-
-        base = worktree_root(os.path.dirname(path))
-        if base and base != "/" and path.startswith(base + "/"):
-            return path[len(base) + 1:]
-    return path
-
-
-def missing_files(row: Any, tree: str | None, project: str | None = None) -> list[str]:
-    """The files a memory names that are gone, for an agent working in `tree` of `project`.
-
-    A relative path (to the project's root) is there when it exists in the working tree or the project's root.
-    An absolute path (a file of another worktree, or outside the project) is gone when it does not exist while
-    its worktree still does; when that worktree was removed, the file counts as there if the working tree has
-    it at the same place inside it.
-    """
-    roots = [r.rstrip("/") for r in dict.fromkeys((tree, project)) if r]
-    if not roots or not row["files"]:
-        return []
-    try:
-        files = json.loads(row["files"])
-    except ValueError:
-        return []
-    gone = []
-    for path in files if isinstance(files, list) else []:
-        if not isinstance(path, str) or not path or "://" in path or path.startswith("~"):
-            continue
-        if not path.startswith("/"):
-            if not any(os.path.exists(f"{root}/{path}") for root in roots):
-                gone.append(path)
-        elif not os.path.exists(path) and not _elsewhere(path, roots):
-            gone.append(relative(path, tree, project))
-    return gone
-
-
-def _elsewhere(path: str, roots: list[str]) -> bool:
-    """Whether a missing absolute path still lives on in a working tree: its own worktree is gone and the
-    working tree holds the same relative path."""
-    if any(path.startswith(root + "/") for root in roots):
-        return False
-    parts = path.strip("/").split("/")
-    for depth in range(len(parts) - 1, 0, -1):
-        if os.path.isdir("/" + "/".join(parts[:depth])):
-            base = "/" + "/".join(parts[:depth])
-            if os.path.exists(base + "/.git") or worktree_of(base):
-                return False  # its worktree is still there: the file was deleted in it
-            break
-    return any(os.path.exists(f"{root}/{'/'.join(parts[-k:])}") for root in roots for k in range(2, min(6, len(parts))))
-
-
-def worktree_of(directory: str) -> bool:
-    from .project import worktree_root
-
-    return worktree_root(directory) is not None
 
 
 def provenance(row: Any) -> str:
@@ -232,7 +145,7 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
     knowledge = conn.execute(
         f"SELECT {COLUMNS} FROM memories m WHERE {live} AND tier IN ('semantic', 'procedural') AND confidence >= 0.3 "
         f"ORDER BY importance DESC, access_count DESC, updated_at DESC LIMIT 200", [*args, now]).fetchall()
-    fresh = _Fresh(knowledge, tree, project)
+    fresh = FreshRows(knowledge, tree, project)
     for row in fresh.where(lambda r: r["tier"] == "procedural" and (r["key"] or "").startswith("workflow:"),
                            SECTION_LIMITS["How to build, test and run"]):
         add("How to build, test and run", row, f"- {_clip(row['content'], 200)} {_tail(row, now)}")

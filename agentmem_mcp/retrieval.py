@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .context import missing_files
+from .anchors import missing_files
 from .db.connection import OperationalError, write_transaction
 from .index import graph, vectors, words
 from .index.tokenize import STOPWORDS, index_text

@@ -1,0 +1,138 @@
+"""What a session's own log teaches, as memories (pure, but for looking up which named files exist).
+
+From the turns of the log (`capture.transcript`): the agent's reports of each turn become episodic turn notes
+(found by search and prompt recall), the user's answers to the agent's questions become decisions, and the
+"always / never / prefer / don't" sentences the user typed become standing instructions. `left_open` finds
+what the agent's last report says is left. Every memory is anchored to the project files it names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from typing import Any
+
+from ..capture.transcript import Turn, mentioned_paths, relative_to
+
+NOTE_CONFIDENCE = 0.8  # the agent's own words about what it did
+NOTE_VECTOR_CHARS = 600
+
+
+def clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+_OPEN_HEADING = re.compile(r"^\W*(?:remaining(?: tasks| work| items)?|(?:work|tasks) remaining|next steps?|still to do|"
+                           r"open (?:items|issues|questions|work)|left to do|todos?|not (?:yet )?done)\W*$", re.I)
+_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)")
+
+
+def left_open(report: str, limit: int = 4) -> list[str]:
+    """What the agent's report says is left: the items under a "Remaining" / "Next steps" heading."""
+    items: list[str] = []
+    under = False
+    for line in report.split("\n"):
+        if _OPEN_HEADING.match(line.strip()):
+            under = True
+            continue
+        item = _ITEM.match(line)
+        if under and item:
+            items.append(plain(item.group(1)))
+            if len(items) >= limit:
+                break
+        elif under and line.strip():
+            under = False
+    return items
+
+
+def plain(text: str) -> str:
+    """Markdown decoration dropped, one line: what the agent wrote, as a note."""
+    text = re.sub(r"[*_`#>]+", "", text)
+    text = re.sub(r"^\s*[-•]\s*", "", text, flags=re.MULTILINE)
+    return " ".join(text.split())
+
+
+TURN_NOTE_MIN_CHARS = 250  # a reply this long is a report of its own (the last reply of a turn always is)
+TURN_NOTES_PER_SESSION = 40
+_INSTRUCTION = re.compile(r"\b(?:always|never|prefer|don't|do not|dont|make sure|from now on|must not|should not|"
+                          r"instead of|avoid|name it)\b", re.IGNORECASE)
+
+
+def transcript_path(conn: Any, session_id: str) -> str | None:
+    """The session log's path, as the client last sent it with a hook (Claude Code does; Cursor may not)."""
+    row = conn.execute("SELECT extra FROM observations WHERE session_id = ? AND extra LIKE '%transcript_path%' "
+                       "ORDER BY id DESC LIMIT 1", (session_id,)).fetchone()
+    if row is None:
+        return None
+    try:
+        path = json.loads(row[0]).get("transcript_path")
+    except (ValueError, AttributeError):
+        return None
+    return path if isinstance(path, str) else None
+
+
+def existing_files(text: str, tree: str | None, project: str | None, limit: int = 12) -> list[str]:
+    """The files a text names that exist in the working tree `tree` now: what the memory is anchored to, so
+    that it reads as stale once they are deleted or renamed. Relative to the project's root when they are in
+    it; absolute when they are in another worktree."""
+    if not tree or not tree.startswith("/"):
+        return []
+    root = tree.rstrip("/")
+    found = [f"{root}/{p}" for p in mentioned_paths(text) if os.path.isfile(f"{root}/{p}")][:limit]
+    return [relative_to(path, project) for path in found]
+
+
+def summary_files(changed_files: dict[str, int], content: str, tree: str | None, project: str | None) -> list[str]:
+    """The files a summary is anchored to: those the session changed, most edited first, then those it names."""
+    changed = [relative_to(p, project) for p, _ in sorted(changed_files.items(), key=lambda item: -item[1])[:20]]
+    return list(dict.fromkeys(changed + existing_files(content, tree, project)))
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+def turn_memories(turns: list[Turn], session: Any, last_at: float | None,
+                  tree: str | None = None) -> list[dict[str, Any]]:
+    """Memories drawn from the session log (pure): the agent's reports of each turn (episodic notes, found by
+    search and prompt recall), the user's answers to the agent's questions (decisions) and the standing
+    instructions the user typed ("always / never / prefer / don't ...")."""
+    project, session_id = session["project"], session["id"]
+    tree = tree or project
+    base = {"project": project, "session_id": session_id, "source": "consolidation",
+            "created_at": last_at or None}
+    notes: list[dict[str, Any]] = []
+    for i, turn in enumerate(turns):
+        asked = clip(turn.prompt, 160)
+        for j, reply in enumerate(turn.replies):
+            if j != len(turn.replies) - 1 and len(reply) < TURN_NOTE_MIN_CHARS or len(reply) < 40:
+                continue
+            notes.append({**base, "content": reply, "files": existing_files(f"{turn.prompt}\n{reply}", tree, project),
+                          "title": clip(f"{clip(asked, 50)} — {plain(reply)}", 100), "tier": "episodic",
+                          "type": "context",
+                          "confidence": NOTE_CONFIDENCE, "importance": 0.45,
+                          "key": f"turn:{session_id}:{i}:{j}",
+                          "vector_text": f"{asked}\n{reply}"[:NOTE_VECTOR_CHARS]})
+    if len(notes) > TURN_NOTES_PER_SESSION:  # keep the longest reports, in order
+        keep = set(sorted(range(len(notes)), key=lambda k: -len(notes[k]["content"]))[:TURN_NOTES_PER_SESSION])
+        notes = [n for k, n in enumerate(notes) if k in keep]
+    out = notes
+    for turn in turns:
+        for question, answer in turn.answers:
+            out.append({**base, "content": f"The agent asked: \"{question}\" The user decided: \"{answer}\"",
+                        "title": clip(f"Decision: {answer} ({question})", 100), "tier": "semantic",
+                        "type": "decision", "importance": 0.75, "key": f"decision:{_digest(question, answer)}",
+                        "files": existing_files(f"{question} {answer}", tree, project)})
+        for sentence in re.split(r"(?<=[.!?])\s+|\n+", turn.prompt):
+            sentence = sentence.strip()
+            if (4 <= len(sentence.split()) <= 60 and _INSTRUCTION.search(sentence) and not turn.slash_command
+                    and not sentence.endswith("?")):
+                out.append({**base, "content": f"The user said: \"{clip(sentence, 300)}\"",
+                            "title": clip(f"User instruction: {sentence}", 100), "tier": "semantic",
+                            "type": "preference", "importance": 0.75,
+                            "key": f"instruction:{_digest(sentence.lower())}",
+                            "files": existing_files(sentence, tree, project)})
+    return out
