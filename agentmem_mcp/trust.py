@@ -43,7 +43,8 @@ def is_unconfirmed(source: str) -> bool:
 _INVISIBLE = dict.fromkeys([0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x180E, *range(0x200B, 0x2010),
                             *range(0x202A, 0x202F), *range(0x2060, 0x2070), 0xFEFF], None)
 # Letters NFKC leaves alone that look like Latin ones (Cyrillic, Greek): enough to read "ѕуѕtеm" as "system".
-_LOOKALIKES = str.maketrans("аеорсухіјѕԁɡոԛԝАЕОРСУХІЈЅВНКМТѵνοαρτϲӏ", "aeopcyxijsdgnqwAEOPCYXIJSBHKMTvvoaptcl")
+_LOOKALIKES = str.maketrans("аеорсухіјѕԁɡոԛԝАЕОРСУХІЈЅВНКМТѵνοαρτϲӏΑΒΕΗΙΚΜΝΟΡΤΥΧΖ",
+                            "aeopcyxijsdgnqwAEOPCYXIJSBHKMTvvoaptclABEHIKMNOPTYXZ")
 
 
 def normalize(text: str) -> str:
