@@ -54,45 +54,51 @@ def normalize(text: str) -> str:
 
 _AGENT = (r"(?:ai|a\.i\.|llms?|language\s+models?|(?:ai\s+|coding\s+)?(?:agents?|assistants?)|claude|chatgpt"
           r"|gpt-?\d*|copilot|models?|bots?)")
-_RULES: tuple[tuple[str, LazyPattern], ...] = (
-    ("a notice addressed to AI agents", lazy(
+# (what the rule finds, words one of which any match contains (lowercase), the pattern)
+_RULES: tuple[tuple[str, tuple[str, ...], LazyPattern], ...] = (
+    ("a notice addressed to AI agents", ("important", "urgent", "critical", "mandatory", "system", "security",
+                                         "attention", "notice", "message", "instruction", "note"), lazy(
         r"\b(?:important|urgent|critical|mandatory|system|security|attention|notice|message|instructions?|note)\b"
         r"[^\n]{0,40}?\b(?:for|to)\s+(?:all\s+|any\s+|the\s+)?" + _AGENT + r"\b", re.I)),
-    ("an instruction addressed to an AI agent", lazy(
+    ("an instruction addressed to an AI agent", ("dear", "attention", "hey", "hello", "note", "ai ", "llm"), lazy(
         r"\b(?:dear|attention|hey|hello|note\s+to)\s+(?:the\s+)?" + _AGENT + r"\b|\b(?:ai|llm)\s+(?:agents?|"
         r"assistants?|models?)\b[^\n.]{0,60}?\b(?:must|should|shall|need\s+to|are\s+required|have\s+to|run|"
         r"execute|ignore)\b", re.I)),
-    ("tells the agent to ignore its instructions", lazy(
+    ("tells the agent to ignore its instructions", ("ignore", "disregard", "forget", "override", "bypass"), lazy(
         r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|"
         r"earlier|preceding|existing|system|original|safety)?\s*(?:instructions?|prompts?|rules|directions|guidelines"
         r"|messages|context)\b", re.I)),
-    ("gives the agent new orders", lazy(
+    ("gives the agent new orders", ("you", "instruction", "before"), lazy(
         r"\byou\s+(?:must|should|shall|will|are\s+required\s+to|have\s+to)\s+now\b|\bfrom\s+now\s+on,?\s+you\b|"
         r"\byou\s+are\s+now\s+(?:a|an|in|the)\b|\b(?:new|updated|real|actual)\s+(?:system\s+)?instructions?\s*:|"
         r"\byour\s+(?:new|real|actual|next)\s+(?:task|goal|instructions?|objective)\b|"
         r"\bbefore\s+(?:any|every|each)\s+(?:other\s+)?(?:task|command|action|response|reply)\b[^\n]{0,30}?"
         r"\b(?:run|execute|call|fetch|download|send)\b", re.I)),
-    ("claims the user's approval", lazy(
+    ("claims the user's approval", ("user",), lazy(
         r"\b(?:the\s+)?user\s+(?:has\s+)?(?:already\s+)?(?:approved|authori[sz]ed|confirmed|consented|granted|"
         r"allowed)(?:\s*:|[^\n.]{0,30}?\b(?:to\s+run|running|execut\w*|the\s+following|this\s+command|all\s+"
         r"commands|permission))|\b(?:pre-?)?approved\s+by\s+the\s+user\s*:", re.I)),
-    ("a chat role header or control token", lazy(
+    ("a chat role header or control token", ("system", "assistant", "human", "developer", "<|", "inst]", "sys>>"),
+     lazy(
         r"(?m)^\s*(?:#+\s*)?(?:system|assistant|human|developer)\s*:|<\|\s*im_(?:start|end|sep)\s*\|>|<\|[a-z_]{3,20}\|>"
         r"|\[/?INST\]|<</?SYS>>", re.I)),
-    ("markup that opens or closes the client's own tags", lazy(
+    ("markup that opens or closes the client's own tags", ("<",), lazy(
         r"<\s*/?\s*(?:system(?:[-_][a-z]+)?|assistant|human|user(?:[-_][a-z]+)?|developer|instructions?|"
         r"function_calls|function_results|invoke|tool_use|tool_result|antml:[a-z_]+|im_start|im_end|"
         r"command-[a-z]+|local-command-[a-z]+)\b[^<>]{0,200}>", re.I)),
-    ("pipes a download into a shell", lazy(
+    ("pipes a download into a shell", ("curl", "wget", "fetch", "iwr", "irm", "invoke-", "iex"), lazy(
         r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^|\n;&]{0,300}\|\s*(?:sudo\s+)?"
         r"(?:(?:ba|z|k|da|fi)?sh|python[\d.]*|perl|ruby|node|iex|invoke-expression)\b|"
         r"\b(?:ba|z)?sh\s+(?:-c\s+)?[\"']?\s*(?:<\(|\$\()\s*(?:curl|wget)\b|"
         r"\biex\s*\(\s*(?:new-object|iwr|irm)\b", re.I)),
 )
-_BASE64 = lazy(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{24,}={0,2}(?![A-Za-z0-9+/=])|"
-               r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{24,}={0,2}(?![A-Za-z0-9_=-])")
+_BASE64_RUN = lazy(r"[A-Za-z0-9+/=_-]{24,}")
+_BASE64 = lazy(r"[A-Za-z0-9+/]{24,}={0,2}|[A-Za-z0-9_-]{24,}={0,2}")
 MAX_BASE64_RUNS = 16
 MAX_SCAN_CHARS = 200_000
+WINDOW_BEFORE, WINDOW_AFTER = 48, 400  # around a rule's word: every rule's match fits in it
+MAX_WINDOWS = 64
+SMALL_TEXT = 2000  # shorter texts are searched whole
 
 
 def _decoded(run: str) -> str | None:
@@ -107,6 +113,30 @@ def _decoded(run: str) -> str | None:
     return text if text and printable >= 0.9 * len(text) else None
 
 
+def _find(rule: LazyPattern, words: tuple[str, ...], text: str, lowered: str | None) -> re.Match[str] | None:
+    """rule.search(text), looking only around the rule's words in a long text (a tool's output runs to
+    thousands of characters, and scanning it whole with each pattern cost milliseconds)."""
+    if lowered is None:
+        return rule.search(text)
+    starts = []
+    for word in words:
+        at = lowered.find(word)
+        while at >= 0:
+            starts.append(at)
+            if len(starts) > MAX_WINDOWS:
+                return rule.search(text)
+            at = lowered.find(word, at + 1)
+    end = -1
+    for at in sorted(starts):
+        if at - WINDOW_BEFORE < end:  # overlaps the window just searched
+            continue
+        end = at + WINDOW_AFTER
+        match = rule.search(text, max(0, at - WINDOW_BEFORE), end)
+        if match:
+            return match
+    return None
+
+
 def instruction_reason(text: str, *, _depth: int = 0) -> str | None:
     """Why `text` reads as instructions addressed to an AI agent (a prompt injection), or None.
 
@@ -116,19 +146,24 @@ def instruction_reason(text: str, *, _depth: int = 0) -> str | None:
     if not text:
         return None
     plain = normalize(text[:MAX_SCAN_CHARS])
-    spaced = re.sub(r"[ \t]+", " ", plain)
-    for name, rule in _RULES:
-        match = rule.search(spaced)
+    lowered = plain.lower() if len(plain) > SMALL_TEXT else None
+    if lowered is not None and len(lowered) != len(plain):  # a letter whose lower case is longer: search whole
+        lowered = None
+    for name, words, rule in _RULES:
+        match = _find(rule, words, plain, lowered)
         if match:
             quoted = " ".join(match.group(0).split())[:60]
             return f"{name}: {quoted!r}"
     if _depth == 0:
-        for count, match in enumerate(_BASE64.finditer(plain)):
-            if count >= MAX_BASE64_RUNS:
-                break
-            decoded = _decoded(match.group(0))
-            if decoded and (inner := instruction_reason(decoded, _depth=1)):
-                return f"base64-wrapped {inner}"
+        count = 0
+        for run in _BASE64_RUN.finditer(plain):
+            for piece in _BASE64.findall(run.group(0)):
+                count += 1
+                if count > MAX_BASE64_RUNS:
+                    return None
+                decoded = _decoded(piece)
+                if decoded and (inner := instruction_reason(decoded, _depth=1)):
+                    return f"base64-wrapped {inner}"
     return None
 
 

@@ -151,3 +151,11 @@ def test_identical_statements_and_nothing_to_compare():
     assert decide("Use pnpm.", "use pnpm").kind == "supersede"
     assert decide("", "use pnpm").kind is None
     assert decide("use pnpm", "the weather is nice today").kind is None
+
+
+@pytest.mark.parametrize("text", INJECTIONS)
+def test_an_injection_deep_inside_a_long_tool_output_is_found(text):
+    log = "\n".join(f"ok {n} - test_case_{n} passed in 0.0{n % 10}s" for n in range(400))
+    assert len(log) > 10000
+    assert instruction_reason(f"{log}\n{text}\n{log}"), text
+    assert instruction_reason(log) is None

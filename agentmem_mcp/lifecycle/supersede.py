@@ -57,6 +57,7 @@ must required optional without
 """.split())
 MAX_PIECE_TOKENS = 3
 MIN_SHARED = 0.5
+MAX_STATEMENT_TOKENS = 400  # longer texts are documents, not one statement: they never supersede by this rule
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,8 @@ def decide(old_text: str, new_text: str) -> Verdict:
     old, new = tokens(old_text), tokens(new_text)
     if not old or not new:
         return Verdict(None, "nothing to compare")
+    if max(len(old), len(new)) > MAX_STATEMENT_TOKENS:
+        return Verdict(None, "too different (too long to compare as one statement)")
     a, b = [t.low for t in old], [t.low for t in new]
     if a == b:
         return Verdict("supersede", "the same statement")
