@@ -218,7 +218,8 @@ def build_server(settings: Settings | None = None) -> MCPServer:
         type: Annotated[str | None, Field(description="Only this type (decision, bug, workflow, ...)")] = None,
         tier: Annotated[Literal["working", "episodic", "semantic", "procedural"] | None,
                         Field(description="working = raw captured tool calls; episodic = session summaries")] = None,
-        all_projects: Annotated[bool, Field(description="Search every project, not just this one")] = False,
+        all_projects: Annotated[bool, Field(description="Search every project, not just this one (refused "
+                                                        "unless the user allowed it in agentmem's settings)")] = False,
         include_history: Annotated[bool, Field(description="Also return superseded versions")] = False,
         min_confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
         since_days: Annotated[float | None, Field(gt=0, description="Only memories from the last N days")] = None,

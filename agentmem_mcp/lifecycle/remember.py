@@ -351,7 +351,8 @@ def _write(conn: Any, store: Store, draft: Draft, supersedes: str | None, chunks
                  {"version": version, "supersedes": old["id"] if old else None, "type": draft.type,
                   "tier": draft.tier, "source": draft.source, "reason": reason,
                   **({"conflicts_with": [c for c, _ in conflicts]} if conflicts else {}),
-                  **({"quarantined": draft.quarantined} if draft.quarantined else {})}, at=now)
+                  # the rule only: the audit log keeps no memory text (the quote would outlive a forget)
+                  **({"quarantined": draft.quarantined.split(":")[0]} if draft.quarantined else {})}, at=now)
     return SaveResult(memory_id, "superseded" if old else "created", version, old["id"] if old else None,
                       reason or "", [c for c, _ in conflicts], _notes(draft, memory_id, conflicts), draft.quarantined)
 
