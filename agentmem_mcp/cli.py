@@ -54,6 +54,49 @@ def cmd_save(args: argparse.Namespace) -> int:
     else:
         extra = f" (supersedes {result.supersedes}: {result.reason})" if result.supersedes else ""
         print(f"{result.action} {result.id} v{result.version}{extra}")
+        for note in result.notes:
+            print(f"  note: {note}")
+    return 0
+
+
+def cmd_pin(args: argparse.Namespace) -> int:
+    from .lifecycle.confirm import pin
+
+    with _open(args, load_embedder=args.make_global) as store:
+        memory = pin(store, args.id, priority=args.priority, make_global=args.make_global, unpin=args.unpin)
+    state = "unpinned" if args.unpin else "pinned"
+    print(f"{state} {memory.id} [{memory.type}] {memory.title} ({memory.priority}, "
+          f"{'global' if memory.project is None else 'project ' + memory.project})")
+    return 0
+
+
+def cmd_quarantine(args: argparse.Namespace) -> int:
+    from .lifecycle import confirm
+
+    with _open(args, load_embedder=False) as store:
+        if args.action == "list":
+            memories = confirm.quarantined(store, all_projects=args.all_projects)
+            if args.json:
+                _print_json([m.to_dict() for m in memories])
+                return 0
+            from .trust import neutralize
+
+            if not memories:
+                print("no quarantined memories")
+            for memory in memories:
+                text = neutralize(" ".join(memory.content.split()))
+                print(f"{memory.id} [{memory.type}/{memory.tier}] from {memory.source}: {memory.quarantined}")
+                print(f"    {text[:300]}{'…' if len(text) > 300 else ''}")
+            return 0
+        if not args.id:
+            print(f"agentmem quarantine {args.action} needs a memory id", file=sys.stderr)
+            return 2
+        if args.action == "release":
+            memory = confirm.release(store, args.id)
+            print(f"released {memory.id}: it is searched and injected again")
+        else:
+            result = confirm.forget_quarantined(store, args.id)
+            print(f"forgot {result.count} memories")
     return 0
 
 
@@ -279,6 +322,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", default="user", choices=SOURCES)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_save)
+
+    p = sub.add_parser("pin", help="confirm a memory as yours: pinned, optionally P0 and global")
+    p.add_argument("id")
+    p.add_argument("--project", help="project id (default: the git root of the current directory)")
+    p.add_argument("--priority", choices=PRIORITIES)
+    p.add_argument("--global", dest="make_global", action="store_true", help="true in every project")
+    p.add_argument("--unpin", action="store_true")
+    p.set_defaults(func=cmd_pin)
+
+    p = scoped(sub.add_parser("quarantine", help="memories held back because they read as instructions to an agent"))
+    p.add_argument("action", choices=("list", "release", "forget"))
+    p.add_argument("id", nargs="?")
+    p.add_argument("--all-projects", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_quarantine)
 
     p = scoped(sub.add_parser("search", help="find memories"))
     p.add_argument("query")

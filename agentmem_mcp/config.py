@@ -92,6 +92,9 @@ SETTINGS: tuple[Setting, ...] = (
             "Daily LLM token budget; past it the rules take over."),
     Setting("disabled", "bool", False, "AGENTMEM_DISABLE",
             "Kill switch: `1` makes every hook a no-op."),
+    Setting("allow_cross_project", "bool", False, "AGENTMEM_ALLOW_CROSS_PROJECT",
+            "Set to 1 to let MCP tools read other projects' memories (`all_projects`, ids of other projects); "
+            "by default they reach only the current project and global memories."),
 )  # fmt: skip
 _DEFAULTS = {s.name: s.default for s in SETTINGS}
 
@@ -124,6 +127,7 @@ class Settings:
     llm_model: str
     llm_daily_tokens: int
     disabled: bool
+    allow_cross_project: bool
 
     def __init__(self, **values: Any) -> None:
         unknown = set(values) - set(_DEFAULTS)

@@ -79,6 +79,7 @@ class Memory:
     content_hash: str
     embedding_model: str | None
     key: str | None = None
+    quarantined: str | None = None  # why it reads as instructions to an agent (trust.instruction_reason)
 
     @classmethod
     def from_row(cls, row: Any) -> Memory:
@@ -103,6 +104,9 @@ class SaveResult:
     version: int
     supersedes: str | None = None
     reason: str = ""
+    conflicts_with: list[str] = field(default_factory=list)  # kept memories this one contradicts or would replace
+    notes: list[str] = field(default_factory=list)  # what the save changed or held back, and what to run
+    quarantined: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -102,18 +102,6 @@ def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b)
 
 
-def single_substitution(a: Sequence[str], b: Sequence[str], min_words: int = 4) -> tuple[str, str] | None:
-    """If two statements are the same word for word except one word, return (old_word, new_word).
-
-    "use yarn to install dependencies" -> "use pnpm to install dependencies" is an update of one slot,
-    although its word-set Jaccard similarity is only 0.67.
-    """
-    if len(a) != len(b) or len(a) < min_words:
-        return None
-    diffs = [(x, y) for x, y in zip(a, b) if x != y]
-    return diffs[0] if len(diffs) == 1 else None
-
-
 _SPECIFIC = re.compile(r"[\w./:-]*\d[\w./:-]*|[A-Za-z]+_[\w]+|[a-z]+[A-Z]\w*|[\w.-]+/[\w./-]+")
 
 

@@ -106,14 +106,16 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
            types: Sequence[str] | str | None = None, tiers: Sequence[str] | str | None = None,
            since: float | None = None, until: float | None = None, min_confidence: float | None = None,
            include_history: bool = False, limit: int = 10, budget_tokens: int | None = None,
-           record_access: bool = True, retrievers: Sequence[str] = ("bm25", "vector", "graph")) -> SearchResult:
+           record_access: bool = True, retrievers: Sequence[str] = ("bm25", "vector", "graph"),
+           include_quarantined: bool = False) -> SearchResult:
     """Find memories relevant to `query`.
 
     project: the project to search (default: the store's project) plus global memories; all_projects=True
     searches everything. types / tiers filter (default tiers: all but working, the raw captured events);
     since / until bound created_at (unix time); min_confidence drops doubtful memories; include_history
     also returns superseded versions. limit is 1..100; budget_tokens caps the size of the answer.
-    Each returned hit counts as an access.
+    Quarantined memories (text that reads as instructions to an agent, `trust.instruction_reason`) are left
+    out unless include_quarantined=True. Each returned hit counts as an access.
     """
     query = _check_query(query)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
@@ -155,7 +157,8 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
         # a memory no retriever found any evidence for (no keyword, no entity, a cosine below zero) is noise
         fused, top = [f for f in fuse_scores(results, weights, absent) if f.score > 0], 1.0
     hits = _join_and_rerank(store, fused[: max(limit * 4, 40)], projects, not include_history, type_list,
-                            tier_list, since, until, min_confidence, reasons, query, top, similar)
+                            tier_list, since, until, min_confidence, reasons, query, top, similar,
+                            include_quarantined)
     hits = hits[:limit]
     packed, used = [], 0
     for hit in hits:
@@ -381,7 +384,8 @@ def _graph_search(store: Store, query: str) -> tuple[list[tuple[str, float]], di
 def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None] | None, latest_only: bool,
                      types: list[str] | None, tiers: list[str] | None, since: float | None, until: float | None,
                      min_confidence: float | None, reasons: dict[str, str], query: str,
-                     top: float, similar: dict[str, str] | None = None) -> list[SearchHit]:
+                     top: float, similar: dict[str, str] | None = None,
+                     include_quarantined: bool = False) -> list[SearchHit]:
     """`top`: the best fused score possible, so that a perfect match scores 1 before its state factor;
     `similar`: the closest pair of similar words of a candidate, for its `why`."""
     if not fused:
@@ -397,6 +401,8 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
         if projects is not None and row["project"] not in projects:
             continue
         if latest_only and not row["is_latest"]:
+            continue
+        if row["quarantined"] is not None and not include_quarantined:
             continue
         if types and row["type"] not in types or tiers and row["tier"] not in tiers:
             continue
@@ -441,4 +447,6 @@ def _why(entry: Fused, graph_reason: str | None, row: Any, in_window: bool = Fal
         parts.append("P0")
     if not row["is_latest"]:
         parts.append(f"superseded version {row['version']}")
+    if row["quarantined"] is not None:
+        parts.append(f"QUARANTINED: {row['quarantined']}")
     return "; ".join(parts)

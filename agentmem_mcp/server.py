@@ -3,6 +3,11 @@
 The server answers `initialize` before anything heavy loads; the store opens on first use and the
 embedding model loads on a background thread afterwards (until then search runs on BM25 + graph).
 Whichever server holds the worker lease also runs the background worker.
+
+Walls: the tools read, supersede and forget only the current project's memories and the global ones (an id
+of another project is not found, `all_projects` is refused) unless the user set `allow_cross_project`.
+Every text the tools return passes through `trust.neutralize`, and saves are `source = agent`: an agent
+cannot make a memory P0, pinned or global, nor replace one the user owns (lifecycle/remember.py).
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from .config import Settings, load_settings
-from .models import AgentmemError
+from .models import AgentmemError, InvalidInput
 from .project import project_for, project_from_uri
+from .trust import neutralize
 
 log = logging.getLogger("agentmem.server")
 
@@ -118,6 +124,36 @@ async def _call(state: AppState, ctx: Context | None, fn: Any) -> Any:
                         f"details are in {state.settings.log_path}. Carry on without memory for this step.") from None
 
 
+def _within(store: Any) -> list[str | None] | None:
+    """The projects a tool may touch: the current one and the global memories, or any with the user's setting."""
+    return None if store.settings.allow_cross_project else store.walls()
+
+
+def _check_cross_project(store: Any, all_projects: bool) -> None:
+    if all_projects and not store.settings.allow_cross_project:
+        raise InvalidInput("all_projects is refused: MCP tools reach only this project and global memories. The "
+                           "user can allow other projects with AGENTMEM_ALLOW_CROSS_PROJECT=1 (or "
+                           "allow_cross_project = true in config.toml)")
+
+
+def _safe_memory(memory: dict[str, Any]) -> dict[str, Any]:
+    """A memory as a tool returns it: its texts neutralised (`trust.neutralize`)."""
+    out = dict(memory)
+    for name in ("title", "content"):
+        out[name] = neutralize(out[name])
+    for name in ("tags", "files"):
+        out[name] = [neutralize(v) for v in out[name]]
+    return out
+
+
+def _safe_search(answer: dict[str, Any]) -> dict[str, Any]:
+    for hit in answer["hits"]:
+        for name in ("title", "snippet", "why"):
+            hit[name] = neutralize(hit[name])
+    answer["query"] = neutralize(answer["query"])
+    return answer
+
+
 def build_server(settings: Settings | None = None) -> MCPServer:
     state = AppState(settings or load_settings())
 
@@ -156,12 +192,23 @@ def build_server(settings: Settings | None = None) -> MCPServer:
         project convention, a bug and its fix, a workflow (how to build, test, deploy), an architecture fact.
         Save when you learn it, in one or two self-contained sentences. Repeating a memory is a no-op; a new
         version of an old fact (e.g. 'use pnpm' after 'use yarn') supersedes it and keeps the history.
-        Returns {id, action: created|duplicate|superseded, version, supersedes, reason}."""
+        Your saves are project-scoped, P1 and unpinned until the user confirms them, and never replace the
+        user's own, pinned or P0 memories (they are saved beside them, as a conflict).
+        Returns {id, action: created|duplicate|superseded, version, supersedes, reason, conflicts_with, notes}:
+        notes say what was held back and what the user can run to confirm it."""
         def run(store: Any) -> dict[str, Any]:
+            if supersedes is not None:
+                try:
+                    store.get(supersedes, within=_within(store))
+                except AgentmemError as exc:
+                    raise InvalidInput(f"refused to supersede {str(supersedes)[:40]}: {exc}") from None
             result = store.save(content, title=title, type=type, tags=tags, files=files, importance=importance,
                                 priority=priority, project=None if scope == "global" else store.project,
                                 ttl_days=ttl_days, supersedes=supersedes, source="agent")
-            return result.to_dict()
+            answer = result.to_dict()
+            answer["reason"] = neutralize(answer["reason"])
+            answer["notes"] = [neutralize(note) for note in answer["notes"]]
+            return answer
         return await _call(state, ctx, run)
 
     @server.tool()
@@ -171,7 +218,8 @@ def build_server(settings: Settings | None = None) -> MCPServer:
         type: Annotated[str | None, Field(description="Only this type (decision, bug, workflow, ...)")] = None,
         tier: Annotated[Literal["working", "episodic", "semantic", "procedural"] | None,
                         Field(description="working = raw captured tool calls; episodic = session summaries")] = None,
-        all_projects: Annotated[bool, Field(description="Search every project, not just this one")] = False,
+        all_projects: Annotated[bool, Field(description="Search every project, not just this one (refused "
+                                                        "unless the user allowed it in agentmem's settings)")] = False,
         include_history: Annotated[bool, Field(description="Also return superseded versions")] = False,
         min_confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
         since_days: Annotated[float | None, Field(gt=0, description="Only memories from the last N days")] = None,
@@ -183,10 +231,11 @@ def build_server(settings: Settings | None = None) -> MCPServer:
         {id, title, type, snippet, score, age, why} best first, under a token budget; call memory_get for
         the whole memory. 'mode' says whether vector search was available."""
         def run(store: Any) -> dict[str, Any]:
+            _check_cross_project(store, all_projects)
             since = store.now() - since_days * 86400 if since_days else None
-            return store.search(query, limit=limit, types=type, tiers=tier, all_projects=all_projects,
-                                include_history=include_history, min_confidence=min_confidence, since=since,
-                                budget_tokens=budget_tokens).to_dict()
+            return _safe_search(store.search(query, limit=limit, types=type, tiers=tier, all_projects=all_projects,
+                                             include_history=include_history, min_confidence=min_confidence,
+                                             since=since, budget_tokens=budget_tokens).to_dict())
         return await _call(state, ctx, run)
 
     @server.tool()
@@ -198,10 +247,10 @@ def build_server(settings: Settings | None = None) -> MCPServer:
         """Return one whole memory (content, tags, files, confidence, version...) and, with history=true,
         every version of it, oldest first."""
         def run(store: Any) -> dict[str, Any]:
-            memory = store.get(id)
-            answer: dict[str, Any] = {"memory": memory.to_dict()}
+            memory = store.get(id, within=_within(store))
+            answer: dict[str, Any] = {"memory": _safe_memory(memory.to_dict())}
             if history:
-                answer["history"] = [m.to_dict() for m in store.history(id)]
+                answer["history"] = [_safe_memory(m.to_dict()) for m in store.history(id, within=_within(store))]
             return answer
         return await _call(state, ctx, run)
 
@@ -221,8 +270,12 @@ def build_server(settings: Settings | None = None) -> MCPServer:
         def run(store: Any) -> dict[str, Any]:
             by_filter = ids is None and session_id is None
             preview = dry_run if dry_run is not None else by_filter
-            return store.forget(ids=ids, session_id=session_id, type=type, older_than_days=older_than_days,
-                                dry_run=preview, reason=reason or "forgotten by the agent").to_dict()
+            answer = store.forget(ids=ids, session_id=session_id, type=type, older_than_days=older_than_days,
+                                  dry_run=preview, reason=reason or "forgotten by the agent",
+                                  within=_within(store)).to_dict()
+            for memory in answer["memories"]:
+                memory["title"] = neutralize(memory["title"])
+            return answer
         return await _call(state, ctx, run)
 
     @server.tool()
@@ -238,7 +291,7 @@ def build_server(settings: Settings | None = None) -> MCPServer:
 
             text, used = session_context(store.conn, store.project,
                                          budget_tokens or store.settings.context_budget_tokens)
-            return {"project": store.project, "context": text or "(no memories for this project yet)",
+            return {"project": store.project, "context": neutralize(text) or "(no memories for this project yet)",
                     "memory_ids": used}
         return await _call(state, ctx, run)
 
@@ -249,7 +302,10 @@ def build_server(settings: Settings | None = None) -> MCPServer:
     ) -> dict[str, Any]:
         """Counts of memories by tier, type and source, confidence bands, never-used memories, what expires
         soon, the last forgetting sweep, captured observations, the index backlog and the LLM spend today."""
-        return await _call(state, ctx, lambda store: store.stats(all_projects=all_projects))
+        def run(store: Any) -> dict[str, Any]:
+            _check_cross_project(store, all_projects)
+            return store.stats(all_projects=all_projects)
+        return await _call(state, ctx, run)
 
     return server
 

@@ -1,4 +1,4 @@
-"""What is in the store: counts, confidence, expiry, the last sweep, the outbox and LLM spend."""
+"""What is in the store: counts, confidence, quarantine, expiry, the last sweep, the outbox and LLM spend."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ def _grouped(conn: Any, column: str, where: str, args: list[Any]) -> dict[str, i
 
 
 def stats(store: Store, *, project: str | None = ..., all_projects: bool = False) -> dict[str, Any]:
-    """Counts of latest memories by tier, type and source, confidence bands, usage and upkeep state."""
+    """Counts of latest memories by tier, type and source, confidence bands, quarantined memories (kept but never
+    searched or injected: `agentmem quarantine list`), usage and upkeep state."""
     conn = store.conn
     now = time.time()
     project = store.project if project is ... else project
@@ -47,6 +48,8 @@ def stats(store: Store, *, project: str | None = ..., all_projects: bool = False
         "by_type": _grouped(conn, "type", where, args),
         "by_source": _grouped(conn, "source", where, args),
         "confidence": {">=0.8": bands[0] or 0, "0.4-0.8": bands[1] or 0, "<0.4": bands[2] or 0},
+        "quarantined": conn.execute(f"SELECT COUNT(*) FROM memories WHERE {where} AND quarantined IS NOT NULL",
+                                    args).fetchone()[0],
         "never_accessed": never or 0,
         "expiring_within_7_days": expiring,
         "last_sweep": json.loads(sweep[0]) if sweep else None,
@@ -80,6 +83,7 @@ def format_stats(data: dict[str, Any]) -> str:
         line("by type", data["by_type"]),
         line("by source", data["by_source"]),
         line("confidence", data["confidence"]),
+        f"quarantined  {data['quarantined']}" + ("  (agentmem quarantine list)" if data["quarantined"] else ""),
         f"never used   {data['never_accessed']}",
         f"expiring 7d  {len(data['expiring_within_7_days'])}",
         f"last sweep   {json.dumps(data['last_sweep']) if data['last_sweep'] else 'never'}",

@@ -14,7 +14,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -428,19 +428,25 @@ class Store:
 
     # reading -----------------------------------------------------------------------------------
 
-    def get(self, memory_id: str) -> Memory:
-        """The whole memory; raises NotFound."""
+    def get(self, memory_id: str, *, within: Sequence[str | None] | None = None) -> Memory:
+        """The whole memory; raises NotFound. within: the projects the caller may see (None: any); a memory
+        of another project is not found, so a caller walled into a project learns nothing of the others."""
         check_memory_id(memory_id)
         row = self.conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        if row is None:
-            raise NotFound(f"no memory {memory_id}: it may have been forgotten; search again for current ids")
+        if row is None or within is not None and row["project"] not in within:
+            raise NotFound(f"no memory {memory_id}" + (" in this project" if row is not None else "")
+                           + ": it may have been forgotten; search again for current ids")
         return Memory.from_row(row)
 
-    def history(self, memory_id: str) -> list[Memory]:
-        """Every version of the memory's chain, oldest first."""
-        memory = self.get(memory_id)
+    def walls(self) -> list[str | None]:
+        """The projects an MCP tool of this store may read, supersede and forget: its own and the global ones."""
+        return list(dict.fromkeys([self.project, None]))
+
+    def history(self, memory_id: str, *, within: Sequence[str | None] | None = None) -> list[Memory]:
+        """Every version of the memory's chain, oldest first (`within` as in `get`)."""
+        memory = self.get(memory_id, within=within)
         rows = self.conn.execute("SELECT * FROM memories WHERE root_id = ? ORDER BY version", (memory.root_id,))
-        return [Memory.from_row(row) for row in rows]
+        return [Memory.from_row(row) for row in rows if within is None or row["project"] in within]
 
     def latest_version(self, memory_id: str) -> Memory:
         memory = self.get(memory_id)

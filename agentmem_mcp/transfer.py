@@ -15,6 +15,7 @@ from .index import graph
 from .index.entities import extract_entities
 from .lifecycle.remember import content_hash
 from .models import MEMORY_ID, TIERS, TYPES, InvalidInput, Memory
+from .trust import instruction_reason
 
 if TYPE_CHECKING:
     from .store import Store
@@ -117,6 +118,8 @@ def _import_memory(store: Store, m: dict[str, Any]) -> bool:
                       files=json.dumps([redact(str(f)) for f in m.get("files") or []]),
                       pinned=int(bool(m.get("pinned"))), is_latest=int(bool(m.get("is_latest", True))),
                       root_id=m.get("root_id") or m["id"])
+        # an export may come from anywhere: text that addresses the agent stays quarantined (trust.py)
+        values["quarantined"] = m.get("quarantined") or instruction_reason(f"{values['title']}\n{content}")
         for name, default in (("confidence", 0.85), ("importance", 0.5), ("strength", 1.0), ("access_count", 0),
                               ("version", 1), ("priority", "P1"), ("source", "import")):
             if values.get(name) is None:

@@ -184,7 +184,7 @@ async def check_ledger(run: Run, serve: Serve) -> None:
             await serve.call("memory_get", {"id": memory_id})
         except ToolFailure as exc:
             raise Failed(f"kept memory {memory_id} is lost: {exc}") from None
-        found = await serve.call("memory_search", {"query": content, "limit": 5, "all_projects": True})
+        found = await serve.call("memory_search", {"query": content, "limit": 5})
         expect(memory_id in ids(found), f"kept memory {memory_id} is not found by search ({found['mode']})")
     for memory_id, content in run.ledger.forgotten.items():
         try:
@@ -193,7 +193,7 @@ async def check_ledger(run: Run, serve: Serve) -> None:
             pass
         else:
             raise Failed(f"forgotten memory {memory_id} came back")
-        found = await serve.call("memory_search", {"query": content, "limit": 10, "all_projects": True,
+        found = await serve.call("memory_search", {"query": content, "limit": 10,
                                                    "include_history": True})
         expect(memory_id not in ids(found), f"forgotten memory {memory_id} came back in search")
 

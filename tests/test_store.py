@@ -59,7 +59,7 @@ def test_exact_duplicate_is_a_noop(store):
 def test_projects_are_isolated_and_global_memories_are_everywhere(store):
     a = store.save("Deploys of project A go through make deploy-staging", project="/repo/a")
     b = store.save("Deploys of project B use the helm chart in deploy/chart", project="/repo/b")
-    g = store.save("The user wants deploy commands confirmed before running them", project=None)
+    g = store.save("The user wants deploy commands confirmed before running them", project=None, source="user")
     in_a = ids(store.search("how do deploys work", project="/repo/a"))
     in_b = ids(store.search("how do deploys work", project="/repo/b"))
     assert a.id in in_a and b.id not in in_a and g.id in in_a
@@ -363,7 +363,7 @@ def test_export_import_round_trip(store, tmp_path, embedder, model_path):
     a = store.save("use yarn to install dependencies", type="decision", importance=0.9, tags=["tooling"])
     store.save("use pnpm to install dependencies", type="decision")
     store.save("部署之前必须先运行所有的单元测试")
-    store.save("The API server listens on port 8080", project=None, ttl_days=30)
+    store.save("The API server listens on port 8080", project=None, ttl_days=30, source="user")
     store.search("install dependencies")
     queries = ["install dependencies", "部署", "which port does the api use"]
     before = {q: ids(store.search(q, record_access=False)) for q in queries}
@@ -730,7 +730,8 @@ def test_fusion_setting_is_checked_and_both_fusions_answer(settings, embedder):
     with pytest.raises(ConfigError, match="AGENTMEM_FUSION"):
         load_settings(env={"AGENTMEM_FUSION": "borda"}, home=settings.home)
     for fusion in ("score", "rrf"):
-        with Store.open(settings.replace(fusion=fusion), project="/repo/a", embedder=embedder) as opened:
+        with Store.open(settings.replace(fusion=fusion, home=settings.home / fusion), project="/repo/a",
+                        embedder=embedder) as opened:
             target = opened.save(f"Deploys go through the blue-green pipeline ({fusion} fusion)")
             opened.save("The cafeteria serves soup on Tuesdays and Thursdays")
             hits = opened.search("how do we deploy").hits

@@ -52,6 +52,7 @@ def words(i: int) -> str:
 
 
 def save(store: Store, content: str, age_days: float = 0.0, **options) -> str:
+    options.setdefault("source", "user")  # P0 and pinned memories are the user's (an agent's would be held back)
     result = store.save(content, created_at=NOW - age_days * DAY, **options)
     assert result.action == "created", result
     return result.id
@@ -163,7 +164,7 @@ def test_ttl_expired_memories_are_removed_whatever_their_priority(plain):
 
 def test_expiry_removes_every_version_of_the_memory(plain):
     old = save(plain, words(1), 20, importance=1.0)
-    new = plain.save(words(2), supersedes=old, ttl_days=1, importance=1.0, created_at=NOW - 5 * DAY).id
+    new = plain.save(words(2), source="user", supersedes=old, ttl_days=1, importance=1.0, created_at=NOW - 5 * DAY).id
     report = sweep(plain, now=NOW)
     assert report.expired == [new]
     assert not exists(plain, old) and not exists(plain, new)
@@ -219,8 +220,8 @@ def test_strength_decays_per_period_for_consolidated_tiers_only(plain):
 
 def test_pruning_removes_old_superseded_versions_and_keeps_the_latest(plain):
     v1 = save(plain, words(1), 200, importance=1.0)
-    v2 = plain.save(words(2), supersedes=v1, importance=1.0, created_at=NOW - 100 * DAY).id
-    v3 = plain.save(words(3), supersedes=v2, importance=1.0, created_at=NOW - 10 * DAY).id
+    v2 = plain.save(words(2), source="user", supersedes=v1, importance=1.0, created_at=NOW - 100 * DAY).id
+    v3 = plain.save(words(3), source="user", supersedes=v2, importance=1.0, created_at=NOW - 10 * DAY).id
 
     dry = sweep(plain, dry_run=True, now=NOW)
     assert dry.pruned_versions == 1 and exists(plain, v1)
@@ -267,7 +268,7 @@ def test_a_memory_used_or_superseded_during_the_sweep_is_not_deleted(plain, monk
     def plan_then_race(*args, **kwargs):
         plan = original(*args, **kwargs)
         use(plain, used, NOW)
-        plain.save(words(3), supersedes=replaced, importance=0.0)
+        plain.save(words(3), source="user", supersedes=replaced, importance=0.0)
         return plan
 
     monkeypatch.setattr(sweep_module, "plan_forgetting", plan_then_race)
@@ -281,7 +282,7 @@ def test_the_audit_chain_verifies_after_sweeps(plain):
     save_worked(plain)
     save(plain, words(1), 5, importance=1.0, ttl_days=1)
     v1 = save(plain, words(2), 200, importance=1.0)
-    plain.save(words(3), supersedes=v1, importance=1.0, created_at=NOW - 100 * DAY)
+    plain.save(words(3), source="user", supersedes=v1, importance=1.0, created_at=NOW - 100 * DAY)
     sweep(plain, now=NOW)
     sweep(plain, now=NOW + 2 * DAY, strategy="age", threshold=0.9)
     verdict = verify(plain.conn)

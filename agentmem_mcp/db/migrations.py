@@ -230,8 +230,17 @@ def m006_keyed_audit(conn: Connection) -> None:
     conn.execute("ALTER TABLE audit ADD COLUMN scheme TEXT NOT NULL DEFAULT 'sha256'")
 
 
+def m007_quarantine(conn: Connection) -> None:
+    """memories.quarantined: why a memory from an agent, the worker or an import reads as instructions to an AI
+    agent (trust.instruction_reason); NULL for the rest. A quarantined memory is kept, counted by stats and
+    listed by `agentmem quarantine`, but never searched (unless asked for) or injected until a user releases it."""
+    conn.execute("ALTER TABLE memories ADD COLUMN quarantined TEXT")
+    conn.execute("CREATE INDEX memories_quarantined ON memories(project) WHERE quarantined IS NOT NULL")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces,
-                                                  m004_word_vectors, m005_answer_chunks, m006_keyed_audit]
+                                                  m004_word_vectors, m005_answer_chunks, m006_keyed_audit,
+                                                  m007_quarantine]
 
 
 def migrate(conn: Connection) -> int:

@@ -42,12 +42,15 @@ class ForgetResult:
 def forget(store: Store, *, ids: Sequence[str] | str | None = None, session_id: str | None = None,
            project: str | None = ..., all_projects: bool = False, type: str | None = None,
            tier: str | None = None, older_than_days: float | None = None, before: float | None = None,
-           dry_run: bool = False, reason: str = "", now: float | None = None) -> ForgetResult:
+           dry_run: bool = False, reason: str = "", now: float | None = None,
+           within: Sequence[str | None] | None = None) -> ForgetResult:
     """Forget memories.
 
     ids: one id or a list; every version of each is removed. session_id: the memories and observations
     captured in that session. Otherwise a filter (project, type, tier, older_than_days / before) that must
     name at least one condition. dry_run=True returns what would go and removes nothing.
+    within: the projects the caller may touch (None: any); an id or a session of another project is not
+    found, and nothing is forgotten.
     """
     now = store.now() if now is None else now
     if isinstance(ids, str):
@@ -64,9 +67,11 @@ def forget(store: Store, *, ids: Sequence[str] | str | None = None, session_id: 
             raise InvalidInput(f"ids must be a list of 1 to {MAX_IDS} memory ids")
         roots = []
         for memory_id in ids:
-            row = conn.execute("SELECT root_id FROM memories WHERE id = ?", (check_memory_id(memory_id),)).fetchone()
-            if row is None:
-                raise NotFound(f"no memory {memory_id}: nothing was forgotten")
+            row = conn.execute("SELECT root_id, project FROM memories WHERE id = ?",
+                               (check_memory_id(memory_id),)).fetchone()
+            if row is None or within is not None and row["project"] not in within:
+                raise NotFound(f"no memory {memory_id}{'' if row is None else ' in this project'}: "
+                               "nothing was forgotten")
             roots.append(row[0])
         marks = ",".join("?" * len(roots))
         rows = conn.execute(f"SELECT id, title, type, version, project FROM memories WHERE root_id IN ({marks})",
@@ -74,6 +79,8 @@ def forget(store: Store, *, ids: Sequence[str] | str | None = None, session_id: 
     elif session_id is not None:
         if not isinstance(session_id, str) or not session_id:
             raise InvalidInput("session_id must be a non-empty string")
+        if within is not None and _session_outside(conn, session_id, within):
+            raise NotFound(f"no session {session_id[:80]!r} in this project: nothing was forgotten")
         rows = conn.execute("SELECT id, title, type, version, project FROM memories WHERE session_id = ?",
                             (session_id,)).fetchall()
         session_observations = conn.execute("SELECT COUNT(*) FROM observations WHERE session_id = ?",
@@ -95,6 +102,14 @@ def forget(store: Store, *, ids: Sequence[str] | str | None = None, session_id: 
                          {"session_id": session_id, "observations": session_observations,
                           "memories": len(rows), "reason": reason}, at=now)
     return result
+
+
+def _session_outside(conn: Any, session_id: str, within: Sequence[str | None]) -> bool:
+    """Whether any of the session's record (its row, observations or memories) lies outside `within`."""
+    projects = {row[0] for row in conn.execute(
+        "SELECT project FROM sessions WHERE id = ? UNION SELECT project FROM observations WHERE session_id = ? "
+        "UNION SELECT project FROM memories WHERE session_id = ?", (session_id, session_id, session_id))}
+    return any(project not in within for project in projects)
 
 
 def _by_filter(store: Store, project: Any, all_projects: bool, type: Any, tier: Any, older_than_days: Any,

@@ -1,9 +1,13 @@
 """The write path of `memory_save`.
 
-redact -> validate -> exact duplicate (content hash, same project, latest): no-op -> supersede an old
-near-duplicate (word-set Jaccard > 0.7, a one-word change of the same statement, or a paraphrase by
-vector similarity) or the memory the caller names -> row + chunks + vectors + entities + links + outbox
-+ audit in one transaction -> index.
+redact -> validate -> trust (an agent's or the worker's memory is saved project-scoped, P1 and unpinned
+until the user confirms it with `agentmem pin`; one that reads as instructions to an AI agent is
+quarantined) -> exact duplicate (content hash, same project, latest): no-op -> supersede an old memory
+about the same subject whose value changed (`lifecycle.supersede.decide`; a reworded statement when
+word-set Jaccard and vector similarity are both above their thresholds) or the memory the caller names;
+never a user's, pinned or P0 memory by an agent's or the worker's: that one is kept, the new one saved
+beside it with a `conflicts_with` link, as is a statement whose polarity flipped ("never" / "always")
+-> row + chunks + vectors + entities + links + outbox + audit in one transaction -> index.
 """
 
 from __future__ import annotations
@@ -32,8 +36,10 @@ from ..models import (
     check_choice,
     check_memory_id,
 )
-from ..ranking import jaccard, single_substitution, specific_tokens, words
+from ..ranking import jaccard, specific_tokens, words
+from ..trust import QUARANTINED_PROVENANCE, instruction_reason, is_unconfirmed, provenance
 from .retention import initial_confidence
+from .supersede import FUNCTION_WORDS, Verdict, decide
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -123,6 +129,8 @@ class Draft:
     key: str | None
     content_hash: str
     created_at: float
+    quarantined: str | None = None
+    notes: tuple[str, ...] = ()  # what trust changed (trust_limits), for the save's answer
 
 
 def same_scope(a: str | None, b: str | None) -> bool:
@@ -130,27 +138,51 @@ def same_scope(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a == b
 
 
-def supersede_reason(old_text: str, new_text: str, cosine: float | None, jaccard_threshold: float,
-                     cosine_threshold: float, *, old_words: list[str] | None = None,
-                     new_words: list[str] | None = None) -> str | None:
-    """Why a new memory supersedes an old one, or None: the supersede policy, pure.
+def supersede_verdict(old_text: str, new_text: str, cosine: float | None, jaccard_threshold: float,
+                      cosine_threshold: float) -> Verdict:
+    """Whether a new memory supersedes an old one, contradicts it, or neither: the supersede policy, pure.
 
-    Word-set Jaccard above the threshold, or the same statement with one word changed, or a paraphrase
-    (cosine above its threshold) that names the same numbers, identifiers and paths. old_words/new_words:
-    `words()` of the texts, when the caller has them already.
+    `lifecycle.supersede.decide` on the two statements; when they are too differently worded to align, a
+    rewording still supersedes if its word-set Jaccard is above `jaccard_threshold`, its cosine at least
+    `cosine_threshold`, and the two differ only in function words ("the", "to", ...) and name the same
+    numbers, identifiers and paths.
     """
-    new_words = words(new_text) if new_words is None else new_words
-    old_words = words(old_text) if old_words is None else old_words
-    similarity = jaccard(set(old_words), set(new_words))
-    if similarity > jaccard_threshold:
-        return f"near-duplicate (word overlap {similarity:.2f})"
-    change = single_substitution(old_words, new_words)
-    if change:
-        return f"same statement with one change: {change[0]} → {change[1]}"
-    if cosine is not None and cosine >= cosine_threshold \
-            and specific_tokens(old_text) == specific_tokens(new_text):
-        return f"paraphrase (cosine {cosine:.2f})"
-    return None
+    verdict = decide(old_text, new_text)
+    if verdict.kind is not None or not verdict.reason.startswith("too different"):
+        return verdict
+    old_set, new_set = set(words(old_text)), set(words(new_text))
+    similarity = jaccard(old_set, new_set)
+    if cosine is not None and cosine >= cosine_threshold and similarity > jaccard_threshold \
+            and (old_set ^ new_set) <= FUNCTION_WORDS and specific_tokens(old_text) == specific_tokens(new_text):
+        return Verdict("supersede", f"reworded (word overlap {similarity:.2f}, cosine {cosine:.2f})")
+    return verdict
+
+
+def protected(row: Any) -> bool:
+    """A memory only the user may replace: the user's own, pinned or P0."""
+    return provenance(row["source"]) == "user" or bool(row["pinned"]) or row["priority"] == "P0"
+
+
+def trust_limits(source: str, priority: str, pinned: bool, project: str | None,
+                 home_project: str | None) -> tuple[str, bool, str | None, list[str]]:
+    """(priority, pinned, project, notes) for a memory from `source`: an agent's or the worker's memory
+    is P1, unpinned and scoped to `home_project` (when there is one) until the user confirms it; each
+    note says what was held back."""
+    if not is_unconfirmed(source):
+        return priority, pinned, project, []
+    held = []
+    if priority == "P0":
+        held.append("P0")
+        priority = "P1"
+    if pinned:
+        held.append("pinned")
+        pinned = False
+    if project is None and home_project is not None:
+        held.append("global")
+        project = home_project
+    notes = [f"saved as {'project-scoped, ' if 'global' in held else ''}P1, unpinned: only the user can make "
+             f"a memory {' or '.join(held)}"] if held else []
+    return priority, pinned, project, notes
 
 
 def save(store: Store, content: str, *, title: str | None = None, type: str = "fact", tier: str = "semantic",
@@ -290,7 +322,7 @@ def _write(conn: Any, store: Store, draft: Draft, supersedes: str | None, chunks
     if duplicate is not None:
         return SaveResult(duplicate["id"], "duplicate", duplicate["version"],
                           reason="the same content is already stored in this project")
-    old, reason = _choose_old(conn, store, draft, supersedes, candidates)
+    old, reason, conflicts = _choose_old(conn, store, draft, supersedes, candidates)
     memory_id = new_memory_id()
     version = old["version"] + 1 if old else 1
     root_id = old["root_id"] if old else memory_id
@@ -308,6 +340,8 @@ def _write(conn: Any, store: Store, draft: Draft, supersedes: str | None, chunks
                                                           + " ".join(draft.files)))
     if old:
         graph.add_link(conn, memory_id, old["id"], "supersedes", now)
+    for conflict_id, _ in conflicts:
+        graph.add_link(conn, memory_id, conflict_id, "conflicts_with", now)
     for source_id in draft.source_ids:
         if source_id.startswith("m_"):
             graph.add_link(conn, memory_id, source_id, "derived_from", now)
@@ -315,9 +349,28 @@ def _write(conn: Any, store: Store, draft: Draft, supersedes: str | None, chunks
                  (memory_id, now))
     audit.append(conn, "supersede" if old else "save", memory_id, draft.project,
                  {"version": version, "supersedes": old["id"] if old else None, "type": draft.type,
-                  "tier": draft.tier, "source": draft.source, "reason": reason}, at=now)
-    return SaveResult(memory_id, "superseded" if old else "created", version,
-                      old["id"] if old else None, reason or "")
+                  "tier": draft.tier, "source": draft.source, "reason": reason,
+                  **({"conflicts_with": [c for c, _ in conflicts]} if conflicts else {}),
+                  # the rule only: the audit log keeps no memory text (the quote would outlive a forget)
+                  **({"quarantined": draft.quarantined.split(":")[0]} if draft.quarantined else {})}, at=now)
+    return SaveResult(memory_id, "superseded" if old else "created", version, old["id"] if old else None,
+                      reason or "", [c for c, _ in conflicts], _notes(draft, memory_id, conflicts), draft.quarantined)
+
+
+def _notes(draft: Draft, memory_id: str, conflicts: list[tuple[str, str]]) -> list[str]:
+    """What the save's answer tells the caller: what trust held back and how the user confirms it, the
+    memories it was saved beside, and a quarantine."""
+    notes = list(draft.notes)
+    if notes:
+        wanted = " --priority P0" if "P0" in notes[0] else ""
+        wanted += " --global" if "global" in notes[0] else ""
+        notes.append(f"to confirm it, the user runs: agentmem pin {memory_id}{wanted}")
+    notes.extend(f"conflicts with {conflict_id} ({why}): both are kept; the user decides which stays "
+                 f"(agentmem forget ID)" for conflict_id, why in conflicts)
+    if draft.quarantined:
+        notes.append(f"quarantined: it reads as instructions to an AI agent ({draft.quarantined}); it is kept but "
+                     f"never searched or injected until the user runs: agentmem quarantine release {memory_id}")
+    return notes
 
 
 def _validate(store: Store, content: Any, *, now: float, title: Any = None, type: Any = "fact",
@@ -344,6 +397,9 @@ def _validate(store: Store, content: Any, *, now: float, title: Any = None, type
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise InvalidInput(f"{name} must be a unix timestamp")
     ids = _str_list("source_ids", source_ids, limit=1000)
+    priority, pinned, project, notes = trust_limits(source, priority, bool(pinned), project, store.project)
+    quarantined = instruction_reason(f"{title}\n{content}") if provenance(source) in QUARANTINED_PROVENANCE \
+        else None
     return Draft(
         title=title, content=content, type=type, tier=tier, project=project, tags=_str_list("tags", tags),
         files=_str_list("files", files, limit=200), source=source, confidence=conf,
@@ -351,6 +407,7 @@ def _validate(store: Store, content: Any, *, now: float, title: Any = None, type
         forget_after=now + ttl_days * 86400 if ttl_days else None, valid_from=valid_from if valid_from else now,
         valid_to=valid_to, session_id=session_id if isinstance(session_id, str) else None, source_ids=ids,
         key=key if isinstance(key, str) and key else None, content_hash=content_hash(content), created_at=now,
+        quarantined=quarantined, notes=tuple(notes),
     )
 
 
@@ -389,38 +446,47 @@ def _candidates(store: Store, draft: Draft, vector: Any, text_ids: list[str]) ->
     return found
 
 
-def _choose_old(conn: Any, store: Store, draft: Draft, supersedes: str | None,
-                candidates: dict[str, float | None]) -> tuple[Any, str | None]:
+def _choose_old(conn: Any, store: Store, draft: Draft, supersedes: str | None, candidates: dict[str, float | None],
+                ) -> tuple[Any, str | None, list[tuple[str, str]]]:
+    """The memory the draft replaces (or None), why, and the memories it is saved beside in conflict."""
+    unconfirmed = is_unconfirmed(draft.source)
     if supersedes is not None:
         row = conn.execute("SELECT * FROM memories WHERE id = ?", (supersedes,)).fetchone()
         if row is None:
             raise NotFound(f"cannot supersede {supersedes}: no such memory")
-        return row, "named by the caller"
+        if unconfirmed and protected(row):
+            return None, None, [(row["id"], "named as superseded, but only the user can replace it")]
+        return row, "named by the caller", []
     if draft.key is not None:
         row = conn.execute("SELECT * FROM memories WHERE key = ? AND project IS ? AND is_latest = 1",
                            (draft.key, draft.project)).fetchone()
         if row is not None:
-            return row, f"update of {draft.key}"
+            return row, f"update of {draft.key}", []
     if not candidates or draft.tier not in SUPERSEDING_TIERS:
-        return None, None
+        return None, None, []
     marks = ",".join("?" * len(candidates))
-    rows = conn.execute(f"SELECT * FROM memories WHERE id IN ({marks}) AND is_latest = 1", list(candidates))
-    draft_words = words(draft.content)
-    draft_set = set(draft_words)
+    rows = conn.execute(f"SELECT * FROM memories WHERE id IN ({marks}) AND is_latest = 1 AND quarantined IS NULL",
+                        list(candidates))
+    draft_set = set(words(draft.content))
     best, best_reason, best_score = None, None, -1.0
+    conflicts: list[tuple[str, str]] = []
     for row in rows:
         if not same_scope(row["project"], draft.project) or row["tier"] != draft.tier:
             continue
-        old_words = words(row["content"])
-        reason = supersede_reason(row["content"], draft.content, candidates[row["id"]],
-                                  store.settings.supersede_jaccard, store.settings.supersede_cosine,
-                                  old_words=old_words, new_words=draft_words)
-        if reason is None:
+        verdict = supersede_verdict(row["content"], draft.content, candidates[row["id"]],
+                                    store.settings.supersede_jaccard, store.settings.supersede_cosine)
+        if verdict.kind == "conflict":
+            conflicts.append((row["id"], verdict.reason))
             continue
-        score = jaccard(set(old_words), draft_set)
+        if verdict.kind is None:
+            continue
+        if unconfirmed and protected(row):
+            conflicts.append((row["id"], f"would replace it ({verdict.reason}), but only the user can"))
+            continue
+        score = jaccard(set(words(row["content"])), draft_set)
         if score > best_score:
-            best, best_reason, best_score = row, reason, score
-    return best, best_reason
+            best, best_reason, best_score = row, verdict.reason, score
+    return best, best_reason, conflicts
 
 
 def _insert(conn: Any, d: Draft, memory_id: str, version: int, parent_id: str | None, root_id: str,
@@ -429,10 +495,10 @@ def _insert(conn: Any, d: Draft, memory_id: str, version: int, parent_id: str | 
         "INSERT INTO memories (id, project, tier, type, title, content, tags, files, source, confidence, "
         "importance, priority, pinned, strength, access_count, last_accessed_at, created_at, updated_at, "
         "valid_from, valid_to, forget_after, version, parent_id, root_id, is_latest, source_ids, session_id, "
-        "content_hash, embedding_model, key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1.0, 0, NULL, ?, ?, "
-        "?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)",
+        "content_hash, embedding_model, key, quarantined) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1.0, 0, "
+        "NULL, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)",
         (memory_id, d.project, d.tier, d.type, d.title, d.content, json.dumps(d.tags), json.dumps(d.files),
          d.source, d.confidence, d.importance, d.priority, int(d.pinned), d.created_at, d.created_at,
          d.valid_from, d.valid_to, d.forget_after, version, parent_id, root_id, json.dumps(d.source_ids),
-         d.session_id, d.content_hash, model_id, d.key),
+         d.session_id, d.content_hash, model_id, d.key, d.quarantined),
     )

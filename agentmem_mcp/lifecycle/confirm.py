@@ -1,0 +1,82 @@
+"""What only the user does to a memory: confirm (pin) it, and release it from quarantine.
+
+An agent's or the worker's memory is saved P1, unpinned and project-scoped (lifecycle/remember.py); the
+user confirms it with `agentmem pin ID` (optionally as P0 and global). A memory whose text reads as
+instructions to an AI agent is quarantined; the user lists, releases or forgets it with `agentmem quarantine`.
+Each change is a row in the audit log.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..db import audit
+from ..index import vectors
+from ..models import PRIORITIES, InvalidInput, Memory, check_choice
+from .retention import USER_CONFIRMED_CONFIDENCE
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+
+def pin(store: Store, memory_id: str, *, priority: str | None = None, make_global: bool = False,
+        unpin: bool = False) -> Memory:
+    """Confirm a memory as the user's: pinned (or unpinned with unpin=True), its confidence raised to the
+    user-confirmed level, priority set when given, and made global (true in every project) with make_global.
+    Returns the memory as it is now."""
+    memory = store.latest_version(memory_id)
+    if priority is not None:
+        check_choice("priority", priority, PRIORITIES)
+    now = store.now()
+    with store.transaction() as conn:
+        conn.execute("UPDATE memories SET pinned = ?, priority = COALESCE(?, priority), "
+                     "confidence = MAX(confidence, ?), updated_at = ? WHERE id = ?",
+                     (0 if unpin else 1, priority, USER_CONFIRMED_CONFIDENCE, now, memory.id))
+        if make_global and memory.project is not None:
+            # the vectors are partitioned by project: they are made again by the next embedding pass
+            vectors.delete(conn, [memory.id])
+            conn.execute("UPDATE memories SET project = NULL, embedding_model = NULL, pieces = NULL WHERE id = ?",
+                         (memory.id,))
+        conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)", (memory.id, now))
+        audit.append(conn, "unpin" if unpin else "pin", memory.id, None if make_global else memory.project,
+                     {"priority": priority or memory.priority, "global": make_global or memory.project is None,
+                      "source": memory.source}, at=now)
+    store.index_soon()
+    if make_global:
+        store.prepare_vectors()
+    return store.get(memory.id)
+
+
+def quarantined(store: Store, *, all_projects: bool = False) -> list[Memory]:
+    """The quarantined memories of the store's project (and global ones), or of every project; newest first."""
+    where, args = "quarantined IS NOT NULL", []
+    if not all_projects:
+        where += " AND (project IS ? OR project IS NULL)"
+        args.append(store.project)
+    rows = store.conn.execute(f"SELECT * FROM memories WHERE {where} ORDER BY created_at DESC", args)
+    return [Memory.from_row(row) for row in rows]
+
+
+def release(store: Store, memory_id: str) -> Memory:
+    """Let a quarantined memory be searched and injected again (the user has read it and trusts it)."""
+    memory = _quarantined(store, memory_id)
+    now = store.now()
+    with store.transaction() as conn:
+        conn.execute("UPDATE memories SET quarantined = NULL, updated_at = ? WHERE id = ?", (now, memory.id))
+        conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)", (memory.id, now))
+        audit.append(conn, "release", memory.id, memory.project, {"was": memory.quarantined}, at=now)
+    store.index_soon()
+    return store.get(memory.id)
+
+
+def forget_quarantined(store: Store, memory_id: str) -> Any:
+    """Forget a quarantined memory (every version of it); see `lifecycle.forget.forget`."""
+    memory = _quarantined(store, memory_id)
+    return store.forget(ids=[memory.id], reason="forgotten from quarantine")
+
+
+def _quarantined(store: Store, memory_id: str) -> Memory:
+    memory = store.get(memory_id)
+    if memory.quarantined is None:
+        raise InvalidInput(f"{memory_id} is not quarantined: `agentmem forget {memory_id}` forgets any memory")
+    return memory
