@@ -167,6 +167,15 @@ def instruction_reason(text: str, *, _depth: int = 0) -> str | None:
     return None
 
 
+WITHHELD = "(withheld: it reads as instructions to an AI agent)"
+
+
+def withhold_instructions(text: str) -> str:
+    """`text`, or a note in its place when it reads as instructions to an AI agent: what the worker derives
+    from tool output, commit messages or pasted text keeps its facts but never a payload's words."""
+    return WITHHELD if instruction_reason(text) else text
+
+
 _TAG = lazy(
     r"<(\s*/?\s*)((?:system|assistant|human|user|developer|tool|tools|function|functions|function_calls|"
     r"function_results|invoke|parameter|result|results|instructions?|prompt|context|documents?|im_start|im_end|"

@@ -28,6 +28,7 @@ from ..db import audit
 from ..index import graph
 from ..models import InvalidInput, SaveResult
 from ..project import worktree_root
+from ..trust import withhold_instructions
 from . import remember
 from .commands import (  # noqa: F401  (normalize_command and is_test_command are part of this module's API)
     INTERPRETERS,
@@ -135,9 +136,10 @@ def _failure_reason(record: ObsRecord) -> str:
 
 
 def _tidy(message: str) -> str:
-    """One line of an error message: no 'error:' prefix, escaped newlines flattened."""
+    """One line of an error message: no 'error:' prefix, escaped newlines flattened; withheld when it reads as
+    instructions to an AI agent (tool output is data, never a standing order)."""
     message = re.sub(r"^(?:error:\s*)+", "", message.replace("\\n", " "), flags=re.IGNORECASE)
-    return " ".join(message.split())[:200]
+    return withhold_instructions(" ".join(message.split())[:200])
 
 
 def error_signature(reason: str) -> str:

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from ..capture.transcript import Turn, mentioned_paths, relative_to
+from ..trust import instruction_reason
 
 NOTE_CONFIDENCE = 0.8  # the agent's own words about what it did
 NOTE_VECTOR_CHARS = 600
@@ -122,6 +123,8 @@ def turn_memories(turns: list[Turn], session: Any, last_at: float | None,
     out = notes
     for turn in turns:
         for question, answer in turn.answers:
+            if instruction_reason(f"{question} {answer}"):
+                continue
             out.append({**base, "content": f"The agent asked: \"{question}\" The user decided: \"{answer}\"",
                         "title": clip(f"Decision: {answer} ({question})", 100), "tier": "semantic",
                         "type": "decision", "importance": 0.75, "key": f"decision:{_digest(question, answer)}",
@@ -129,7 +132,7 @@ def turn_memories(turns: list[Turn], session: Any, last_at: float | None,
         for sentence in re.split(r"(?<=[.!?])\s+|\n+", turn.prompt):
             sentence = sentence.strip()
             if (4 <= len(sentence.split()) <= 60 and _INSTRUCTION.search(sentence) and not turn.slash_command
-                    and not sentence.endswith("?")):
+                    and not sentence.endswith("?") and not instruction_reason(sentence)):
                 out.append({**base, "content": f"The user said: \"{clip(sentence, 300)}\"",
                             "title": clip(f"User instruction: {sentence}", 100), "tier": "semantic",
                             "type": "preference", "importance": 0.75,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..capture.transcript import Turn, is_noise, read_turns
 from ..project import worktree_root
+from ..trust import WITHHELD, withhold_instructions
 from . import remember
 from .consolidate import (
     OBS_COLUMNS,
@@ -206,7 +207,15 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
         title = "Session: ran " + ", ".join(f"`{k}`" for k in list(state.commands)[:3])
     else:
         title = "Session: " + _clip(plain(report), 90)
-    return title, "\n".join(lines)[:SUMMARY_MAX_CHARS]
+    lines = [_withheld_line(line) for line in lines]
+    return _withheld_line(title), "\n".join(lines)[:SUMMARY_MAX_CHARS]
+
+
+def _withheld_line(line: str) -> str:
+    """A summary line that reads as instructions to an AI agent (a payload in stderr, a commit message, a pasted
+    text) keeps its label only."""
+    label, sep, _ = line.partition(": ")
+    return line if withhold_instructions(line) == line else f"{label}{sep or ': '}{WITHHELD}"
 
 
 def _unchanged_dropped(conn: Any, project: str | None, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
