@@ -24,9 +24,16 @@ def _project(args: argparse.Namespace) -> str | None:
 
 
 def _open(args: argparse.Namespace, *, load_embedder: bool = True):
+    from .config import load_settings
+    from .models import AgentmemError
+    from .preflight import home_problem
     from .store import Store
 
-    return Store.open(project=_project(args), load_embedder=load_embedder)
+    settings = load_settings()
+    problem = home_problem(settings)
+    if problem:
+        raise AgentmemError(problem)
+    return Store.open(settings, project=_project(args), load_embedder=load_embedder)
 
 
 def _print_json(data: Any) -> None:
@@ -154,8 +161,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from .models import InvalidInput
     from .transfer import import_
 
+    if args.file != "-" and not os.path.isfile(args.file):
+        raise InvalidInput(f"{args.file}: no such file (give a file written by `agentmem export`, or '-' for stdin)")
     with _open(args) as store:
         source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
         with source:
@@ -237,8 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
 
     from .models import PRIORITIES, SOURCES, TIERS, TYPES
+    from .version import package_version
 
     parser = argparse.ArgumentParser(prog="agentmem", description="Long-term memory for coding agents.")
+    parser.add_argument("--version", action="version", version=f"agentmem {package_version()}")
     sub = parser.add_subparsers(dest="command_name", required=True)
 
     def scoped(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -353,14 +365,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .capture.hook import main as hook_main
 
         return hook_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not argv:
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
     from .config import ConfigError
     from .models import AgentmemError
 
     try:
-        return args.func(args) or 0
+        code = args.func(args) or 0
+        sys.stdout.flush()  # a closed pipe fails here, inside the try, not at interpreter exit
+        return code
     except (AgentmemError, ConfigError) as exc:
         print(f"agentmem: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_went_away()
+    except (OSError, ValueError) as exc:
+        message = _explain(exc)
+        if message is None:
+            raise
+        print(f"agentmem: {message}", file=sys.stderr)
+        return 2
+
+
+def _reader_went_away() -> int:
+    """The reader of stdout closed it (`agentmem stats | head`): exit quietly, with nothing more flushed
+    to the closed pipe at interpreter exit (Python's documented recipe)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
+def _explain(exc: BaseException) -> str | None:
+    from .config import ConfigError, load_settings
+    from .preflight import explain
+
+    try:
+        return explain(exc, load_settings())
+    except ConfigError:
+        return None

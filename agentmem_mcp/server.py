@@ -114,6 +114,12 @@ async def _call(state: AppState, ctx: Context | None, fn: Any) -> Any:
         raise ToolError(str(exc)) from None
     except Exception as exc:  # left to the SDK, the agent would read only "Error executing tool ..."
         log.exception("tool call failed")
+        from .preflight import explain
+
+        problem = explain(exc, state.settings)
+        if problem:
+            raise ToolError(f"agentmem cannot use its files: {problem}. Carry on without memory for this step.") \
+                from None
         raise ToolError(f"{type(exc).__name__}: {str(exc)[:300]}. This is unexpected (probably a bug in agentmem); "
                         f"details are in {state.settings.log_path}. Carry on without memory for this step.") from None
 
@@ -132,7 +138,10 @@ def build_server(settings: Settings | None = None) -> MCPServer:
                 tasks.cancel_scope.cancel()
         await anyio.to_thread.run_sync(state.close)
 
-    server = MCPServer(name="agentmem", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+    from .version import package_version
+
+    server = MCPServer(name="agentmem", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING",
+                       version=package_version())
 
     @server.tool()
     async def memory_save(
@@ -270,9 +279,21 @@ async def _background(state: AppState) -> None:
 
 
 def run() -> None:
-    """Entry point of `agentmem serve`."""
+    """Entry point of `agentmem serve`. A home agentmem cannot use stops it before the MCP handshake, with one
+    line on stderr (the client shows it as a failed connection and keeps the line in its MCP log)."""
+    import sys
+
+    from .models import AgentmemError
+    from .preflight import home_problem
+
     settings = load_settings()
+    problem = home_problem(settings)
+    if problem:
+        raise AgentmemError(f"cannot serve: {problem}")
     from .logs import setup_logging
 
     setup_logging(settings)
+    if sys.stdin.isatty():
+        print("agentmem: MCP server waiting for an MCP client on stdin (a client such as Claude Code starts "
+              "it; Ctrl-C to stop)", file=sys.stderr)
     build_server(settings).run()
