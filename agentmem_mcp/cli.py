@@ -99,6 +99,8 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
+    if args.strategy and not args.all_projects:
+        return _forget_by_strategy_in_project(args)
     if args.strategy:
         from .lifecycle.sweep import sweep
 
@@ -108,7 +110,12 @@ def cmd_forget(args: argparse.Namespace) -> int:
         if args.json:
             _print_json(report.to_dict())
         else:
-            print(report.table())
+            from .cli_views import sweep_table
+
+            table = sweep_table(report.entries(), dry_run=report.dry_run, show_keeps=args.show_keeps, scope=None)
+            if table:
+                print(table)
+            print(report.summary())
             if report.dry_run and not args.dry_run:
                 print("nothing was deleted; add --yes to run this sweep")
         return 0
@@ -131,6 +138,43 @@ def cmd_forget(args: argparse.Namespace) -> int:
     return 0
 
 
+def _forget_by_strategy_in_project(args: argparse.Namespace) -> int:
+    """`forget --strategy` in one project (the current one, or the global memories with --global): the
+    sweep's choice among that project's memories, at most --max-deletions of them by score. Decay and the
+    pruning of old versions stay with the sweep over every project (--all-projects, or the worker)."""
+    import dataclasses
+
+    from .cli_views import REMOVALS, projects_of, scoped_entries, sweep_table
+    from .lifecycle.sweep import sweep
+
+    dry_run = args.dry_run or not args.yes
+    with _open(args, load_embedder=False) as store:
+        report = sweep(store, strategy=args.strategy, dry_run=True, threshold=args.threshold,
+                       max_deletions=10 ** 9)
+        entries = scoped_entries(report, projects_of(store.conn, [s.id for s in report.scores]), store.project)
+        allowed = {e.id for e in [e for e in entries if e.decision == "delete"][:args.max_deletions]}
+        entries = [e if e.decision != "delete" or e.id in allowed else dataclasses.replace(
+            e, decision="over cap", reason=f"over --max-deletions {args.max_deletions}; {e.reason}") for e in entries]
+        gone = [e.id for e in entries if e.decision in REMOVALS]
+        if gone and not dry_run:
+            for start in range(0, len(gone), 100):
+                store.forget(ids=gone[start:start + 100], all_projects=True,
+                             reason=f"{args.reason or 'forgotten from the command line'} ({args.strategy} sweep)")
+        scope = store.project or "global memories"
+    if args.json:
+        ids = {d: [e.id for e in entries if e.decision == d] for d in REMOVALS}
+        _print_json({"project": scope, "strategy": args.strategy, "dry_run": dry_run, "threshold": args.threshold,
+                     "max_deletions": args.max_deletions, "removed_ids": gone, "deleted_ids": ids["delete"],
+                     "expired_ids": ids["expire"], "low_confidence_ids": ids["forget"],
+                     "memories": [e.to_dict() for e in entries]})
+        return 0
+    print(sweep_table(entries, dry_run=dry_run, show_keeps=args.show_keeps, scope=scope))
+    if dry_run:
+        print("nothing was deleted; " + ("add --yes to forget these" if gone else "nothing to forget")
+              + " (--all-projects sweeps every project)")
+    return 0
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     with _open(args, load_embedder=False) as store:
         data = store.stats(all_projects=args.all_projects)
@@ -148,12 +192,12 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     with _open(args, load_embedder=False) as store:
         if args.out in (None, "-"):
-            count = export(store, sys.stdout)
+            count = export(store, sys.stdout, all_projects=args.all_projects)
         else:
             old = os.umask(0o077)
             try:
                 with open(args.out, "w", encoding="utf-8") as out:
-                    count = export(store, out)
+                    count = export(store, out, all_projects=args.all_projects)
             finally:
                 os.umask(old)
     print(f"exported {count} records", file=sys.stderr)
@@ -304,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-deletions", type=int, default=50)
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--yes", action="store_true", help="really delete what a filter or strategy selects")
+    p.add_argument("--show-keeps", action="store_true", help="with --strategy: also list the memories kept")
     p.add_argument("--reason")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_forget)
@@ -313,8 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_stats)
 
-    p = scoped(sub.add_parser("export", help="write every memory as JSONL"))
+    p = scoped(sub.add_parser("export", help="write the project's memories (and the global ones) as JSONL"))
     p.add_argument("--out", help="file (default: stdout)")
+    p.add_argument("--all-projects", action="store_true", help="export every project's memories")
     p.set_defaults(func=cmd_export)
 
     p = scoped(sub.add_parser("import", help="read a JSONL export"))
