@@ -235,7 +235,11 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
     if vector_ran:
         jobs["vector"] = store.pool.submit(_vector_search, store, query, projects, latest_only)
     elif "vector" in retrievers:
-        notes.append(f"vector search unavailable ({store.embedder.status}); results use BM25 + entity graph")
+        status = store.embedder.status
+        notes.append("vector search is loading (the model loads in the first seconds); results use BM25 + entity "
+                     "graph meanwhile" if status == "loading" else
+                     f"vector search unavailable ({status.removeprefix('unavailable: ')}); results use BM25 + "
+                     f"entity graph")
     if "graph" in retrievers:
         jobs["graph"] = store.pool.submit(_graph_search, store, query)
     words_job = None

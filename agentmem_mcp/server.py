@@ -57,6 +57,7 @@ class AppState:
                 self._store = Store.open(self.settings, project=self.project, load_embedder=False,
                                          index_in_background=True)
                 if not self.stopping.is_set():
+                    self._store.embedder.announce_loading()
                     self._model_thread = threading.Thread(target=self._load_model, args=(self._store,),
                                                           name="agentmem-model", daemon=True)
                     self._model_thread.start()
