@@ -128,7 +128,7 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
         fused, top = [f for f in fuse_scores(results, weights, absent) if f.score > 0], 1.0
     hits = _join_and_rerank(store, fused[: max(limit * 4, 40)], projects, not include_history, type_list,
                             tier_list, since, until, min_confidence, reasons, query, top, similar)
-    hits = hits[:limit]
+    hits = [hit for hit in hits if hit.score >= store.settings.search_min_score][:limit]
     packed, used = [], 0
     for hit in hits:
         cost = estimate_tokens(hit.title + hit.snippet + hit.why) + HIT_OVERHEAD_TOKENS
