@@ -40,13 +40,30 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
-def _progress(stage: str, done: int, total: int) -> None:
-    width = 30
-    filled = int(width * done / total) if total else width
-    sys.stderr.write(f"\r{stage:8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-    if done >= total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
+class _ProgressBars:
+    """One progress bar per stage on stderr, each ended by a newline: when it is full, when the next stage
+    starts, or at `close` (a stage may stop short of its total)."""
+
+    def __init__(self) -> None:
+        self.open_stage: str | None = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.open_stage not in (None, stage):
+            sys.stderr.write("\n")
+        width = 30
+        filled = int(width * done / total) if total else width
+        sys.stderr.write(f"\r{stage:8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        self.open_stage = stage
+        if done >= total:
+            sys.stderr.write("\n")
+            self.open_stage = None
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.open_stage is not None:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.open_stage = None
 
 
 def cmd_save(args: argparse.Namespace) -> int:
@@ -187,6 +204,71 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_list(args: argparse.Namespace) -> int:
+    from .cli_views import memory_line
+    from .housekeeping import list_memories
+    from .models import InvalidInput
+
+    if args.limit < 1 or args.page < 1:
+        raise InvalidInput("--limit and --page must be 1 or more")
+    with _open(args, load_embedder=False) as store:
+        rows, total = list_memories(store.conn, project=store.project, all_projects=args.all_projects,
+                                    types=args.type or (), tiers=args.tier or (), history=args.history,
+                                    limit=args.limit, offset=(args.page - 1) * args.limit)
+    if args.json:
+        _print_json({"total": total, "page": args.page, "limit": args.limit, "memories": rows})
+        return 0
+    for row in rows:
+        print(memory_line(row))
+    first = (args.page - 1) * args.limit
+    pages = max(1, -(-total // args.limit))
+    if not rows:
+        print("no memories" + (f" on page {args.page} (there are {pages})" if total else " here yet"))
+    else:
+        more = f"; --page {args.page + 1} for more" if args.page < pages else ""
+        print(f"-- {first + 1}-{first + len(rows)} of {total} (page {args.page} of {pages}{more})")
+    return 0
+
+
+def cmd_purge(args: argparse.Namespace) -> int:
+    from .config import load_settings
+    from .housekeeping import plan_purge, purge_files, purge_project
+    from .models import InvalidInput
+
+    settings = load_settings()
+    if args.project is None:
+        plan = plan_purge(None, settings, None)
+        if not plan.files:
+            print(f"nothing to remove: agentmem has no data in {settings.home}")
+            return 0
+    else:
+        args.global_ = False
+        store = _open(args, load_embedder=False)
+        if not store.project:
+            store.close()
+            raise InvalidInput("not inside a project (no git root here): give --project PATH")
+        plan = plan_purge(store, settings, store.project)
+    print(plan.describe())
+    if not args.yes:
+        if not sys.stdin.isatty():
+            if args.project is not None:
+                store.close()
+            raise InvalidInput("nothing was removed: add --yes to confirm (no terminal to ask in)")
+        if input("type 'purge' to confirm: ").strip() != "purge":
+            if args.project is not None:
+                store.close()
+            print("nothing was removed")
+            return 1
+    if args.project is None:
+        purge_files(plan.files)
+        print(f"removed agentmem's data from {settings.home}")
+        return 0
+    with store:
+        memories, sessions = purge_project(store, store.project)
+    print(f"forgot {memories} memories and what {sessions} sessions captured in {plan.project}")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from .transfer import export
 
@@ -221,8 +303,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_reindex(args: argparse.Namespace) -> int:
     from .maintenance import reindex
 
+    bars = None if args.quiet else _ProgressBars()
     with _open(args) as store:
-        result = reindex(store, progress=None if args.quiet else _progress)
+        try:
+            result = reindex(store, progress=bars)
+        finally:
+            if bars is not None:
+                bars.close()
     print(f"reindexed {result['memories']} memories: {result['indexed']} in BM25, {result['embedded']} embedded")
     return 0
 
@@ -283,7 +370,16 @@ def cmd_install(args: argparse.Namespace) -> int:
     if args.dry_run:
         print("(dry run: nothing written)")
         return 0
-    install.apply(plan)
+    done = install.apply(plan)
+    backups = [change.backup for change in done.changes if change.backup is not None]
+    if backups:
+        print("backups of the files changed (delete them once all is well):")
+        for backup in backups:
+            print(f"  {backup}")
+    if done.changes:
+        client = "Claude Code" if args.client == "claude-code" else "Cursor"
+        verb = "load" if args.command_name == "install" else "drop"
+        print(f"restart {client} (quit it and start it again) to {verb} agentmem")
     return 0
 
 
@@ -297,66 +393,91 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"agentmem {package_version()}")
     sub = parser.add_subparsers(dest="command_name", required=True)
 
-    def scoped(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    def scoped(p: argparse.ArgumentParser, global_help: str = "the global memories instead of the current "
+               "project's") -> argparse.ArgumentParser:
         p.add_argument("--project", help="project id (default: the git root of the current directory)")
-        p.add_argument("--global", dest="global_", action="store_true", help="global memories only")
+        p.add_argument("--global", dest="global_", action="store_true", help=global_help)
         return p
 
-    p = scoped(sub.add_parser("save", help="remember something"))
+    json_help = "print JSON instead of text"
+    p = scoped(sub.add_parser("save", help="remember something"),
+               "save a global memory, true in every project (e.g. a preference), instead of a project one")
     p.add_argument("content", help="what to remember ('-' reads stdin)")
-    p.add_argument("--title")
-    p.add_argument("--type", default="fact", choices=TYPES)
-    p.add_argument("--tier", default="semantic", choices=TIERS)
-    p.add_argument("--tag", action="append")
-    p.add_argument("--file", action="append")
-    p.add_argument("--importance", type=float, default=0.5)
-    p.add_argument("--priority", default="P1", choices=PRIORITIES)
+    p.add_argument("--title", help="a short title (default: the first line)")
+    p.add_argument("--type", default="fact", choices=[t for t in TYPES if t != "summary"],
+                   help="what kind of memory (default: fact)")
+    p.add_argument("--tier", default="semantic", choices=TIERS, help=argparse.SUPPRESS)
+    p.add_argument("--tag", action="append", help="a tag (repeat for more)")
+    p.add_argument("--file", action="append", help="a file the memory is about (repeat for more)")
+    p.add_argument("--importance", type=float, default=0.5, help="0..1, how much it matters (default: 0.5)")
+    p.add_argument("--priority", default="P1", choices=PRIORITIES,
+                   help="P0 never decays (core rules), P2 may expire (default: P1)")
     p.add_argument("--pin", action="store_true", help="always include in session-start context")
-    p.add_argument("--ttl-days", type=float)
-    p.add_argument("--supersedes")
-    p.add_argument("--source", default="user", choices=SOURCES)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--ttl-days", type=float, help="forget it after this many days")
+    p.add_argument("--supersedes", help="the id of a memory this one replaces")
+    p.add_argument("--source", default="user", choices=SOURCES, help=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_save)
 
     p = scoped(sub.add_parser("search", help="find memories"))
-    p.add_argument("query")
-    p.add_argument("--type", action="append", choices=TYPES)
-    p.add_argument("--tier", action="append", choices=TIERS)
-    p.add_argument("--all-projects", action="store_true")
-    p.add_argument("--limit", type=int, default=10)
-    p.add_argument("--budget", type=int)
+    p.add_argument("query", help="what you are looking for, in words or identifiers")
+    p.add_argument("--type", action="append", choices=TYPES, help="only this type (repeat for more)")
+    p.add_argument("--tier", action="append", choices=TIERS,
+                   help="only this tier (repeat for more; default: all but working, the raw captured events)")
+    p.add_argument("--all-projects", action="store_true", help="search every project, not only the current one")
+    p.add_argument("--limit", type=int, default=10, help="at most this many hits (default: 10)")
+    p.add_argument("--budget", type=int, help="token budget of the answer (default: AGENTMEM_SEARCH_BUDGET)")
     p.add_argument("--history", action="store_true", help="include superseded versions")
-    p.add_argument("--min-confidence", type=float)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--min-confidence", type=float, help="leave out memories with a lower confidence (0..1)")
+    p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_search)
 
     p = scoped(sub.add_parser("get", help="show a memory"))
-    p.add_argument("id")
+    p.add_argument("id", help="a memory id (m_...)")
     p.add_argument("--history", action="store_true", help="every version")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_get)
 
     p = scoped(sub.add_parser("forget", help="forget memories by id, session, filter or strategy"))
-    p.add_argument("ids", nargs="*")
-    p.add_argument("--session")
-    p.add_argument("--type", choices=TYPES)
-    p.add_argument("--tier", choices=TIERS)
-    p.add_argument("--older-than-days", type=float)
-    p.add_argument("--all-projects", action="store_true")
-    p.add_argument("--strategy", choices=("importance", "age", "capacity", "composite"))
-    p.add_argument("--threshold", type=float, default=0.6)
-    p.add_argument("--max-deletions", type=int, default=50)
-    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("ids", nargs="*", help="memory ids to forget (every version of each)")
+    p.add_argument("--session", help="forget what was captured in this session")
+    p.add_argument("--type", choices=TYPES, help="filter: memories of this type")
+    p.add_argument("--tier", choices=TIERS, help="filter: memories of this tier")
+    p.add_argument("--older-than-days", type=float, help="filter: memories created more than N days ago")
+    p.add_argument("--all-projects", action="store_true", help="a filter or strategy covers every project")
+    p.add_argument("--strategy", choices=("importance", "age", "capacity", "composite"),
+                   help="let a forgetting strategy choose (see docs/lifecycle.md)")
+    p.add_argument("--threshold", type=float, default=0.6,
+                   help="with --strategy: forget memories scoring at least this (0..1, default: 0.6)")
+    p.add_argument("--max-deletions", type=int, default=50,
+                   help="with --strategy: forget at most this many by score (default: 50)")
+    p.add_argument("--dry-run", action="store_true", help="show what would go, change nothing")
     p.add_argument("--yes", action="store_true", help="really delete what a filter or strategy selects")
     p.add_argument("--show-keeps", action="store_true", help="with --strategy: also list the memories kept")
-    p.add_argument("--reason")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--reason", help="why (kept in the audit log)")
+    p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_forget)
 
     p = scoped(sub.add_parser("stats", help="what is stored"))
-    p.add_argument("--all-projects", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--all-projects", action="store_true", help="count every project, not only the current one")
+    p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_stats)
+
+    p = scoped(sub.add_parser("list", help="list memories, newest first"))
+    p.add_argument("--type", action="append", choices=TYPES, help="only this type (repeat for more)")
+    p.add_argument("--tier", action="append", choices=TIERS, help="only this tier (repeat for more)")
+    p.add_argument("--all-projects", action="store_true", help="every project, not only the current one")
+    p.add_argument("--history", action="store_true", help="include superseded versions")
+    p.add_argument("--limit", type=int, default=20, help="memories per page (default: 20)")
+    p.add_argument("--page", type=int, default=1, help="which page (default: 1)")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("purge", help="remove all of agentmem's data, or one project's memories (--project)")
+    p.add_argument("--project", nargs="?", const="", default=None, metavar="PATH",
+                   help="only this project's memories and captured sessions (default PATH: the current project)")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.set_defaults(func=cmd_purge)
 
     p = scoped(sub.add_parser("export", help="write the project's memories (and the global ones) as JSONL"))
     p.add_argument("--out", help="file (default: stdout)")
@@ -368,37 +489,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_import)
 
     p = scoped(sub.add_parser("reindex", help="rebuild BM25 and vectors from SQLite"))
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_reindex)
 
     p = scoped(sub.add_parser("doctor", help="check the installation and say how to fix problems"))
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_doctor)
 
     p = scoped(sub.add_parser("audit", help="check the audit log"))
-    p.add_argument("--verify", action="store_true", required=True)
+    p.add_argument("--verify", action="store_true", required=True, help="check the hash chain of the audit log")
     p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser("serve", help="run the MCP stdio server")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("hook", help="handle a client hook event (JSON on stdin)")
-    p.add_argument("--client", default="claude-code", choices=("claude-code", "cursor"))
-    p.add_argument("event")
+    p.add_argument("--client", default="claude-code", choices=("claude-code", "cursor"),
+                   help="the client sending the event (default: claude-code)")
+    p.add_argument("event", help="the client's event name (SessionStart, UserPromptSubmit, PostToolUse, ...)")
     p.set_defaults(func=cmd_hook)
 
     p = sub.add_parser("worker", help="run background work (compress, summarise, consolidate, decay)")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--once", action="store_true", default=True)
-    mode.add_argument("--forever", action="store_true")
-    p.add_argument("--retry-failed", action="store_true")
+    mode.add_argument("--once", action="store_true", default=True,
+                      help="do what is pending, then exit (the default)")
+    mode.add_argument("--forever", action="store_true", help="keep running and work as events arrive")
+    p.add_argument("--retry-failed", action="store_true", help="retry the observations parked as failed")
     p.set_defaults(func=cmd_worker)
 
     for name in ("install", "uninstall"):
         p = sub.add_parser(name, help=f"{name} agentmem in Claude Code or Cursor")
-        p.add_argument("client", choices=("claude-code", "cursor"))
-        p.add_argument("--scope", default="user", choices=("user", "project"))
-        p.add_argument("--dry-run", action="store_true")
+        p.add_argument("client", choices=("claude-code", "cursor"), help="the coding agent")
+        p.add_argument("--scope", default="user", choices=("user", "project"),
+                       help="user: every project of this user (default); project: the current project's files")
+        p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
         if name == "install":
             p.add_argument("--command", help="the agentmem command to write (default: this installation's path)")
         p.set_defaults(func=cmd_install)
