@@ -269,6 +269,53 @@ def cmd_purge(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_history(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .config import load_settings
+    from .history import default_root, find_transcripts, import_transcripts, parse_since
+    from .models import InvalidInput
+    from .preflight import home_problem
+
+    settings = load_settings()
+    problem = home_problem(settings)
+    if problem:
+        raise InvalidInput(problem)
+    root = Path(args.root).expanduser() if args.root else default_root()
+    if not root.is_dir():
+        raise InvalidInput(f"no Claude Code history at {root} (give --root DIR if it is elsewhere)")
+    try:
+        since = parse_since(args.since) if args.since else None
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+    project = None
+    if args.project is not None:
+        from .project import project_for
+
+        project = args.project or project_for(os.getcwd()) or os.getcwd()
+    paths = find_transcripts(root, project=project, since=since)
+    if not paths:
+        print(f"no sessions to import under {root}" + (f" for {project}" if project else ""))
+        return 0
+    bars = None if args.quiet else _ProgressBars()
+    try:
+        summary = import_transcripts(settings, paths, progress=bars)
+    finally:
+        if bars is not None:
+            bars.close()
+    print(summary.text())
+    if summary.sessions and not args.no_worker:
+        from .llm import LLM
+        from .store import Store
+        from .worker import Worker
+
+        with Store.open(settings, project=None) as store:
+            print(Worker(store, llm=LLM.from_store(store)).run_until_idle().text())
+    elif summary.sessions:
+        print("the background worker will summarise them (a running server does it, or `agentmem worker`)")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from .transfer import export
 
@@ -487,6 +534,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = scoped(sub.add_parser("import", help="read a JSONL export"))
     p.add_argument("file", help="export file ('-' reads stdin)")
     p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("import-history", help="import your past Claude Code sessions (~/.claude/projects)")
+    p.add_argument("client", choices=("claude-code",), help="whose history (claude-code)")
+    p.add_argument("--project", nargs="?", const="", default=None, metavar="PATH",
+                   help="only the sessions of this project (default PATH: the current one; default: every project)")
+    p.add_argument("--since", help="only sessions written since this date (2026-03-01)")
+    p.add_argument("--root", help="where the transcripts are (default: ~/.claude/projects)")
+    p.add_argument("--no-worker", action="store_true",
+                   help="only capture; leave summarising to the background worker")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_import_history)
 
     p = scoped(sub.add_parser("reindex", help="rebuild BM25 and vectors from SQLite"))
     p.add_argument("--quiet", action="store_true", help="no progress bars")
