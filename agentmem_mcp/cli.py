@@ -281,13 +281,13 @@ def cmd_import_history(args: argparse.Namespace) -> int:
     problem = home_problem(settings)
     if problem:
         raise InvalidInput(problem)
-    root = Path(args.root).expanduser() if args.root else default_root()
-    if not root.is_dir():
-        raise InvalidInput(f"no Claude Code history at {root} (give --root DIR if it is elsewhere)")
     try:
         since = parse_since(args.since) if args.since else None
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
+    root = Path(args.root).expanduser() if args.root else default_root()
+    if not root.is_dir():
+        raise InvalidInput(f"no Claude Code history at {root} (give --root DIR if it is elsewhere)")
     project = None
     if args.project is not None:
         from .project import project_for
