@@ -61,7 +61,8 @@ mistake() {
 }
 
 echo "== a fresh clone in $work"
-git clone -q --branch "$(git -C "$repo" rev-parse --abbrev-ref HEAD)" "$repo" "$work/agentmem"
+git clone -q "$repo" "$work/agentmem"
+git -C "$work/agentmem" checkout -q "$(git -C "$repo" rev-parse HEAD)"  # this commit (CI may be detached)
 cd "$work/agentmem"
 
 echo "== the README's set-up, literally"
