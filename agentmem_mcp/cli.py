@@ -24,22 +24,46 @@ def _project(args: argparse.Namespace) -> str | None:
 
 
 def _open(args: argparse.Namespace, *, load_embedder: bool = True):
+    from .config import load_settings
+    from .models import AgentmemError
+    from .preflight import home_problem
     from .store import Store
 
-    return Store.open(project=_project(args), load_embedder=load_embedder)
+    settings = load_settings()
+    problem = home_problem(settings)
+    if problem:
+        raise AgentmemError(problem)
+    return Store.open(settings, project=_project(args), load_embedder=load_embedder)
 
 
 def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
-def _progress(stage: str, done: int, total: int) -> None:
-    width = 30
-    filled = int(width * done / total) if total else width
-    sys.stderr.write(f"\r{stage:8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-    if done >= total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
+class _ProgressBars:
+    """One progress bar per stage on stderr, each ended by a newline: when it is full, when the next stage
+    starts, or at `close` (a stage may stop short of its total)."""
+
+    def __init__(self) -> None:
+        self.open_stage: str | None = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.open_stage not in (None, stage):
+            sys.stderr.write("\n")
+        width = 30
+        filled = int(width * done / total) if total else width
+        sys.stderr.write(f"\r{stage:8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        self.open_stage = stage
+        if done >= total:
+            sys.stderr.write("\n")
+            self.open_stage = None
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.open_stage is not None:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.open_stage = None
 
 
 def cmd_save(args: argparse.Namespace) -> int:
@@ -135,6 +159,10 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
+    if args.strategy and not args.all_projects:
+        from .cli_commands import forget_by_strategy_in_project
+
+        return forget_by_strategy_in_project(args)
     if args.strategy:
         from .lifecycle.sweep import sweep
 
@@ -144,7 +172,12 @@ def cmd_forget(args: argparse.Namespace) -> int:
         if args.json:
             _print_json(report.to_dict())
         else:
-            print(report.table())
+            from .cli_views import sweep_table
+
+            table = sweep_table(report.entries(), dry_run=report.dry_run, show_keeps=args.show_keeps, scope=None)
+            if table:
+                print(table)
+            print(report.summary())
             if report.dry_run and not args.dry_run:
                 print("nothing was deleted; add --yes to run this sweep")
         return 0
@@ -198,12 +231,12 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     with _open(args, load_embedder=False) as store:
         if args.out in (None, "-"):
-            count = export(store, sys.stdout)
+            count = export(store, sys.stdout, all_projects=args.all_projects)
         else:
             old = os.umask(0o077)
             try:
                 with open(args.out, "w", encoding="utf-8") as out:
-                    count = export(store, out)
+                    count = export(store, out, all_projects=args.all_projects)
             finally:
                 os.umask(old)
     print(f"exported {count} records", file=sys.stderr)
@@ -211,8 +244,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from .models import InvalidInput
     from .transfer import import_
 
+    if args.file != "-" and not os.path.isfile(args.file):
+        raise InvalidInput(f"{args.file}: no such file (give a file written by `agentmem export`, or '-' for stdin)")
     with _open(args) as store:
         source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
         with source:
@@ -224,8 +260,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_reindex(args: argparse.Namespace) -> int:
     from .maintenance import reindex
 
+    bars = None if args.quiet else _ProgressBars()
     with _open(args) as store:
-        result = reindex(store, progress=None if args.quiet else _progress)
+        try:
+            result = reindex(store, progress=bars)
+        finally:
+            if bars is not None:
+                bars.close()
     print(f"reindexed {result['memories']} memories: {result['indexed']} in BM25, {result['embedded']} embedded")
     return 0
 
@@ -290,37 +331,54 @@ def cmd_install(args: argparse.Namespace) -> int:
     if args.dry_run:
         print("(dry run: nothing written)")
         return 0
-    install.apply(plan)
+    done = install.apply(plan)
+    backups = [change.backup for change in done.changes if change.backup is not None]
+    if backups:
+        print("backups of the files changed (delete them once all is well):")
+        for backup in backups:
+            print(f"  {backup}")
+    if done.changes:
+        client = "Claude Code" if args.client == "claude-code" else "Cursor"
+        verb = "load" if args.command_name == "install" else "drop"
+        print(f"restart {client} (quit it and start it again) to {verb} agentmem")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     import argparse
 
+    from .cli_commands import cmd_import_history, cmd_list, cmd_purge
     from .models import PRIORITIES, SOURCES, TIERS, TYPES
+    from .version import package_version
 
     parser = argparse.ArgumentParser(prog="agentmem", description="Long-term memory for coding agents.")
+    parser.add_argument("--version", action="version", version=f"agentmem {package_version()}")
     sub = parser.add_subparsers(dest="command_name", required=True)
 
-    def scoped(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    def scoped(p: argparse.ArgumentParser, global_help: str = "the global memories instead of the current "
+               "project's") -> argparse.ArgumentParser:
         p.add_argument("--project", help="project id (default: the git root of the current directory)")
-        p.add_argument("--global", dest="global_", action="store_true", help="global memories only")
+        p.add_argument("--global", dest="global_", action="store_true", help=global_help)
         return p
 
-    p = scoped(sub.add_parser("save", help="remember something"))
+    json_help = "print JSON instead of text"
+    p = scoped(sub.add_parser("save", help="remember something"),
+               "save a global memory, true in every project (e.g. a preference), instead of a project one")
     p.add_argument("content", help="what to remember ('-' reads stdin)")
-    p.add_argument("--title")
-    p.add_argument("--type", default="fact", choices=TYPES)
-    p.add_argument("--tier", default="semantic", choices=TIERS)
-    p.add_argument("--tag", action="append")
-    p.add_argument("--file", action="append")
-    p.add_argument("--importance", type=float, default=0.5)
-    p.add_argument("--priority", default="P1", choices=PRIORITIES)
+    p.add_argument("--title", help="a short title (default: the first line)")
+    p.add_argument("--type", default="fact", choices=[t for t in TYPES if t != "summary"],
+                   help="what kind of memory (default: fact)")
+    p.add_argument("--tier", default="semantic", choices=TIERS, help=argparse.SUPPRESS)
+    p.add_argument("--tag", action="append", help="a tag (repeat for more)")
+    p.add_argument("--file", action="append", help="a file the memory is about (repeat for more)")
+    p.add_argument("--importance", type=float, default=0.5, help="0..1, how much it matters (default: 0.5)")
+    p.add_argument("--priority", default="P1", choices=PRIORITIES,
+                   help="P0 never decays (core rules), P2 may expire (default: P1)")
     p.add_argument("--pin", action="store_true", help="always include in session-start context")
-    p.add_argument("--ttl-days", type=float)
-    p.add_argument("--supersedes")
-    p.add_argument("--source", default="user", choices=SOURCES)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--ttl-days", type=float, help="forget it after this many days")
+    p.add_argument("--supersedes", help="the id of a memory this one replaces")
+    p.add_argument("--source", default="user", choices=SOURCES, help=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_save)
 
     p = sub.add_parser("pin", help="confirm a memory as yours: pinned, optionally P0 and global")
@@ -339,84 +397,120 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_quarantine)
 
     p = scoped(sub.add_parser("search", help="find memories"))
-    p.add_argument("query")
-    p.add_argument("--type", action="append", choices=TYPES)
-    p.add_argument("--tier", action="append", choices=TIERS)
-    p.add_argument("--all-projects", action="store_true")
-    p.add_argument("--limit", type=int, default=10)
-    p.add_argument("--budget", type=int)
+    p.add_argument("query", help="what you are looking for, in words or identifiers")
+    p.add_argument("--type", action="append", choices=TYPES, help="only this type (repeat for more)")
+    p.add_argument("--tier", action="append", choices=TIERS,
+                   help="only this tier (repeat for more; default: all but working, the raw captured events)")
+    p.add_argument("--all-projects", action="store_true", help="search every project, not only the current one")
+    p.add_argument("--limit", type=int, default=10, help="at most this many hits (default: 10)")
+    p.add_argument("--budget", type=int, help="token budget of the answer (default: AGENTMEM_SEARCH_BUDGET)")
     p.add_argument("--history", action="store_true", help="include superseded versions")
-    p.add_argument("--min-confidence", type=float)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--min-confidence", type=float, help="leave out memories with a lower confidence (0..1)")
+    p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_search)
 
     p = scoped(sub.add_parser("get", help="show a memory"))
-    p.add_argument("id")
+    p.add_argument("id", help="a memory id (m_...)")
     p.add_argument("--history", action="store_true", help="every version")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_get)
 
     p = scoped(sub.add_parser("forget", help="forget memories by id, session, filter or strategy"))
-    p.add_argument("ids", nargs="*")
-    p.add_argument("--session")
-    p.add_argument("--type", choices=TYPES)
-    p.add_argument("--tier", choices=TIERS)
-    p.add_argument("--older-than-days", type=float)
-    p.add_argument("--all-projects", action="store_true")
-    p.add_argument("--strategy", choices=("importance", "age", "capacity", "composite"))
-    p.add_argument("--threshold", type=float, default=0.6)
-    p.add_argument("--max-deletions", type=int, default=50)
-    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("ids", nargs="*", help="memory ids to forget (every version of each)")
+    p.add_argument("--session", help="forget what was captured in this session")
+    p.add_argument("--type", choices=TYPES, help="filter: memories of this type")
+    p.add_argument("--tier", choices=TIERS, help="filter: memories of this tier")
+    p.add_argument("--older-than-days", type=float, help="filter: memories created more than N days ago")
+    p.add_argument("--all-projects", action="store_true", help="a filter or strategy covers every project")
+    p.add_argument("--strategy", choices=("importance", "age", "capacity", "composite"),
+                   help="let a forgetting strategy choose (see docs/lifecycle.md)")
+    p.add_argument("--threshold", type=float, default=0.6,
+                   help="with --strategy: forget memories scoring at least this (0..1, default: 0.6)")
+    p.add_argument("--max-deletions", type=int, default=50,
+                   help="with --strategy: forget at most this many by score (default: 50)")
+    p.add_argument("--dry-run", action="store_true", help="show what would go, change nothing")
     p.add_argument("--yes", action="store_true", help="really delete what a filter or strategy selects")
-    p.add_argument("--reason")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--show-keeps", action="store_true", help="with --strategy: also list the memories kept")
+    p.add_argument("--reason", help="why (kept in the audit log)")
+    p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_forget)
 
     p = scoped(sub.add_parser("stats", help="what is stored"))
-    p.add_argument("--all-projects", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--all-projects", action="store_true", help="count every project, not only the current one")
+    p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_stats)
 
-    p = scoped(sub.add_parser("export", help="write every memory as JSONL"))
+    p = scoped(sub.add_parser("list", help="list memories, newest first"))
+    p.add_argument("--type", action="append", choices=TYPES, help="only this type (repeat for more)")
+    p.add_argument("--tier", action="append", choices=TIERS, help="only this tier (repeat for more)")
+    p.add_argument("--all-projects", action="store_true", help="every project, not only the current one")
+    p.add_argument("--history", action="store_true", help="include superseded versions")
+    p.add_argument("--limit", type=int, default=20, help="memories per page (default: 20)")
+    p.add_argument("--page", type=int, default=1, help="which page (default: 1)")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("purge", help="remove all of agentmem's data, or one project's memories (--project)")
+    p.add_argument("--project", nargs="?", const="", default=None, metavar="PATH",
+                   help="only this project's memories and captured sessions (default PATH: the current project)")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.set_defaults(func=cmd_purge)
+
+    p = scoped(sub.add_parser("export", help="write the project's memories (and the global ones) as JSONL"))
     p.add_argument("--out", help="file (default: stdout)")
+    p.add_argument("--all-projects", action="store_true", help="export every project's memories")
     p.set_defaults(func=cmd_export)
 
     p = scoped(sub.add_parser("import", help="read a JSONL export"))
     p.add_argument("file", help="export file ('-' reads stdin)")
     p.set_defaults(func=cmd_import)
 
+    p = sub.add_parser("import-history", help="import your past Claude Code sessions (~/.claude/projects)")
+    p.add_argument("client", choices=("claude-code",), help="whose history (claude-code)")
+    p.add_argument("--project", nargs="?", const="", default=None, metavar="PATH",
+                   help="only the sessions of this project (default PATH: the current one; default: every project)")
+    p.add_argument("--since", help="only sessions written since this date (2026-03-01)")
+    p.add_argument("--root", help="where the transcripts are (default: ~/.claude/projects)")
+    p.add_argument("--no-worker", action="store_true",
+                   help="only capture; leave summarising to the background worker")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_import_history)
+
     p = scoped(sub.add_parser("reindex", help="rebuild BM25 and vectors from SQLite"))
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_reindex)
 
     p = scoped(sub.add_parser("doctor", help="check the installation and say how to fix problems"))
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_doctor)
 
     p = scoped(sub.add_parser("audit", help="check the audit log"))
-    p.add_argument("--verify", action="store_true", required=True)
+    p.add_argument("--verify", action="store_true", required=True, help="check the hash chain of the audit log")
     p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser("serve", help="run the MCP stdio server")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("hook", help="handle a client hook event (JSON on stdin)")
-    p.add_argument("--client", default="claude-code", choices=("claude-code", "cursor"))
-    p.add_argument("event")
+    p.add_argument("--client", default="claude-code", choices=("claude-code", "cursor"),
+                   help="the client sending the event (default: claude-code)")
+    p.add_argument("event", help="the client's event name (SessionStart, UserPromptSubmit, PostToolUse, ...)")
     p.set_defaults(func=cmd_hook)
 
     p = sub.add_parser("worker", help="run background work (compress, summarise, consolidate, decay)")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--once", action="store_true", default=True)
-    mode.add_argument("--forever", action="store_true")
-    p.add_argument("--retry-failed", action="store_true")
+    mode.add_argument("--once", action="store_true", default=True,
+                      help="do what is pending, then exit (the default)")
+    mode.add_argument("--forever", action="store_true", help="keep running and work as events arrive")
+    p.add_argument("--retry-failed", action="store_true", help="retry the observations parked as failed")
     p.set_defaults(func=cmd_worker)
 
     for name in ("install", "uninstall"):
         p = sub.add_parser(name, help=f"{name} agentmem in Claude Code or Cursor")
-        p.add_argument("client", choices=("claude-code", "cursor"))
-        p.add_argument("--scope", default="user", choices=("user", "project"))
-        p.add_argument("--dry-run", action="store_true")
+        p.add_argument("client", choices=("claude-code", "cursor"), help="the coding agent")
+        p.add_argument("--scope", default="user", choices=("user", "project"),
+                       help="user: every project of this user (default); project: the current project's files")
+        p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
         if name == "install":
             p.add_argument("--command", help="the agentmem command to write (default: this installation's path)")
         p.set_defaults(func=cmd_install)
@@ -429,12 +523,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .capture.hook import main as hook_main
 
         return hook_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not argv:
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
     from .config import ConfigError
     from .models import AgentmemError
 
     try:
-        return args.func(args) or 0
+        code = args.func(args) or 0
+        sys.stdout.flush()  # a closed pipe fails here, inside the try, not at interpreter exit
+        return code
     except (AgentmemError, ConfigError) as exc:
         print(f"agentmem: {exc}", file=sys.stderr)
         return 2
@@ -450,3 +550,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_went_away()
+    except (OSError, ValueError) as exc:
+        message = _explain(exc)
+        if message is None:
+            raise
+        print(f"agentmem: {message}", file=sys.stderr)
+        return 2
+
+
+def _reader_went_away() -> int:
+    """The reader of stdout closed it (`agentmem stats | head`): exit quietly, with nothing more flushed
+    to the closed pipe at interpreter exit (Python's documented recipe)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
+def _explain(exc: BaseException) -> str | None:
+    from .config import ConfigError, load_settings
+    from .preflight import explain
+
+    try:
+        return explain(exc, load_settings())
+    except ConfigError:
+        return None

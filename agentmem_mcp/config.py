@@ -70,6 +70,8 @@ SETTINGS: tuple[Setting, ...] = (
             "The k constant of reciprocal rank fusion (`fusion = rrf`)."),
     Setting("search_budget_tokens", "int", 2000, "AGENTMEM_SEARCH_BUDGET",
             "Default token budget of one `memory_search` answer."),
+    Setting("search_min_score", "float", 0.01, "AGENTMEM_SEARCH_MIN_SCORE",
+            "Search leaves out hits scoring under this (0..1, 1 = the best possible match): noise, not memories."),
     Setting("context_budget_tokens", "int", 1500, "AGENTMEM_CONTEXT_BUDGET",
             "Hard token budget of the session-start context."),
     Setting("prompt_budget_tokens", "int", 300, "AGENTMEM_PROMPT_BUDGET",
@@ -116,6 +118,7 @@ class Settings:
     soft_match_weight: float
     rrf_k: int
     search_budget_tokens: int
+    search_min_score: float
     context_budget_tokens: int
     prompt_budget_tokens: int
     prompt_min_score: float

@@ -342,7 +342,7 @@ def _plan_file(path: Path, edit: Callable[[Config], None], client: str, *,
     if removing and updated in ({}, {"version": 1} if client == "cursor" else {}):
         return FileChange(path, before, None)
     newline = "\n" if before is None or before.endswith("\n") else ""
-    text = json.dumps(updated, indent=_indent_of(before), ensure_ascii=False) + newline
+    text = _dump_like(before, updated) + newline
     return FileChange(path, before, text)
 
 
@@ -358,6 +358,16 @@ def _parse(path: Path, text: str | None) -> Config:
     if not isinstance(config, dict):
         raise InstallError(f"{path} should hold a JSON object; fix that file, then run the command again.")
     return config
+
+
+def _dump_like(before: str | None, config: Config) -> str:
+    """`config` as JSON written the way the user's file was: one line stays one line (with or without
+    spaces after `:` and `,`), an indented file keeps its indent."""
+    stripped = (before or "").strip()
+    if '":' in stripped and "\n" not in stripped:  # one line with keys in it ("{}" gets indented)
+        spaced = re.search(r'":\s', stripped) is not None
+        return json.dumps(config, ensure_ascii=False, separators=(", ", ": ") if spaced else (",", ":"))
+    return json.dumps(config, indent=_indent_of(before), ensure_ascii=False)
 
 
 def _indent_of(text: str | None) -> int | str:

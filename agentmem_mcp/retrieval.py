@@ -159,7 +159,7 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
     hits = _join_and_rerank(store, fused[: max(limit * 4, 40)], projects, not include_history, type_list,
                             tier_list, since, until, min_confidence, reasons, query, top, similar,
                             include_quarantined)
-    hits = hits[:limit]
+    hits = [hit for hit in hits if hit.score >= store.settings.search_min_score][:limit]
     packed, used = [], 0
     for hit in hits:
         cost = estimate_tokens(hit.title + hit.snippet + hit.why) + HIT_OVERHEAD_TOKENS
@@ -266,7 +266,11 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
     if vector_ran:
         jobs["vector"] = store.pool.submit(_vector_search, store, query, projects, latest_only)
     elif "vector" in retrievers:
-        notes.append(f"vector search unavailable ({store.embedder.status}); results use BM25 + entity graph")
+        status = store.embedder.status
+        notes.append("vector search is loading (the model loads in the first seconds); results use BM25 + entity "
+                     "graph meanwhile" if status == "loading" else
+                     f"vector search unavailable ({status.removeprefix('unavailable: ')}); results use BM25 + "
+                     f"entity graph")
     if "graph" in retrievers:
         jobs["graph"] = store.pool.submit(_graph_search, store, query)
     words_job = None

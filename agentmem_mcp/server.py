@@ -12,6 +12,8 @@ cannot make a memory P0, pinned or global, nor replace one the user owns (lifecy
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import os
 import threading
@@ -22,11 +24,14 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from .config import Settings, load_settings
 from .models import AgentmemError, InvalidInput
 from .project import project_for, project_from_uri
+from .tool_output import compact_json, compact_schema, compact_search, get_answer
 from .trust import neutralize
 
 log = logging.getLogger("agentmem.server")
@@ -63,6 +68,7 @@ class AppState:
                 self._store = Store.open(self.settings, project=self.project, load_embedder=False,
                                          index_in_background=True)
                 if not self.stopping.is_set():
+                    self._store.embedder.announce_loading()
                     self._model_thread = threading.Thread(target=self._load_model, args=(self._store,),
                                                           name="agentmem-model", daemon=True)
                     self._model_thread.start()
@@ -120,6 +126,12 @@ async def _call(state: AppState, ctx: Context | None, fn: Any) -> Any:
         raise ToolError(str(exc)) from None
     except Exception as exc:  # left to the SDK, the agent would read only "Error executing tool ..."
         log.exception("tool call failed")
+        from .preflight import explain
+
+        problem = explain(exc, state.settings)
+        if problem:
+            raise ToolError(f"agentmem cannot use its files: {problem}. Carry on without memory for this step.") \
+                from None
         raise ToolError(f"{type(exc).__name__}: {str(exc)[:300]}. This is unexpected (probably a bug in agentmem); "
                         f"details are in {state.settings.log_path}. Carry on without memory for this step.") from None
 
@@ -168,34 +180,28 @@ def build_server(settings: Settings | None = None) -> MCPServer:
                 tasks.cancel_scope.cancel()
         await anyio.to_thread.run_sync(state.close)
 
-    server = MCPServer(name="agentmem", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+    tools: list[Tool] = []
 
-    @server.tool()
+    @_tool(tools, read_only=False, idempotent=True)
     async def memory_save(
-        content: Annotated[str, Field(description="What to remember, self-contained: the fact, decision or fix "
-                                                  "and why. Secrets are removed automatically.")],
-        type: Annotated[Literal["decision", "preference", "pattern", "architecture", "bug", "workflow", "fact",
-                                "context"], Field(description="What kind of memory this is")] = "fact",
-        title: Annotated[str | None, Field(description="Short title; default: the first line")] = None,
+        content: Annotated[str, Field(description="Self-contained, with the why")],
+        type: Literal["decision", "preference", "pattern", "architecture", "bug", "workflow", "fact",
+                      "context"] = "fact",
+        title: str | None = None,
         tags: list[str] | None = None,
-        files: Annotated[list[str] | None, Field(description="Files this memory is about")] = None,
-        importance: Annotated[float, Field(ge=0, le=1, description="0..1, how much it matters")] = 0.5,
-        priority: Annotated[Literal["P0", "P1", "P2"],
-                            Field(description="P0: never decays (core rules); P2: may expire")] = "P1",
+        files: list[str] | None = None,
+        importance: Annotated[float, Field(ge=0, le=1)] = 0.5,
+        priority: Annotated[Literal["P0", "P1", "P2"], Field(description="P0 never decays")] = "P1",
         scope: Annotated[Literal["project", "global"],
-                         Field(description="global = true in every project (e.g. user preferences)")] = "project",
-        ttl_days: Annotated[float | None, Field(gt=0, description="Forget after this many days")] = None,
-        supersedes: Annotated[str | None, Field(description="Id of a memory this one replaces")] = None,
+                         Field(description="global: every project")] = "project",
+        ttl_days: Annotated[float | None, Field(gt=0)] = None,
+        supersedes: Annotated[str | None, Field(description="Id it replaces")] = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Save something worth knowing in a later session: a decision and its reason, a user preference, a
-        project convention, a bug and its fix, a workflow (how to build, test, deploy), an architecture fact.
-        Save when you learn it, in one or two self-contained sentences. Repeating a memory is a no-op; a new
-        version of an old fact (e.g. 'use pnpm' after 'use yarn') supersedes it and keeps the history.
-        Your saves are project-scoped, P1 and unpinned until the user confirms them, and never replace the
-        user's own, pinned or P0 memories (they are saved beside them, as a conflict).
-        Returns {id, action: created|duplicate|superseded, version, supersedes, reason, conflicts_with, notes}:
-        notes say what was held back and what the user can run to confirm it."""
+        """Save what a later session should know: a decision and why, a preference, a convention, a bug and
+        its fix, how to build/test/deploy. Save it when you learn it, in 1-2 sentences; a newer version of a
+        fact supersedes the old. Your saves stay in this project, P1 and unpinned until the user confirms them,
+        and never replace the user's own memories (the answer's notes say so)."""
         def run(store: Any) -> dict[str, Any]:
             if supersedes is not None:
                 try:
@@ -211,25 +217,22 @@ def build_server(settings: Settings | None = None) -> MCPServer:
             return answer
         return await _call(state, ctx, run)
 
-    @server.tool()
+    @_tool(tools, read_only=True, idempotent=True, shape=compact_search)
     async def memory_search(
-        query: Annotated[str, Field(description="What you are looking for, in words or identifiers")],
+        query: str,
         limit: Annotated[int, Field(ge=1, le=50)] = 8,
-        type: Annotated[str | None, Field(description="Only this type (decision, bug, workflow, ...)")] = None,
+        type: Annotated[str | None, Field(description="e.g. decision, bug")] = None,
         tier: Annotated[Literal["working", "episodic", "semantic", "procedural"] | None,
-                        Field(description="working = raw captured tool calls; episodic = session summaries")] = None,
-        all_projects: Annotated[bool, Field(description="Search every project, not just this one (refused "
-                                                        "unless the user allowed it in agentmem's settings)")] = False,
-        include_history: Annotated[bool, Field(description="Also return superseded versions")] = False,
+                        Field(description="episodic: session summaries")] = None,
+        all_projects: Annotated[bool, Field(description="Every project (only if the user allowed it)")] = False,
+        include_history: Annotated[bool, Field(description="Also superseded versions")] = False,
         min_confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
-        since_days: Annotated[float | None, Field(gt=0, description="Only memories from the last N days")] = None,
+        since_days: Annotated[float | None, Field(gt=0, description="Last N days only")] = None,
         budget_tokens: Annotated[int | None, Field(ge=50, le=20000)] = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Search long-term memory. Call it before starting a task, when something looks familiar (an error
-        message, a file, a tool), or when the user refers to an earlier decision. Returns compact hits
-        {id, title, type, snippet, score, age, why} best first, under a token budget; call memory_get for
-        the whole memory. 'mode' says whether vector search was available."""
+        """Search long-term memory. Call it before starting a task, when something looks familiar (an error,
+        a file, a tool) or when the user refers to earlier work."""
         def run(store: Any) -> dict[str, Any]:
             _check_cross_project(store, all_projects)
             since = store.now() - since_days * 86400 if since_days else None
@@ -238,35 +241,36 @@ def build_server(settings: Settings | None = None) -> MCPServer:
                                              since=since, budget_tokens=budget_tokens).to_dict())
         return await _call(state, ctx, run)
 
-    @server.tool()
+    @_tool(tools, read_only=True, idempotent=True)
     async def memory_get(
-        id: Annotated[str, Field(description="A memory id from memory_search, like m_0123456789abcdef")],
-        history: Annotated[bool, Field(description="Also return every earlier version")] = False,
+        id: str,
+        history: bool = False,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Return one whole memory (content, tags, files, confidence, version...) and, with history=true,
-        every version of it, oldest first."""
+        """A whole memory (from a search hit's id); history=true: every version, oldest first."""
         def run(store: Any) -> dict[str, Any]:
-            memory = store.get(id, within=_within(store))
-            answer: dict[str, Any] = {"memory": _safe_memory(memory.to_dict())}
-            if history:
-                answer["history"] = [_safe_memory(m.to_dict()) for m in store.history(id, within=_within(store))]
-            return answer
+            memory = _safe_memory(store.get(id, within=_within(store)).to_dict())
+            versions = ([_safe_memory(m.to_dict()) for m in store.history(id, within=_within(store))]
+                        if history else None)
+            return get_answer(memory, versions, store.now())
         return await _call(state, ctx, run)
 
-    @server.tool()
+    @_tool(tools, read_only=False, destructive=True, idempotent=True)
     async def memory_forget(
-        ids: Annotated[list[str] | None, Field(description="Memory ids to forget (every version of each)")] = None,
-        session_id: Annotated[str | None, Field(description="Forget what was captured in this session")] = None,
-        type: Annotated[str | None, Field(description="Filter: forget memories of this type")] = None,
-        older_than_days: Annotated[float | None, Field(gt=0, description="Filter: created before N days ago")] = None,
-        dry_run: Annotated[bool | None, Field(description="Preview only. Default: true for filters, false for "
-                                                          "ids and sessions")] = None,
-        reason: Annotated[str, Field(description="Why (kept in the audit log)")] = "",
+        ids: list[str] | None = None,
+        session_id: str | None = None,
+        type: str | None = None,
+        older_than_days: Annotated[float | None, Field(gt=0)] = None,
+        dry_run: Annotated[bool | None, Field(description="Default: true for a filter")] = None,
+        reason: Annotated[str, Field(description="For the audit log")] = "",
         ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Forget memories that are wrong, obsolete or unwanted: by ids, by session, or by a filter. A filter
-        only previews unless dry_run=false. Returns what was (or would be) forgotten."""
+        """Forget wrong or obsolete memories (every version) by ids, session_id, or a filter (type,
+        older_than_days) that only previews unless dry_run=false."""
+        if sum([ids is not None, session_id is not None, type is not None or older_than_days is not None]) != 1:
+            raise ToolError("say what to forget: ids, a session_id, or a filter (type and/or older_than_days), "
+                            "exactly one of these")
+
         def run(store: Any) -> dict[str, Any]:
             by_filter = ids is None and session_id is None
             preview = dry_run if dry_run is not None else by_filter
@@ -278,14 +282,13 @@ def build_server(settings: Settings | None = None) -> MCPServer:
             return answer
         return await _call(state, ctx, run)
 
-    @server.tool()
+    @_tool(tools, read_only=True, idempotent=True)
     async def memory_context(
         budget_tokens: Annotated[int | None, Field(ge=100, le=20000)] = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """The project briefing injected at session start: pinned and P0 memories, the most useful project
-        knowledge and the last sessions' summaries, each with why it is there, under a token budget. Use it
-        when you were not given that context (e.g. no hooks installed) or after the conversation was compacted."""
+        """The session-start briefing: pinned memories, project knowledge, last sessions. Call it if you did
+        not get it (no hooks) or after compaction."""
         def run(store: Any) -> dict[str, Any]:
             from .context import session_context
 
@@ -295,19 +298,42 @@ def build_server(settings: Settings | None = None) -> MCPServer:
                     "memory_ids": used}
         return await _call(state, ctx, run)
 
-    @server.tool()
+    @_tool(tools, read_only=True, idempotent=True)
     async def memory_stats(
         all_projects: bool = False,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Counts of memories by tier, type and source, confidence bands, never-used memories, what expires
-        soon, the last forgetting sweep, captured observations, the index backlog and the LLM spend today."""
+        """Counts by tier, type and source, what expires soon, the last sweep, backlogs, today's LLM spend."""
         def run(store: Any) -> dict[str, Any]:
             _check_cross_project(store, all_projects)
             return store.stats(all_projects=all_projects)
         return await _call(state, ctx, run)
 
-    return server
+    from .version import package_version
+
+    return MCPServer(name="agentmem", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING",
+                     version=package_version(), tools=tools)
+
+
+def _tool(registry: list[Tool], *, read_only: bool, destructive: bool = False, idempotent: bool = False,
+          shape: Any = None) -> Any:
+    """Register an agentmem tool in `registry`: its docstring as one paragraph (without the source's
+    indentation and line breaks) as the description, its annotations, a compact input schema, and an answer
+    whose text is compact JSON (of `shape(answer)` when given) with the whole answer in structuredContent."""
+    def register(fn: Any) -> Any:
+        @functools.wraps(fn)
+        async def answered(*args: Any, **kwargs: Any) -> CallToolResult:
+            data = await fn(*args, **kwargs)
+            text = compact_json(shape(data) if shape else data)
+            return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+        hints = ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent)
+        description = " ".join(inspect.cleandoc(fn.__doc__ or "").split())
+        tool = Tool.from_function(answered, name=fn.__name__, description=description, annotations=hints,
+                                  structured_output=False)
+        registry.append(tool.model_copy(update={"parameters": compact_schema(tool.parameters)}))
+        return fn
+    return register
 
 
 async def _background(state: AppState) -> None:
@@ -326,9 +352,21 @@ async def _background(state: AppState) -> None:
 
 
 def run() -> None:
-    """Entry point of `agentmem serve`."""
+    """Entry point of `agentmem serve`. A home agentmem cannot use stops it before the MCP handshake, with one
+    line on stderr (the client shows it as a failed connection and keeps the line in its MCP log)."""
+    import sys
+
+    from .models import AgentmemError
+    from .preflight import home_problem
+
     settings = load_settings()
+    problem = home_problem(settings)
+    if problem:
+        raise AgentmemError(f"cannot serve: {problem}")
     from .logs import setup_logging
 
     setup_logging(settings)
+    if sys.stdin.isatty():
+        print("agentmem: MCP server waiting for an MCP client on stdin (a client such as Claude Code starts "
+              "it; Ctrl-C to stop)", file=sys.stderr)
     build_server(settings).run()

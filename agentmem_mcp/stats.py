@@ -25,9 +25,11 @@ def stats(store: Store, *, project: str | None = ..., all_projects: bool = False
     if not all_projects:
         where += " AND (project IS ? OR project IS NULL)"
         args.append(project)
+    scope, scope_args = ("1 = 1", []) if all_projects else ("project IS ?", [project])
     total, never, superseded = conn.execute(
         f"SELECT COUNT(*), SUM(access_count = 0), "
-        f"(SELECT COUNT(*) FROM memories WHERE is_latest = 0) FROM memories WHERE {where}", args).fetchone()
+        f"(SELECT COUNT(*) FROM memories WHERE is_latest = 0 AND (project IS ? OR project IS NULL OR ?)) "
+        f"FROM memories WHERE {where}", [project, all_projects, *args]).fetchone()
     bands = conn.execute(
         f"SELECT SUM(confidence >= 0.8), SUM(confidence >= 0.4 AND confidence < 0.8), SUM(confidence < 0.4) "
         f"FROM memories WHERE {where}", args).fetchone()
@@ -39,9 +41,10 @@ def stats(store: Store, *, project: str | None = ..., all_projects: bool = False
     spend = conn.execute("SELECT COALESCE(SUM(input_tokens + output_tokens), 0), COUNT(*) FROM llm_ledger "
                          "WHERE day = ?", (day,)).fetchone()
     observations = {row[0]: row[1] for row in conn.execute(
-        "SELECT status, COUNT(*) FROM observations GROUP BY status")}
+        f"SELECT status, COUNT(*) FROM observations WHERE {scope} GROUP BY status", scope_args)}
     return {
         "project": None if all_projects else project,
+        "all_projects": all_projects,
         "memories": total or 0,
         "superseded_versions": superseded or 0,
         "by_tier": _grouped(conn, "tier", where, args),
@@ -54,7 +57,7 @@ def stats(store: Store, *, project: str | None = ..., all_projects: bool = False
         "expiring_within_7_days": expiring,
         "last_sweep": json.loads(sweep[0]) if sweep else None,
         "observations": observations,
-        "sessions": conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
+        "sessions": conn.execute(f"SELECT COUNT(*) FROM sessions WHERE {scope}", scope_args).fetchone()[0],
         "index_backlog": store.index_backlog(),
         # what the background worker has still to embed: whole memories, then their sentence pieces and words
         "vector_backlog": {
@@ -71,13 +74,30 @@ def stats(store: Store, *, project: str | None = ..., all_projects: bool = False
     }
 
 
+def format_sweep(sweep: dict[str, Any] | None, now: float | None = None) -> str:
+    """The last forgetting sweep in a line: when (UTC and how long ago), the strategy and what it changed."""
+    from .cli_views import age
+
+    if not sweep:
+        return "never"
+    at = sweep.get("at")
+    when = "at an unknown time"
+    if isinstance(at, (int, float)):
+        now = time.time() if now is None else now
+        when = f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(at))} ({age(max(now - at, 0.0))})"
+    removed = sum(int(sweep.get(key) or 0) for key in ("deleted", "expired", "low_confidence"))
+    return (f"{when}, {sweep.get('strategy', '?')}: removed {removed} of {sweep.get('scored', 0)} memories, "
+            f"decayed {sweep.get('decayed', 0)}, pruned {sweep.get('pruned_versions', 0)} old versions")
+
+
 def format_stats(data: dict[str, Any]) -> str:
     """The human-readable form of `stats()`."""
     def line(label: str, mapping: dict[str, Any]) -> str:
         return f"{label:12} " + ("  ".join(f"{k} {v}" for k, v in mapping.items()) or "-")
 
+    scope = "all projects" if data.get("all_projects", True) else "none (global memories only)"
     lines = [
-        f"project      {data['project'] or 'all projects'}",
+        f"project      {data['project'] or scope}",
         f"memories     {data['memories']} latest, {data['superseded_versions']} superseded versions",
         line("by tier", data["by_tier"]),
         line("by type", data["by_type"]),
@@ -86,7 +106,7 @@ def format_stats(data: dict[str, Any]) -> str:
         f"quarantined  {data['quarantined']}" + ("  (agentmem quarantine list)" if data["quarantined"] else ""),
         f"never used   {data['never_accessed']}",
         f"expiring 7d  {len(data['expiring_within_7_days'])}",
-        f"last sweep   {json.dumps(data['last_sweep']) if data['last_sweep'] else 'never'}",
+        f"last sweep   {format_sweep(data['last_sweep'])}",
         line("observations", data["observations"]),
         f"index queue  {data['index_backlog']}",
         f"vector queue {data['vector_backlog']['memories']} memories, "

@@ -25,14 +25,19 @@ COLUMNS = [name for name in Memory.__dataclass_fields__]
 
 
 def export_lines(store: Store, *, project: str | None = ..., all_projects: bool = True) -> Iterator[str]:
+    """The export, line by line: a header, every version of every memory, then the links between them.
+    all_projects=False keeps one project's memories (default: the store's) and the global ones, and the
+    links whose two ends are both exported."""
     conn = store.conn
     yield json.dumps({"kind": "header", "format": FORMAT})
     where, args = "1 = 1", []
     if not all_projects:
-        where, args = "project IS ?", [store.project if project is ... else project]
+        where, args = "project IS ? OR project IS NULL", [store.project if project is ... else project]
     for row in conn.execute(f"SELECT * FROM memories WHERE {where} ORDER BY root_id, version", args):
         yield json.dumps({"kind": "memory", **Memory.from_row(row).to_dict()}, ensure_ascii=False)
-    for row in conn.execute("SELECT src_id, dst_id, relation, created_at FROM memory_links ORDER BY src_id"):
+    ends = f"SELECT id FROM memories WHERE {where}"
+    for row in conn.execute(f"SELECT src_id, dst_id, relation, created_at FROM memory_links WHERE src_id IN ({ends}) "
+                            f"AND dst_id IN ({ends}) ORDER BY src_id", [*args, *args]):
         yield json.dumps({"kind": "link", **dict(row)})
 
 

@@ -194,8 +194,19 @@ def _log_failure(client: str, event_name: str, exc: BaseException) -> None:
         pass
 
 
+HOOK_USAGE = """usage: agentmem hook [--client claude-code|cursor] EVENT
+
+Handle one client hook event: read the client's JSON on stdin, store an observation, print the context the
+client reads back. The client calls it (`agentmem install` writes the hooks); you do not run it by hand.
+EVENT is the client's event name (SessionStart, UserPromptSubmit, PostToolUse, Stop, SessionEnd, ...).
+"""
+
+
 def main(argv: list[str]) -> int:
     """`agentmem hook [--client claude-code|cursor] EVENT` without building the full CLI parser."""
+    if any(arg in ("-h", "--help") for arg in argv):
+        sys.stdout.write(HOOK_USAGE)
+        return 0
     client = "claude-code"
     event = None
     args = list(argv)

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 log = logging.getLogger("agentmem.embedder")
 
@@ -83,6 +86,47 @@ def without_telemetry() -> None:
             log.info("onnxruntime telemetry not turned off after import: %s", exc)
 
 
+def default_model_cache(env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+    """Where a downloaded model is kept: FASTEMBED_CACHE_PATH if set, else agentmem's folder in the user's
+    cache directory (`$XDG_CACHE_HOME/agentmem/models`, `~/.cache/agentmem/models`; on macOS
+    `~/Library/Caches/agentmem/models`), which outlives a reboot (fastembed's own default is under /tmp)."""
+    env = os.environ if env is None else env
+    home = Path.home() if home is None else home
+    if env.get("FASTEMBED_CACHE_PATH"):
+        return Path(env["FASTEMBED_CACHE_PATH"]).expanduser()
+    if sys.platform == "darwin":
+        return home / "Library" / "Caches" / "agentmem" / "models"
+    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else home / ".cache"
+    return base / "agentmem" / "models"
+
+
+def _offline(env: Mapping[str, str]) -> bool:
+    return env.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "TRUE", "YES", "ON"}
+
+
+def _hub_reachable(env: Mapping[str, str], timeout: float = 3.0) -> bool:
+    """Whether the model hub answers a TCP connection within `timeout` (a proxy is trusted to)."""
+    if any(env.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    host = urlsplit(env.get("HF_ENDPOINT") or "https://huggingface.co")
+    try:
+        socket.create_connection((host.hostname or "huggingface.co", host.port or 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+class ModelUnavailable(RuntimeError):
+    """The model is neither at AGENTMEM_EMBED_MODEL_PATH nor in the cache, and cannot be downloaded now."""
+
+
+def _no_download(model_name: str, cache: Path, why: str) -> ModelUnavailable:
+    return ModelUnavailable(
+        f"the embedding model {model_name} is not in {cache} and cannot be downloaded ({why}): set "
+        f"AGENTMEM_EMBED_MODEL_PATH to a folder holding the model, or allow the one-time download; "
+        f"search uses keywords only meanwhile")
+
+
 def _release_freed_memory() -> None:
     """Hand memory freed on the C heap back to the system (glibc): the first session's, after
     `without_spinning`. `agentmem serve` then holds 259 MB once the model is loaded, against 314 MB before
@@ -98,15 +142,18 @@ def _release_freed_memory() -> None:
 class Embedder:
     """A fastembed TextEmbedding behind a lock, with background loading and a recorded failure."""
 
-    def __init__(self, model_name: str, model_path: Path | None = None, *, enabled: bool = True) -> None:
+    def __init__(self, model_name: str, model_path: Path | None = None, *, enabled: bool = True,
+                 cache_dir: Path | None = None) -> None:
         self.model_name = model_name
         self.model_path = model_path
+        self.cache_dir = cache_dir  # None: default_model_cache()
         self.enabled = enabled
         self._model: Any = None
         self._error: str | None = None if enabled else "embeddings are turned off (AGENTMEM_EMBEDDINGS=0)"
         self._loaded = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._announced = False
         self.dimension: int | None = KNOWN_DIMENSIONS.get(model_name)
         if not enabled:
             self._loaded.set()
@@ -129,7 +176,12 @@ class Embedder:
             return "ready"
         if self._error:
             return f"unavailable: {self._error}"
-        return "loading" if self._thread is not None else "not loaded"
+        return "loading" if self._thread is not None or self._announced or self._lock.locked() else "not loaded"
+
+    def announce_loading(self) -> None:
+        """Say "loading" from now on until the model is loaded: a caller is about to call `load` on its own
+        thread (the server does, right after opening the store)."""
+        self._announced = True
 
     def start_loading(self) -> None:
         """Load the model on a daemon thread; returns at once."""
@@ -150,10 +202,13 @@ class Embedder:
                 kwargs: dict[str, Any] = {"model_name": self.model_name}
                 if self.model_path is not None:
                     if not Path(self.model_path).is_dir():
-                        raise FileNotFoundError(
-                            f"AGENTMEM_EMBED_MODEL_PATH={self.model_path} is not a directory")
+                        raise ModelUnavailable(
+                            f"AGENTMEM_EMBED_MODEL_PATH={self.model_path} is not a directory: point it at the "
+                            f"folder holding the model, or unset it to download the model once")
                     kwargs["specific_model_path"] = str(self.model_path)
-                model = TextEmbedding(**kwargs)
+                    model = TextEmbedding(**kwargs)
+                else:
+                    model = self._cached_or_downloaded(TextEmbedding, kwargs)
                 probe = next(iter(model.embed(["probe"])))
                 self.dimension = int(probe.shape[0])
                 self._model = quiet = without_spinning(model)
@@ -161,11 +216,35 @@ class Embedder:
                     model = None  # the first session: its memory goes back to the system
                     _release_freed_memory()
             except Exception as exc:  # any failure means "no vectors", never a crash
-                self._error = f"{type(exc).__name__}: {exc}"
-                log.warning("embedding model %s unavailable: %s", self.model_name, self._error)
+                self._error = str(exc) if isinstance(exc, ModelUnavailable) else f"{type(exc).__name__}: {exc}"
+                # a model that is simply not here is reported by `status` (search notes, doctor), once
+                (log.info if isinstance(exc, ModelUnavailable) else log.warning)(
+                    "embedding model %s unavailable: %s", self.model_name, self._error)
             finally:
                 self._loaded.set()
         return self.ready
+
+    def _cached_or_downloaded(self, text_embedding: Any, kwargs: dict[str, Any]) -> Any:
+        """The model from the cache, else downloaded once into it. Offline (HF_HUB_OFFLINE) or with the hub
+        unreachable, a missing model fails at once with one clear error, instead of fastembed's retries
+        (seven error lines over ~39 s)."""
+        from loguru import logger
+
+        cache = self.cache_dir or default_model_cache()
+        cache.mkdir(parents=True, exist_ok=True)
+        logger.disable("fastembed")  # a cache miss is expected here: no red "could not find" line
+        try:
+            return text_embedding(**kwargs, cache_dir=str(cache), local_files_only=True)
+        except Exception as exc:
+            log.info("embedding model %s not in %s (%s)", self.model_name, cache, type(exc).__name__)
+        finally:
+            logger.enable("fastembed")
+        if _offline(os.environ):
+            raise _no_download(self.model_name, cache, "HF_HUB_OFFLINE is set") from None
+        if not _hub_reachable(os.environ):
+            raise _no_download(self.model_name, cache, "the model hub cannot be reached") from None
+        log.info("downloading embedding model %s into %s", self.model_name, cache)
+        return text_embedding(**kwargs, cache_dir=str(cache))
 
     def wait(self, timeout: float | None = None) -> bool:
         if not self._loaded.is_set() and self._thread is None:

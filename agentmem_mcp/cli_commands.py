@@ -1,0 +1,164 @@
+"""The `agentmem` commands added for a new user's first hour (`list`, `purge`, `import-history`) and
+`forget --strategy` within one project, over the helpers of `cli.py`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from .cli import _open, _print_json, _ProgressBars
+
+if TYPE_CHECKING:
+    import argparse
+
+
+def forget_by_strategy_in_project(args: argparse.Namespace) -> int:
+    """`forget --strategy` in one project (the current one, or the global memories with --global): the
+    sweep's choice among that project's memories, at most --max-deletions of them by score. Decay and the
+    pruning of old versions stay with the sweep over every project (--all-projects, or the worker)."""
+    import dataclasses
+
+    from .cli_views import REMOVALS, projects_of, scoped_entries, sweep_table
+    from .lifecycle.sweep import sweep
+
+    dry_run = args.dry_run or not args.yes
+    with _open(args, load_embedder=False) as store:
+        report = sweep(store, strategy=args.strategy, dry_run=True, threshold=args.threshold,
+                       max_deletions=10 ** 9)
+        entries = scoped_entries(report, projects_of(store.conn, [s.id for s in report.scores]), store.project)
+        allowed = {e.id for e in [e for e in entries if e.decision == "delete"][:args.max_deletions]}
+        entries = [e if e.decision != "delete" or e.id in allowed else dataclasses.replace(
+            e, decision="over cap", reason=f"over --max-deletions {args.max_deletions}; {e.reason}") for e in entries]
+        gone = [e.id for e in entries if e.decision in REMOVALS]
+        if gone and not dry_run:
+            for start in range(0, len(gone), 100):
+                store.forget(ids=gone[start:start + 100], all_projects=True,
+                             reason=f"{args.reason or 'forgotten from the command line'} ({args.strategy} sweep)")
+        scope = store.project or "global memories"
+    if args.json:
+        ids = {d: [e.id for e in entries if e.decision == d] for d in REMOVALS}
+        _print_json({"project": scope, "strategy": args.strategy, "dry_run": dry_run, "threshold": args.threshold,
+                     "max_deletions": args.max_deletions, "removed_ids": gone, "deleted_ids": ids["delete"],
+                     "expired_ids": ids["expire"], "low_confidence_ids": ids["forget"],
+                     "memories": [e.to_dict() for e in entries]})
+        return 0
+    print(sweep_table(entries, dry_run=dry_run, show_keeps=args.show_keeps, scope=scope))
+    if dry_run:
+        print("nothing was deleted; " + ("add --yes to forget these" if gone else "nothing to forget")
+              + " (--all-projects sweeps every project)")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .cli_views import memory_line
+    from .housekeeping import list_memories
+    from .models import InvalidInput
+
+    if args.limit < 1 or args.page < 1:
+        raise InvalidInput("--limit and --page must be 1 or more")
+    with _open(args, load_embedder=False) as store:
+        rows, total = list_memories(store.conn, project=store.project, all_projects=args.all_projects,
+                                    types=args.type or (), tiers=args.tier or (), history=args.history,
+                                    limit=args.limit, offset=(args.page - 1) * args.limit)
+    if args.json:
+        _print_json({"total": total, "page": args.page, "limit": args.limit, "memories": rows})
+        return 0
+    for row in rows:
+        print(memory_line(row))
+    first = (args.page - 1) * args.limit
+    pages = max(1, -(-total // args.limit))
+    if not rows:
+        print("no memories" + (f" on page {args.page} (there are {pages})" if total else " here yet"))
+    else:
+        more = f"; --page {args.page + 1} for more" if args.page < pages else ""
+        print(f"-- {first + 1}-{first + len(rows)} of {total} (page {args.page} of {pages}{more})")
+    return 0
+
+
+def cmd_purge(args: argparse.Namespace) -> int:
+    from .config import load_settings
+    from .housekeeping import plan_purge, purge_files, purge_project
+    from .models import InvalidInput
+
+    settings = load_settings()
+    if args.project is None:
+        plan = plan_purge(None, settings, None)
+        if not plan.files:
+            print(f"nothing to remove: agentmem has no data in {settings.home}")
+            return 0
+    else:
+        args.global_ = False
+        store = _open(args, load_embedder=False)
+        if not store.project:
+            store.close()
+            raise InvalidInput("not inside a project (no git root here): give --project PATH")
+        plan = plan_purge(store, settings, store.project)
+    print(plan.describe())
+    if not args.yes:
+        if not sys.stdin.isatty():
+            if args.project is not None:
+                store.close()
+            raise InvalidInput("nothing was removed: add --yes to confirm (no terminal to ask in)")
+        if input("type 'purge' to confirm: ").strip() != "purge":
+            if args.project is not None:
+                store.close()
+            print("nothing was removed")
+            return 1
+    if args.project is None:
+        purge_files(plan.files)
+        print(f"removed agentmem's data from {settings.home}")
+        return 0
+    with store:
+        memories, sessions = purge_project(store, store.project)
+    print(f"forgot {memories} memories and what {sessions} sessions captured in {plan.project}")
+    return 0
+
+
+def cmd_import_history(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .config import load_settings
+    from .history import default_root, find_transcripts, import_transcripts, parse_since
+    from .models import InvalidInput
+    from .preflight import home_problem
+
+    settings = load_settings()
+    problem = home_problem(settings)
+    if problem:
+        raise InvalidInput(problem)
+    try:
+        since = parse_since(args.since) if args.since else None
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+    root = Path(args.root).expanduser() if args.root else default_root()
+    if not root.is_dir():
+        raise InvalidInput(f"no Claude Code history at {root} (give --root DIR if it is elsewhere)")
+    project = None
+    if args.project is not None:
+        from .project import project_for
+
+        project = args.project or project_for(os.getcwd()) or os.getcwd()
+    paths = find_transcripts(root, project=project, since=since)
+    if not paths:
+        print(f"no sessions to import under {root}" + (f" for {project}" if project else ""))
+        return 0
+    bars = None if args.quiet else _ProgressBars()
+    try:
+        summary = import_transcripts(settings, paths, progress=bars)
+    finally:
+        if bars is not None:
+            bars.close()
+    print(summary.text())
+    if summary.sessions and not args.no_worker:
+        from .llm import LLM
+        from .store import Store
+        from .worker import Worker
+
+        with Store.open(settings, project=None) as store:
+            print(Worker(store, llm=LLM.from_store(store)).run_until_idle().text())
+    elif summary.sessions:
+        print("the background worker will summarise them (a running server does it, or `agentmem worker`)")
+    return 0
+
+

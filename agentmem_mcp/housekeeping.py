@@ -1,0 +1,106 @@
+"""Listing what is stored, page by page, and removing agentmem's data: one project's, or all of it."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .store import Store
+
+LIST_COLUMNS = "id, title, type, tier, project, priority, pinned, version, is_latest, created_at, confidence"
+
+
+def list_memories(conn: Any, *, project: str | None, all_projects: bool = False, types: Sequence[str] = (),
+                  tiers: Sequence[str] = (), history: bool = False, limit: int = 20,
+                  offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """One page of memories, newest first, and how many match in all. By default the latest version of
+    each memory of `project` and the global ones; all_projects widens, history adds superseded versions."""
+    where, args = ["1 = 1"], []
+    if not history:
+        where.append("is_latest = 1")
+    if not all_projects:
+        where.append("(project IS ? OR project IS NULL)")
+        args.append(project)
+    for column, values in (("type", types), ("tier", tiers)):
+        if values:
+            where.append(f"{column} IN ({','.join('?' * len(values))})")
+            args.extend(values)
+    clause = " AND ".join(where)
+    total = conn.execute(f"SELECT COUNT(*) FROM memories WHERE {clause}", args).fetchone()[0]
+    rows = conn.execute(f"SELECT {LIST_COLUMNS} FROM memories WHERE {clause} ORDER BY created_at DESC, id "
+                        f"LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
+    return [dict(row) for row in rows], total
+
+
+@dataclass
+class PurgePlan:
+    """What `agentmem purge` removes: a project's memories and captured sessions, or agentmem's files."""
+
+    project: str | None = None  # None with files: everything
+    memories: int = 0
+    sessions: int = 0
+    files: list[Path] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if self.files:
+            return ("remove all of agentmem's data (quit Claude Code / Cursor first, so that no agentmem server "
+                    "has it open):\n" + "\n".join(f"  {path}" for path in self.files))
+        return (f"forget every memory of {self.project} ({self.memories} memories, every version) and the "
+                f"{self.sessions} sessions captured there; global memories and other projects stay")
+
+
+def own_files(settings: Settings) -> list[Path]:
+    """agentmem's own files and folders under its home, those that exist: the database and its WAL files,
+    the BM25 index, the logs, the hook spool. config.toml and anything else in the home stay."""
+    database = settings.database
+    candidates = [database, Path(f"{database}-wal"), Path(f"{database}-shm"), settings.fulltext_dir,
+                  settings.log_path.parent, settings.home / "spool"]
+    return [path for path in candidates if path.exists()]
+
+
+def plan_purge(store: Store | None, settings: Settings, project: str | None) -> PurgePlan:
+    """The plan for one project (`store` open on it) or, with project None and no store, for everything."""
+    if project is None:
+        return PurgePlan(files=own_files(settings))
+    conn = store.conn
+    memories = conn.execute("SELECT COUNT(*) FROM memories WHERE project IS ?", (project,)).fetchone()[0]
+    sessions = conn.execute("SELECT COUNT(*) FROM sessions WHERE project IS ?", (project,)).fetchone()[0]
+    return PurgePlan(project=project, memories=memories, sessions=sessions)
+
+
+def purge_project(store: Store, project: str, reason: str = "purged from the command line") -> tuple[int, int]:
+    """Forget every memory of `project` and what was captured in its sessions, through `Store.forget` (so the
+    indexes, the vectors and the audit log follow). Returns (memories, sessions) removed."""
+    from .models import NotFound
+
+    conn = store.conn
+    sessions = [row[0] for row in conn.execute(
+        "SELECT id FROM sessions WHERE project IS ? UNION SELECT DISTINCT session_id FROM observations "
+        "WHERE project IS ? AND session_id IS NOT NULL", (project, project))]
+    for session_id in sessions:
+        try:
+            store.forget(session_id=session_id, reason=reason)
+        except NotFound:  # a session with nothing left in it
+            pass
+    removed = 0
+    while True:
+        roots = [row[0] for row in conn.execute(
+            "SELECT DISTINCT root_id FROM memories WHERE project IS ? LIMIT 100", (project,))]
+        if not roots:
+            break
+        removed += store.forget(ids=roots, all_projects=True, reason=reason).count
+    return removed, len(sessions)
+
+
+def purge_files(paths: Sequence[Path]) -> None:
+    """Remove the files and folders `own_files` listed."""
+    for path in paths:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
