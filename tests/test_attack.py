@@ -61,8 +61,6 @@ def test_no_payload_becomes_knowledge_and_every_carrying_memory_is_quarantined(r
     assert sum(o.carrying for o in report.outcomes) > 0  # the payloads did reach the store: the test measures
 
 
-@pytest.mark.xfail(strict=True, reason="the briefing and prompt recall (context.py, the lead's) do not yet skip "
-                                       "quarantined memories nor neutralise what they inject")
 def test_no_payload_reaches_the_next_session(report):
     """Issue 18, item 1: nothing of the payloads at the next SessionStart or UserPromptSubmit."""
     assert report.totals()["markup_injected"] == 0 and report.totals()["text_injected"] == 0
