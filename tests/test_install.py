@@ -362,8 +362,23 @@ def test_plugin_manifest_and_marketplace():
     assert entry["name"] == "agentmem"
     assert (REPO / entry["source"] / ".claude-plugin" / "plugin.json").is_file()
     server = load(REPO / ".mcp.json")["mcpServers"]["agentmem"]
-    assert server["command"] == "agentmem" and server["args"] == ["serve"]
+    assert server["command"] == "sh" and server["args"] == ["${CLAUDE_PLUGIN_ROOT}/hooks/run-server.sh"]
     assert (REPO / "hooks" / "README.md").is_file()
+
+
+def test_plugin_server_launcher_finds_agentmem_off_the_path(tmp_path):
+    """As a plugin, the server starts without agentmem on the PATH (AGENTMEM_BIN, as for the hooks), and says
+    what to do when agentmem is nowhere."""
+    launcher = REPO / "hooks" / "run-server.sh"
+    fake = tmp_path / "agentmem"
+    fake.write_text("#!/bin/sh\necho \"started: $*\"\n")
+    fake.chmod(0o755)
+    bare = {"PATH": "/nonexistent", "HOME": str(tmp_path), "AGENTMEM_BIN": str(fake)}
+    found = subprocess.run(["/bin/sh", str(launcher)], env=bare, capture_output=True, text=True, timeout=30)
+    assert found.returncode == 0 and found.stdout.strip() == "started: serve"
+    missing = subprocess.run(["/bin/sh", str(launcher)], env={"PATH": "/nonexistent", "HOME": str(tmp_path)},
+                             capture_output=True, text=True, timeout=30)
+    assert missing.returncode == 1 and "AGENTMEM_BIN" in missing.stderr and "Traceback" not in missing.stderr
 
 
 def _run_hook(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
