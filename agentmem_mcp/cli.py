@@ -382,18 +382,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_save)
 
     p = sub.add_parser("pin", help="confirm a memory as yours: pinned, optionally P0 and global")
-    p.add_argument("id")
+    p.add_argument("id", help="the memory to confirm (m_...)")
     p.add_argument("--project", help="project id (default: the git root of the current directory)")
-    p.add_argument("--priority", choices=PRIORITIES)
+    p.add_argument("--priority", choices=PRIORITIES, help="also set its priority (P0: never decays)")
     p.add_argument("--global", dest="make_global", action="store_true", help="true in every project")
-    p.add_argument("--unpin", action="store_true")
+    p.add_argument("--unpin", action="store_true", help="take the pin off instead")
     p.set_defaults(func=cmd_pin)
 
     p = scoped(sub.add_parser("quarantine", help="memories held back because they read as instructions to an agent"))
-    p.add_argument("action", choices=("list", "release", "forget"))
-    p.add_argument("id", nargs="?")
-    p.add_argument("--all-projects", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("action", choices=("list", "release", "forget"),
+                   help="list what is held back, release one (it is searched and injected again) or forget it")
+    p.add_argument("id", nargs="?", help="the memory to release or forget (m_...)")
+    p.add_argument("--all-projects", action="store_true", help="every project, not only the current one")
+    p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_quarantine)
 
     p = scoped(sub.add_parser("search", help="find memories"))
@@ -538,22 +539,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (AgentmemError, ConfigError) as exc:
         print(f"agentmem: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:
-        from .db.connection import DatabaseError
-
-        if not isinstance(exc, DatabaseError):
-            raise
-        print(f"agentmem: the memory database cannot be used ({exc}). Nothing was changed. Keep a copy of the home "
-              "folder; if the database is damaged, `sqlite3 agentmem.db .recover | sqlite3 recovered.db` saves what "
-              "is readable (then point AGENTMEM_DB at recovered.db); hooks keep their events in the spool meanwhile",
-              file=sys.stderr)
-        return 3
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return _reader_went_away()
-    except (OSError, ValueError) as exc:
-        message = _explain(exc)
+    except Exception as exc:
+        from .db.connection import DatabaseError
+
+        if isinstance(exc, DatabaseError):
+            print(f"agentmem: the memory database cannot be used ({exc}). Nothing was changed. Keep a copy of the "
+                  "home folder; if the database is damaged, `sqlite3 agentmem.db .recover | sqlite3 recovered.db` "
+                  "saves what is readable (then point AGENTMEM_DB at recovered.db); hooks keep their events in the "
+                  "spool meanwhile", file=sys.stderr)
+            return 3
+        message = _explain(exc) if isinstance(exc, (OSError, ValueError)) else None
         if message is None:
             raise
         print(f"agentmem: {message}", file=sys.stderr)

@@ -198,10 +198,9 @@ def build_server(settings: Settings | None = None) -> MCPServer:
         supersedes: Annotated[str | None, Field(description="Id it replaces")] = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Save what a later session should know: a decision and why, a preference, a convention, a bug and
-        its fix, how to build/test/deploy. Save it when you learn it, in 1-2 sentences; a newer version of a
-        fact supersedes the old. Your saves stay in this project, P1 and unpinned until the user confirms them,
-        and never replace the user's own memories (the answer's notes say so)."""
+        """Save what a later session should know, when you learn it, in 1-2 sentences: a decision and why, a
+        preference, a convention, a bug and its fix, how to build/test/deploy. A newer version of a fact
+        supersedes the old. P1 in this project until the user pins it."""
         def run(store: Any) -> dict[str, Any]:
             if supersedes is not None:
                 try:
@@ -224,7 +223,7 @@ def build_server(settings: Settings | None = None) -> MCPServer:
         type: Annotated[str | None, Field(description="e.g. decision, bug")] = None,
         tier: Annotated[Literal["working", "episodic", "semantic", "procedural"] | None,
                         Field(description="episodic: session summaries")] = None,
-        all_projects: Annotated[bool, Field(description="Every project (only if the user allowed it)")] = False,
+        all_projects: bool = False,
         include_history: Annotated[bool, Field(description="Also superseded versions")] = False,
         min_confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
         since_days: Annotated[float | None, Field(gt=0, description="Last N days only")] = None,
