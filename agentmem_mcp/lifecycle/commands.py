@@ -95,8 +95,10 @@ def working_form(tokens: list[str]) -> str:
             break  # a quoted message or script: the rest is its text
         if kept and (token.startswith(("/", "~")) or re.search(r"\.\w{1,5}(:\d+)?$", token)):
             continue
-        if len(token) > 40 or any(c in token for c in "$`*{}\n"):
-            continue
+        if "'" in token or '"' in token:
+            break  # an unbalanced quote: the rest is the quoted text
+        if len(token) > 40 or any(c in token for c in "$`*{}\n") or token.endswith("="):
+            continue  # a value that was expanded or left empty is not part of the command's form
         kept.append(token)
     while kept and kept[-1] in ("--", "-"):
         kept.pop()
