@@ -128,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
             build(store, args.memories, seed=7, synthetic_vectors=True)  # hooks never read vectors
             store.save("Run the API tests with pytest -q tests/test_api.py before pushing", type="workflow",
                        priority="P0")
+            # the files the memories name exist, as in a real checkout: the briefing checks each one it shows
+            for (files,) in store.conn.execute("SELECT DISTINCT files FROM memories WHERE files != '[]'"):
+                for name in json.loads(files):
+                    (project / name).parent.mkdir(parents=True, exist_ok=True)
+                    (project / name).touch()
 
         hook = [*agentmem_bin(), "hook", "--client", "claude-code"]
         bare, post, start, prompt = [], [], [], []
