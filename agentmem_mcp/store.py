@@ -277,13 +277,15 @@ class Store:
         if not self.embedder.ready:
             return 0
         rows = self.conn.execute(
-            "SELECT id, title, content, tags, files, tier, session_id, created_at "
+            "SELECT id, title, content, tags, files, tier, session_id, created_at, source "
             "FROM memories INDEXED BY memories_pieces_todo "
             "WHERE embedding_model = ? AND pieces IS NULL LIMIT ?", (self.embedder.model_id, limit)).fetchall()
         if not rows:
             return 0
-        found = [(r, vectors.memory_pieces(memory_text(r["title"], r["content"], json.loads(r["tags"]),
-                                                       json.loads(r["files"])), r["content"]),
+        # the rules' own knowledge (a command, a fix) is a sentence or two found by its words: no pieces
+        found = [(r, [] if r["source"] == "consolidation" and r["tier"] != "episodic" else vectors.memory_pieces(
+                      memory_text(r["title"], r["content"], json.loads(r["tags"]), json.loads(r["files"])),
+                      r["content"]),
                   neighbours.answer_chunk(self.conn, r)) for r in rows]
         texts = [t for _, pieces, answer in found for t in (*pieces, *([answer] if answer else []))]
         embedded = self.embedder.embed(texts) if texts else []
