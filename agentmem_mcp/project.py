@@ -6,6 +6,7 @@ Pure file reads, no `git` subprocess: the hooks call this on every event.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -28,14 +29,21 @@ def _main_repo_from_gitfile(gitfile: Path) -> Path | None:
     return gitfile.parent
 
 
+def _git_markers(path: str | os.PathLike[str]) -> Iterator[tuple[Path, Path]]:
+    """(directory, its `.git`) for `path` and each of its parents that has one, nearest first."""
+    current = Path(path).expanduser().resolve()
+    for directory in (current, *current.parents):
+        marker = directory / ".git"
+        if marker.exists():
+            yield directory, marker
+
+
 def project_for(path: str | os.PathLike[str] | None) -> str | None:
     """The project id for a working directory: the main git root as an absolute path, or None (global)."""
     if not path:
         return None
     try:
-        current = Path(path).expanduser().resolve()
-        for directory in (current, *current.parents):
-            marker = directory / ".git"
+        for directory, marker in _git_markers(path):
             if marker.is_dir():
                 return str(directory)
             if marker.is_file():
@@ -51,13 +59,9 @@ def worktree_root(path: str | os.PathLike[str] | None) -> str | None:
     if not path:
         return None
     try:
-        current = Path(path).expanduser().resolve()
-        for directory in (current, *current.parents):
-            if (directory / ".git").exists():
-                return str(directory)
+        return next((str(directory) for directory, _ in _git_markers(path)), None)
     except (OSError, RuntimeError, ValueError):
         return None
-    return None
 
 
 def project_from_uri(uri: str) -> str | None:

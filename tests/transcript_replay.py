@@ -24,6 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agentmem_mcp.history import _has_tool_result, _tool_step, _user_text  # the package's own parsing
+
 _NOT_TYPED = ("<command-", "<local-command", "<task-notification>", "<system-reminder>", "Caveat:",
               "[Request interrupted")
 _EXIT_CODE = re.compile(r"\A\s*(?:Error:\s*)?Exit code:?\s+(-?\d{1,9})\b")
@@ -102,29 +104,10 @@ def _steps(path: str | Path, seen_uuids: set[str] | None = None) -> tuple[dict, 
     return session, steps
 
 
-def _has_tool_result(content: list) -> bool:
-    return any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
-def _user_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-        return "\n".join(t for t in texts if isinstance(t, str))
-    return ""
 
 
-def _tool_step(use: dict, result: dict, record: dict) -> dict:
-    response = record.get("toolUseResult", result.get("content"))
-    return {
-        "name": use.get("name"),
-        "input": use.get("input") if isinstance(use.get("input"), dict) else {},
-        "id": use.get("id"),
-        "response": response,
-        "is_error": result.get("is_error") is True,
-        "cwd": record.get("cwd"),
-    }
 
 
 def claude_code_events(path: str | Path) -> list[tuple[str, dict]]:
