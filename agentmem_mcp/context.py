@@ -22,6 +22,7 @@ from typing import Any
 from .anchors import FreshRows, missing_files, relative
 from .db.connection import Connection
 from .index.tokenize import terms
+from .lifecycle import OUTCOME
 from .lifecycle.retention import retention
 from .ranking import estimate_tokens, humanize_age
 from .trust import instruction_reason, neutralize
@@ -36,11 +37,15 @@ SNIPPET_CHARS = 240
 PROMPT_SNIPPET_CHARS = 300
 KNOWLEDGE_CANDIDATES = 20  # best BM25 hits among learned memories a prompt is also compared with
 RECALLED_TIERS = ("episodic", "semantic", "procedural")  # raw captured events (working) are not recalled
-RECENT_SESSIONS = 4
+RECENT_SESSIONS = 6
+# what the shown sessions' outcomes may take together, tried from the most to the least; the briefing takes the
+# most that leaves every line of more value in (a project with little else known gets fuller session outcomes)
+SESSION_OUTCOME_CHARS = (3600, 2700, 1800, 1200, 800)
+_RANK_SHARE = (1.0, 0.8, 0.6, 0.5, 0.4, 0.35)
 SELF_CONTAINED_TYPES = ("bug", "decision", "preference")  # their content says it all; the title repeats it
 SECTION_LIMITS = {"This session so far": 1, "How to build, test and run": 8, "Always keep in mind": 10,
                   "Standing instructions and decisions": 8, "Unfinished or broken": 5,
-                  "Errors seen, and what fixed them": 4, "Recent sessions": 4,
+                  "Errors seen, and what fixed them": 4, "Recent sessions": RECENT_SESSIONS,
                   "Files in play": 2, "Also learned": 10}
 _CONVERSATIONAL = frozenset(
     "good morning night evening afternoon day thanks thank thx hello hi hey ok okay yes yep no nope continue "
@@ -63,6 +68,7 @@ class ContextLine:
     section: str
     text: str
     memory_id: str | None = None
+    variants: tuple[str, ...] = ()  # longer to shorter forms of the line, for `pack`'s levels of detail
 
 
 def _scope_sql(project: str | None) -> tuple[str, list[Any]]:
@@ -175,7 +181,10 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
         add("Errors seen, and what fixed them", row, _line(row, _tail(row, now), 200))
     ranked = sorted(summaries, key=lambda r: -_session_weight(r, now))[:RECENT_SESSIONS]
     for rank, row in enumerate(ranked):
-        add("Recent sessions", row, _session_line(row, tree, project, now, detailed=rank < 2))
+        forms = tuple(_session_line(row, tree, project, now, rank=rank, shown=len(ranked), chars=chars)
+                      for chars in SESSION_OUTCOME_CHARS)
+        seen.add(row["id"])
+        lines.append(ContextLine("Recent sessions", forms[len(forms) // 2], row["id"], forms))
     lines.extend(_unsummarised(conn, project, _unsummarised_ids(conn, project, exclude_session, current_session),
                                now, "Recent sessions"))
     files = _files_in_play(knowledge, ranked, tree, project)
@@ -188,17 +197,20 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
     return lines
 
 
-def _session_line(row: Any, tree: str | None, project: str | None, now: float, *, detailed: bool) -> str:
+def _session_line(row: Any, tree: str | None, project: str | None, now: float, *, rank: int, shown: int,
+                  chars: int) -> str:
     parts = _summary_parts(row["content"])
     title = row["title"].removeprefix("Session: ")
     gone = missing_files(row, tree, project)
     stale = f"; stale: {', '.join(gone[:4])} no longer exist{'s' if len(gone) == 1 else ''}" if gone else ""
-    out = [f"- {_clip(title, 120)} ({humanize_age(now - row['updated_at'])}, {row['events'] or 0} events{stale})"]
-    order = (("Outcome (the agent's last report)", "outcome", 360 if detailed else 160),
-             ("Commits", "commits", 200), ("Tests", "tests", 160), ("Decisions", "decisions", 200),
-             ("Files changed", "files", 200 if detailed else 120))
+    out = [f"- {_clip(title, 100)} ({humanize_age(now - row['updated_at'])}, {row['events'] or 0} events{stale})"]
+    shares = _RANK_SHARE[:max(shown, 1)]
+    outcome_chars = int(chars * shares[min(rank, len(shares) - 1)] / sum(shares))
+    order = ((OUTCOME, "outcome", outcome_chars),
+             ("Commits", "commits", 200 if rank < 2 else 140), ("Tests", "tests", 160),
+             ("Decisions", "decisions", 200), ("Files changed", "files", 200 if rank < 2 else 120))
     for key, label, limit in order:
-        if key in parts and (detailed or label in ("outcome", "commits", "files")):
+        if key in parts and (rank < 2 or label in ("outcome", "commits", "files")):
             out.append(f"  {label}: {_clip(parts[key], limit)}")
     return "\n".join(out)
 
@@ -272,30 +284,45 @@ def _unsummarised(conn: Connection, project: str | None, session_ids: list[str],
     return out
 
 
-def pack(lines: list[ContextLine], budget_tokens: int, header: str = HEADER) -> tuple[str, list[str]]:
+LEAST_VALUE = "Also learned"  # the section that fills what room is left
+
+
+def pack(lines: list[ContextLine], budget_tokens: int, header: str = HEADER,
+         level: int | None = None) -> tuple[str, list[str]]:
     """Render lines grouped by section under a hard budget; returns the text and the memory ids used.
+    `level`: which of a line's variants to use (0 the longest; None its default text).
     Every line is neutralised (no markup of the client's can be opened or closed from a memory)."""
+    text, ids, _ = _pack(lines, budget_tokens, header, level)
+    return text, ids
+
+
+def _pack(lines: list[ContextLine], budget_tokens: int, header: str,
+          level: int | None) -> tuple[str, list[str], int]:
     used = estimate_tokens(header) + 1
     sections: dict[str, list[str]] = {}
     ids: list[str] = []
+    dropped = 0  # lines of more value than LEAST_VALUE left out for want of room
     for line in lines:
         if len(sections.get(line.section, ())) >= SECTION_LIMITS.get(line.section, 10):
             continue
-        text = neutralize(line.text)
+        chosen = line.variants[min(level, len(line.variants) - 1)] if line.variants and level is not None \
+            else line.text
+        text = neutralize(chosen)
         cost = estimate_tokens(text) + 1 + (0 if line.section in sections else estimate_tokens(line.section) + 4)
         if used + cost > budget_tokens:
+            dropped += line.section != LEAST_VALUE
             continue
         used += cost
         sections.setdefault(line.section, []).append(text)
         if line.memory_id:
             ids.append(line.memory_id)
     if not sections:
-        return "", []
+        return "", [], dropped
     parts = [header]
     for section, texts in sections.items():
         parts.append(f"## {section}")
         parts.extend(texts)
-    return "\n".join(parts), ids
+    return "\n".join(parts), ids, dropped
 
 
 def session_context(conn: Connection, project: str | None, budget_tokens: int, *,
@@ -303,7 +330,11 @@ def session_context(conn: Connection, project: str | None, budget_tokens: int, *
                     now: float | None = None, tree: str | None = None) -> tuple[str, list[str]]:
     """The session-start briefing; one line saying so when nothing is known about the project yet.
     current_session (after a compaction or a resume): that session's own state so far comes first."""
-    text, ids = pack(session_lines(conn, project, now, exclude_session, current_session, tree), budget_tokens)
+    lines = session_lines(conn, project, now, exclude_session, current_session, tree)
+    for level in range(len(SESSION_OUTCOME_CHARS)):  # the most detail that leaves no line of more value out
+        text, ids, dropped = _pack(lines, budget_tokens, HEADER, level)
+        if not dropped:
+            break
     return (text or EMPTY_PROJECT), ids
 
 

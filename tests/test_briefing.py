@@ -12,8 +12,10 @@ import pytest
 
 from agentmem_mcp.capture.hook import handle
 from agentmem_mcp.capture.transcript import mentioned_paths, parse_turns, read_turns
-from agentmem_mcp.context import worth_recalling
+from agentmem_mcp.context import session_context, worth_recalling
 from agentmem_mcp.lifecycle.consolidate import command_segments, normalize_command, working_form
+from agentmem_mcp.lifecycle.session_log import digest, plain, session_reports
+from agentmem_mcp.lifecycle.summarize import SessionState, render
 from agentmem_mcp.ranking import estimate_tokens
 from agentmem_mcp.store import Store
 from agentmem_mcp.trust import neutralize
@@ -74,6 +76,58 @@ def test_prompts_about_nothing_recall_nothing():
         assert not worth_recalling(prompt), prompt
     for prompt in ("add a test for session_live.ex", "run the dialyzer and fix the warnings", "what is #379"):
         assert worth_recalling(prompt), prompt
+
+
+def test_plain_text_keeps_what_names_things():
+    text = "## Done\n- **Fixed** `waiting_summary.ex` and __init__.py for #397 (see *notes*)\n> quoted"
+    assert plain(text) == "Done Fixed waiting_summary.ex and __init__.py for #397 (see notes) quoted"
+
+
+def test_digest_keeps_the_sentences_that_name_things_and_drops_code_and_praise():
+    final = ("Perfect! Everything is done.\n\n## Summary\n- Fixed the flaky test in test/perf/regression.test.ts "
+             "by mocking the API client (E2E_MODE unset)\n- Updated actions/upload-artifact to @v4 in "
+             ".github/workflows/perf.yml\n- The PR #379 is merged as 820fb00.")
+    earlier = "Looking at the code:\n<% end %>\nclass={row_classes(line, @current, @clicked)}\n" + "x " * 200
+    out = digest([(final, 2.0), (earlier, 0.5)], 400)
+    assert "E2E_MODE" in out and "@v4" in out and "#379" in out and "820fb00" in out
+    assert "<% end %>" not in out and "class={" not in out and "Perfect" not in out
+    assert out.index("E2E_MODE") < out.index("#379")  # in the order written
+    assert len(digest([(final, 2.0)], 120)) <= 120
+
+
+def test_a_session_outcome_draws_on_every_turn_and_commits_name_their_new_files():
+    turns = parse_turns([
+        _line(type="user", cwd="/p", message={"content": "create the TODO app"}),
+        _line(type="assistant", message={"content": [{"type": "text", "text": "Created the app in todo-app/ with a "
+                                                                             "useTodos hook and localStorage."}]}),
+        _line(type="user", message={"content": "now update CLAUDE.md please"}),
+        _line(type="assistant", message={"content": [{"type": "text", "text": "Updated CLAUDE.md with the npm "
+                                                                             "scripts: npm run dev, npm run build."}]}),
+    ])
+    assert [w for _, w in session_reports(turns)] == [1.4, 2.0]
+    state = SessionState(commits=[{"hash": "b77f523", "branch": "main", "message": "Add onboarding docs",
+                                   "changed": "2 files changed", "files": ["docs/developer-onboarding.md",
+                                                                           "scripts/setup-dev-env.sh"]}])
+    _, content = render(state, "/p", turns=turns)
+    assert "useTodos" in content and "npm run dev" in content
+    assert "docs/developer-onboarding.md" in content.split("Files changed: ")[1]
+
+
+def test_briefing_gives_sessions_more_detail_when_the_budget_has_room(env, tmp_path, settings, embedder):
+    project = tmp_path / "app"
+    (project / ".git").mkdir(parents=True)
+    report = " ".join(f"Step {i} changed src/module_{i}.py for issue #{100 + i}." for i in range(60))
+    with Store.open(settings, project=str(project), embedder=embedder) as store:
+        for n in range(3):
+            store.conn.execute("INSERT INTO sessions (id, project, cwd, started_at, last_event_at) VALUES "
+                               "(?, ?, ?, ?, ?)", (f"s{n}", str(project), str(project), store.now(), store.now()))
+            store.save(f"Asked: task {n}\nOutcome (the agent's reports): {report}", title=f"Session: task {n}",
+                       tier="episodic", type="summary", source="consolidation", session_id=f"s{n}")
+        roomy, _ = session_context(store.conn, str(project), 1500)
+        tight, _ = session_context(store.conn, str(project), 500)
+    assert estimate_tokens(roomy) <= 1500 and estimate_tokens(tight) <= 500
+    assert roomy.count("issue #") > tight.count("issue #") > 0
+    assert all(f"task {n}" in roomy for n in range(3))
 
 
 def test_neutralize_defuses_client_markup_and_role_headers():

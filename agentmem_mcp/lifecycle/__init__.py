@@ -1,0 +1,3 @@
+"""What happens to memories over time: remembered, summarised, consolidated, recalled, decayed, forgotten."""
+
+OUTCOME = "Outcome (the agent's reports)"  # the summary line a session's reports are digested into

@@ -50,10 +50,73 @@ def left_open(report: str, limit: int = 4) -> list[str]:
 
 
 def plain(text: str) -> str:
-    """Markdown decoration dropped, one line: what the agent wrote, as a note."""
-    text = re.sub(r"[*_`#>]+", "", text)
-    text = re.sub(r"^\s*[-•]\s*", "", text, flags=re.MULTILINE)
+    """Markdown decoration dropped, one line: what the agent wrote, as a note. Headings, quotes, bullets,
+    emphasis and code ticks go; what names things stays (`#379`, `waiting_summary.ex`, `__init__.py`)."""
+    text = re.sub(r"^\s{0,3}(?:#{1,6}|>+)\s+", "", text, flags=re.MULTILINE)
+    text = re.sub(r"^\s*[-*•]\s+", "", text, flags=re.MULTILINE)
+    text = re.sub(r"\*\*|~~|`|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*])", "", text)
     return " ".join(text.split())
+
+
+_NAMING = re.compile(r"#\d+|\b[0-9a-f]{7,40}\b|[\w@-]+(?:/[\w.@-]+)*\.[A-Za-z][A-Za-z0-9]{0,5}\b|\b[a-z]+_[\w]+|"
+                     r"\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*|\b[A-Z]{2,}(?:_[A-Z0-9]+)+\b|\b\d[\d.,]*\b|"
+                     r"\b[\w.-]+/[\w./-]+|\"[^\"]{3,60}\"")
+_FILLER = re.compile(r"^\W*(?:perfect|great|excellent|awesome|done|good news|success(?:fully)?|now|let me|i'll|i will|"
+                     r"here's|here is|summary|all (?:tasks )?(?:completed|done))\b\W*", re.IGNORECASE)
+DIGEST_PIECE_CHARS = 220
+
+
+def _pieces(text: str) -> list[str]:
+    """A report cut into its sentences and list items, each one line of plain text."""
+    out = []
+    for line in text.split("\n"):
+        for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9#`*])", line):
+            piece = plain(sentence)
+            if len(piece) > 2 and re.search(r"\w", piece):
+                out.append(clip(piece, DIGEST_PIECE_CHARS))
+    return out
+
+
+def _looks_like_code(piece: str) -> bool:
+    """A line of code or data quoted in a report (`<% end %>`, `"id": "x",`, `class={f(a, b)}`), not prose."""
+    symbols = sum(1 for ch in piece if ch in "{}[]()<>=;$%|\\\"'")
+    return symbols >= 4 and symbols / len(piece) > 0.06 or piece.lstrip().startswith(("<", "{", "}", "\"", "//"))
+
+
+def digest(reports: list[tuple[str, float]], limit: int) -> str:
+    """The sentences of the agent's reports (text, weight) that say the most in `limit` characters, in the
+    order they were written: a sentence counts by the things it names (issue and PR numbers, commit hashes,
+    files, identifiers, counts, quoted strings) and by its report's weight; praise and headings count little.
+    """
+    candidates = []
+    for rank, (text, weight) in enumerate(reports):
+        for order, piece in enumerate(_pieces(text)):
+            names = len(set(_NAMING.findall(piece)))
+            words = len(piece.split())
+            if words < 3 and not names or piece.endswith(":") and words < 6 or _looks_like_code(piece):
+                continue
+            value = weight * (1 + 2 * min(names, 5) + min(words, 24) / 12) * (0.4 if _FILLER.match(piece) else 1)
+            candidates.append((value / (len(piece) + 20) ** 0.7, rank, order, piece))
+    chosen, used = [], 0
+    for _, rank, order, piece in sorted(candidates, key=lambda c: -c[0]):
+        if used + len(piece) + 2 <= limit and piece not in (c[2] for c in chosen):
+            chosen.append((rank, order, piece))
+            used += len(piece) + 2
+    return " · ".join(piece for _, _, piece in sorted(chosen))
+
+
+def session_reports(turns: list[Turn]) -> list[tuple[str, float]]:
+    """What the agent reported in a session, weighed for `digest`: the last report counts most, each turn's
+    final report next, long intermediate replies and sub-agents' reports least."""
+    out: list[tuple[str, float]] = []
+    for i, turn in enumerate(turns):
+        for j, reply in enumerate(turn.replies):
+            final = j == len(turn.replies) - 1
+            if final and len(reply) >= 40:
+                out.append((reply, 2.0 if i == len(turns) - 1 else 1.4))
+            elif len(reply) >= TURN_NOTE_MIN_CHARS:
+                out.append((reply, 0.5))
+    return out
 
 
 TURN_NOTE_MIN_CHARS = 250  # a reply this long is a report of its own (the last reply of a turn always is)

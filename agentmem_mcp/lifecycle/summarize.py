@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..capture.transcript import Turn, is_noise, read_turns
 from ..project import worktree_root
 from ..trust import WITHHELD, withhold_instructions
-from . import remember
+from . import OUTCOME, remember
 from .consolidate import (
     OBS_COLUMNS,
     PREPARATORY,
@@ -37,7 +37,7 @@ from .consolidate import (
     upsert_derived,
     write_saves,
 )
-from .session_log import left_open, plain, summary_files, transcript_path, turn_memories
+from .session_log import digest, left_open, plain, session_reports, summary_files, transcript_path, turn_memories
 
 if TYPE_CHECKING:
     from ..llm import LLM
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 # The vector covers the goal and the first lines (files changed, commands): a summary is re-embedded at every
 # Stop, and the model's cost grows with the text; BM25 indexes all of it, paths included.
 SUMMARY_VECTOR_CHARS = 600
-SUMMARY_MAX_CHARS = 2000
+SUMMARY_MAX_CHARS = 2600
 IDLE_SECONDS = 1800.0
 FOLD_BATCH = 5000
 MAX_SOURCES = 60
@@ -57,6 +57,9 @@ what the session was about and what came of it, in at most 3 factual sentences (
 Return {"title": "<at most 12 words>", "narrative": "<at most 400 characters>"}"""
 
 
+OUTCOME_CHARS = 900
+
+
 def _clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
@@ -64,6 +67,7 @@ def _clip(text: str, limit: int) -> str:
 
 _COMMIT = re.compile(r"^\[([\w./+-]+)(?: \(root-commit\))? ([0-9a-f]{7,12})\] (.+)$", re.MULTILINE)
 _CHANGED = re.compile(r"\d+ files? changed")
+_CREATED = re.compile(r"^\s*(?:create|delete) mode \d+ (\S.*?)\s*$", re.MULTILINE)
 
 
 @dataclass
@@ -131,8 +135,11 @@ class SessionState:
     def _commits(self, output: str) -> None:
         for match in _COMMIT.finditer(output or ""):
             changed = _CHANGED.search(output, match.end())
+            end = _COMMIT.search(output, match.end())
+            body = output[match.end():end.start() if end else len(output)]
             commit = {"hash": match.group(2), "branch": match.group(1), "message": _clip(match.group(3), 90),
-                      "changed": changed.group(0) if changed else ""}
+                      "changed": changed.group(0) if changed else "",
+                      "files": [m.group(1) for m in _CREATED.finditer(body)][:20]}
             if all(c["hash"] != commit["hash"] for c in self.commits) and len(self.commits) < 10:
                 self.commits.append(commit)
 
@@ -154,7 +161,9 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
 
     turns = turns or []
     asked = [t.prompt for t in turns if len(t.prompt.split()) >= 2 or t.prompt.startswith("/")][:3] or state.prompts
-    files = sorted(state.files.items(), key=lambda item: -item[1])
+    committed = {path: 1 for c in state.commits for path in c.get("files", ())
+                 if path not in state.files and f"{cwd or ''}/{path}" not in state.files}
+    files = sorted({**state.files, **committed}.items(), key=lambda item: -item[1])
     tests = {k: v for k, v in state.commands.items() if is_test_command(k)}
     others = sorted(((k, v) for k, v in state.commands.items() if k not in tests and not k.startswith("git ")),
                     key=lambda item: -item[1]["runs"])
@@ -162,8 +171,9 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     if asked:
         lines.append(_clip("Asked: " + " / ".join(_clip(a, 160) for a in asked), 360))
     report = next((t.final for t in reversed(turns) if len(t.final) >= 40), "")
-    if report:
-        lines.append(_clip("Outcome (the agent's last report): " + plain(report), 520))
+    outcome = digest(session_reports(turns), OUTCOME_CHARS)
+    if outcome:
+        lines.append(f"{OUTCOME}: {outcome}")
     if state.commits:
         lines.append(_clip("Commits: " + "; ".join(
             f"{c['hash']} {c['message']}" + (f" ({c['changed']})" if c["changed"] else "") for c in state.commits),
