@@ -41,12 +41,25 @@ def left_open(report: str, limit: int = 4) -> list[str]:
             continue
         item = _ITEM.match(line)
         if under and item:
-            items.append(plain(item.group(1)))
+            items = distinct([*items, plain(item.group(1))])
             if len(items) >= limit:
                 break
         elif under and line.strip():
             under = False
     return items
+
+
+def distinct(items: list[str]) -> list[str]:
+    """List items once each: an item that starts with the same four words as an earlier one is the same item
+    ("Issue #397 - Error messages (needs reimplementation)")."""
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for item in items:
+        head = tuple(item.lower().split()[:4])
+        if head not in seen:
+            seen.add(head)
+            out.append(item)
+    return out
 
 
 def plain(text: str) -> str:
@@ -66,20 +79,33 @@ _FILLER = re.compile(r"^\W*(?:perfect|great|excellent|awesome|done|good news|suc
 DIGEST_PIECE_CHARS = 220
 
 
+_HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s|\*\*[^*]+\*\*:?\s*$|[^.!?]{0,60}:\s*$)")
+_URL = re.compile(r"https?://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/(\d+)[^\s)\]]*|https?://([\w.-]+)/\S*")
+
+
+def short_urls(text: str) -> str:
+    """Links shortened to what they name: a GitHub issue or pull request to `#N`, any other to its host."""
+    return _URL.sub(lambda m: f"#{m.group(1)}" if m.group(1) else m.group(2), text)
+
+
 def _pieces(text: str) -> list[str]:
-    """A report cut into its sentences and list items, each one line of plain text."""
+    """A report cut into its sentences and list items, each one line of plain text; headings left out."""
     out = []
     for line in text.split("\n"):
+        if line.lstrip().startswith("|"):  # a table row: its cells, one piece
+            line = " — ".join(c.strip() for c in line.strip().strip("|").split("|") if c.strip(" :-—"))
+        if _HEADING.match(line):
+            continue
         for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9#`*])", line):
-            piece = plain(sentence)
-            if len(piece) > 2 and re.search(r"\w", piece):
+            piece = short_urls(plain(sentence))
+            if len(re.findall(r"[^\W\d_]{2,}", piece)) >= 2 or len(piece) > 12 and re.search(r"[^\W\d_]", piece):
                 out.append(clip(piece, DIGEST_PIECE_CHARS))
     return out
 
 
 def _looks_like_code(piece: str) -> bool:
     """A line of code or data quoted in a report (`<% end %>`, `"id": "x",`, `class={f(a, b)}`), not prose."""
-    symbols = sum(1 for ch in piece if ch in "{}[]()<>=;$%|\\\"'")
+    symbols = sum(1 for ch in piece if ch in "{}[]()<>=;$%\\\"'")
     return symbols >= 4 and symbols / len(piece) > 0.06 or piece.lstrip().startswith(("<", "{", "}", "\"", "//"))
 
 

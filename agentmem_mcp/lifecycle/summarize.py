@@ -37,7 +37,17 @@ from .consolidate import (
     upsert_derived,
     write_saves,
 )
-from .session_log import digest, left_open, plain, session_reports, summary_files, transcript_path, turn_memories
+from .session_log import (
+    digest,
+    distinct,
+    left_open,
+    plain,
+    session_reports,
+    short_urls,
+    summary_files,
+    transcript_path,
+    turn_memories,
+)
 
 if TYPE_CHECKING:
     from ..llm import LLM
@@ -160,7 +170,8 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
         return path[len(cwd.rstrip("/")) + 1:] if cwd and path.startswith(cwd.rstrip("/") + "/") else path
 
     turns = turns or []
-    asked = [t.prompt for t in turns if len(t.prompt.split()) >= 2 or t.prompt.startswith("/")][:3] or state.prompts
+    asked = [short_urls(t.prompt) for t in turns if len(t.prompt.split()) >= 2 or t.prompt.startswith("/")][:3] \
+        or [short_urls(p) for p in state.prompts]
     committed = {path: 1 for c in state.commits for path in c.get("files", ())
                  if path not in state.files and f"{cwd or ''}/{path}" not in state.files}
     files = sorted({**state.files, **committed}.items(), key=lambda item: -item[1])
@@ -193,7 +204,7 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
         lines.append("Files changed: " + ", ".join(shown) + more)
     if others:
         lines.append(_clip("Commands: " + ", ".join(f"`{k}` x{v['runs']}" for k, v in others[:8]), 180))
-    open_items = [item for t in turns[-2:] for item in left_open(t.final)][:4]
+    open_items = distinct([item for t in turns[-2:] for item in left_open(t.final)])[:4]
     if open_items:
         lines.append(_clip("Left open (the agent's words): " + "; ".join(open_items), 320))
     decisions = [(q, a) for t in turns for q, a in t.answers]
