@@ -129,3 +129,15 @@ def humanize_age(seconds: float) -> str:
         if seconds >= size:
             return f"{int(seconds // size)}{unit} ago"
     return "just now"
+
+
+_HOW_TO = re.compile(r"^\W*(?:how (?:do|can|should|would|could) (?:i|we|you|one)|how to|what(?:'s| is) the "
+                     r"(?:command|way|script) (?:to|for)|(?:which|what) (?:command|script) (?:do|does|should|runs?|"
+                     r"starts?|builds?))\b", re.IGNORECASE)
+PROCEDURE_BOOST = 1.3  # a how-to question ("how do I run the tests?") weighs procedures (workflows) this much more
+
+
+def asks_how_to(query: str) -> bool:
+    """Whether a query asks how to do something, which a procedure (a learned workflow) answers best."""
+    return bool(_HOW_TO.search(query))
+

@@ -27,7 +27,16 @@ from .lifecycle.access import note_access
 from .lifecycle.retention import retention
 from .models import TIERS, TYPES, AgentmemError, InvalidInput, SearchHit, SearchResult, check_choice
 from .project import project_for, worktree_root
-from .ranking import Fused, estimate_tokens, fuse_rankings, fuse_scores, humanize_age, state_factor
+from .ranking import (
+    PROCEDURE_BOOST,
+    Fused,
+    asks_how_to,
+    estimate_tokens,
+    fuse_rankings,
+    fuse_scores,
+    humanize_age,
+    state_factor,
+)
 from .store import memory_text
 from .timewords import time_window, without_relative_time
 
@@ -80,23 +89,37 @@ def _stale(row: Any) -> str:
     return f"; stale: {', '.join(gone[:3])} no longer exist{'s' if len(gone) == 1 else ''}" if gone else ""
 
 
-def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS) -> str:
-    """The part of the content that holds the most distinct query words (the earliest such part on a tie)."""
+def _stem(term: str) -> str:
+    """A query word cut to the part its other forms share ("models" meets "model_comparison.py", "compares"
+    meets "comparison"), for finding it in text."""
+    for suffix in ("ing", "es", "ed", "s"):
+        if term.endswith(suffix) and len(term) - len(suffix) >= 4:
+            return term[:-len(suffix)]
+    return term
+
+
+def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS,
+            weights: dict[str, float] | None = None) -> str:
+    """The part of the content that holds the most distinct query words, each counted by its weight (its
+    rarity, when `weights` gives it: 1 otherwise); the earliest such part on a tie."""
     text = " ".join(content.split())
     if len(text) <= limit:
         return text
     lowered = text.lower()
     found: list[tuple[int, str]] = []
-    for term in {t for t in query_terms if len(t) > 2 and t not in _SNIPPET_STOP}:
+    weight: dict[str, float] = {}
+    for word in {t for t in query_terms if len(t) > 2 and t not in _SNIPPET_STOP}:
+        term = _stem(word)
+        weight[term] = max(weight.get(term, 0.0), (weights or {}).get(word, 1.0))
         at = lowered.find(term)
         while at != -1 and len(found) < 400:
             found.append((at, term))
             at = lowered.find(term, at + 1)
-    start, best = 0, 0
+    start, best = 0, 0.0
     for at, _ in sorted(found):
         begin = max(0, at - limit // 4)
-        count = len({term for pos, term in found if begin <= pos < begin + limit - len(term)})
-        if count > best:
+        count = sum(weight[t] for t in {term for pos, term in found if begin <= pos < begin + limit - len(term)})
+        if count > best + 1e-9:
             start, best = begin, count
     piece = text[start:start + limit]
     return ("…" if start else "") + piece + ("…" if start + limit < len(text) else "")
@@ -399,7 +422,9 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
     rows = store.conn.execute(f"SELECT * FROM memories WHERE id IN ({marks})", list(by_id)).fetchall()
     now = store.now()
     query_terms = [t.lower() for t in re.findall(r"\w+", query)]
+    rarity = store.fulltext.word_idf(query_terms)
     window = time_window(query, now)
+    how_to = asks_how_to(query)
     hits: list[tuple[float, SearchHit]] = []
     for row in rows:
         if projects is not None and row["project"] not in projects:
@@ -424,9 +449,11 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
         in_window = window is not None and window[0] <= row["created_at"] <= window[1]
         if in_window:
             score *= TIME_WINDOW_BOOST
+        if how_to and row["tier"] == "procedural":
+            score *= PROCEDURE_BOOST
         hits.append((score, SearchHit(
             id=row["id"], title=row["title"], type=row["type"], tier=row["tier"], project=row["project"],
-            snippet=snippet(row["content"], query_terms), score=round(score, 4),
+            snippet=snippet(row["content"], query_terms, weights=rarity), score=round(score, 4),
             age=humanize_age(now - row["created_at"]),
             why=_why(entry, reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"])) + _stale(row),
             confidence=round(row["confidence"], 3), version=row["version"], is_latest=bool(row["is_latest"]),
