@@ -110,6 +110,7 @@ def raw_observations_text(rows: list[dict[str, Any]]) -> str:
 
 # aggregation -------------------------------------------------------------------------------------
 
+NAMED_KINDS = ("command", "error", "file")
 SYSTEMS = {"agentmem": (*CHANNELS, "any"), "raw_last_30": ("briefing",), "no_memory": (*CHANNELS, "any")}
 
 
@@ -131,6 +132,8 @@ def aggregate(projects: list[dict[str, Any]]) -> dict[str, Any]:
         "overall": shares([probe for _, probe in probes]),
         "by_project": {p["name"]: shares(p["probes"]) for p in projects},
         "by_kind": {kind: shares([probe for _, probe in probes if probe["kind"] == kind]) for kind in kinds},
+        # the prompt target: probes that name a file, a command or an error
+        "named": shares([probe for _, probe in probes if probe["kind"] in NAMED_KINDS]),
         "irrelevant_silent": {system: share([i["silent"][system] for i in irrelevant]) for system in
                               ("agentmem", "no_memory")},
         "irrelevant_count": len(irrelevant),
@@ -210,7 +213,8 @@ def print_report(summary: dict[str, Any], staleness_figures: dict[str, Any], sup
     print_table(["", "n", *(label for _, label in columns)],
                 rows({"overall": summary["overall"]}) + rows(summary["by_project"]))
     print("\n## Per probe kind")
-    print_table(["kind", "n", *(label for _, label in columns)], rows(summary["by_kind"]))
+    print_table(["kind", "n", *(label for _, label in columns)],
+                rows(summary["by_kind"]) + rows({"+".join(NAMED_KINDS): summary["named"]}))
     silent = summary["irrelevant_silent"]
     print(f"\nirrelevant prompts with nothing injected: {fmt(silent['agentmem'])}% of {summary['irrelevant_count']} "
           f"(no memory: {fmt(silent['no_memory'])}%)")

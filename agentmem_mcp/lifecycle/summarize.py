@@ -20,7 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..capture.transcript import Turn, is_noise, read_turns
+from ..capture.transcript import Turn, is_noise, read_turns, relative_to
 from ..project import worktree_root
 from ..trust import WITHHELD, withhold_instructions
 from . import OUTCOME, remember
@@ -228,7 +228,7 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
         title = "Session: ran " + ", ".join(f"`{k}`" for k in list(state.commands)[:3])
     else:
         title = "Session: " + _clip(plain(report), 90)
-    lines = [_withheld_line(line) for line in lines]
+    lines = [_withheld_line(relative_to(line, cwd)) for line in lines]
     return _withheld_line(title), "\n".join(lines)[:SUMMARY_MAX_CHARS]
 
 
