@@ -10,7 +10,15 @@ same statement with its value changed: every differing piece sits in a value slo
   that follows ("unit tests" / "integration tests" name two things) except after "use" / "prefer";
 - the program of a quoted command (`` `make build` `` -> `` `npm run build` ``); its other arguments name what
   the command acts on;
-- a path or URL only right after "is" / ":" / "=" ("the entry point is src/main.ts").
+- a path or URL only right after "is" / ":" / "=" ("the entry point is src/main.ts");
+- the value that ends the statement after "on / to / in / at / from ..." or soon after a value cue ("runs on
+  CircleCI" -> "runs on GitHub Actions now", "with npm test" -> "with npm run test:ci"), unless two sibling
+  folders (`apps/web`, `apps/admin`: two places).
+
+A statement that says what changed ("we moved from Netlify to Cloudflare Pages", "replaced jest with vitest")
+supersedes the old one that names what was left, when the rest of the old one is about the same thing. Number
+words count as numbers ("one" -> "two approving reviews"), plurals align with singulars, and time words that
+end a statement ("now", "currently") are not part of it.
 
 Anything else that differs means different subjects, however many words they share: a word at the start
 of the statement or before a shared word it qualifies ("The billing service ..." / "The search service ...",
@@ -38,12 +46,17 @@ a an the this that these those it its is are was were be been being am do does d
 shall should can could may might must to of in on at by for with from into onto via as and or but nor so
 than then there here when while before after if unless until because since about over under between per
 not no all any each every some our we us you your i me my they them their he she his her one ones also
-only just always never instead rather
+only just always never instead rather now currently nowadays anymore today
 """.split())
 # A word after one of these is the value of the statement ("use yarn", "default branch is main").
 VALUE_CUES = frozenset("""
-use uses using used prefer prefers preferred with via is are was were be = : by over than not instead
+use uses using used prefer prefers preferred with via is are was were be = : by over than not instead called
+named
 """.split())
+# ... and these, when the value ends the statement ("runs on CircleCI", "logs are written to /var/log/app.log")
+END_CUES = frozenset("on to in at from into under onto".split())
+NUMBER_WORDS = frozenset("zero one two three four five six seven eight nine ten eleven twelve".split())
+TRAILING = frozenset("now currently nowadays anymore today".split())  # time words that end a statement
 CHOICE_CUES = frozenset("use uses using prefer prefers preferred".split())  # "use single quotes": a choice
 SWITCH_CUES = frozenset({("switch", "to"), ("switched", "to"), ("moved", "to"), ("migrated", "to"),
                          ("migrate", "to"), ("instead", "of"), ("rather", "than"), ("upgrade", "to"),
@@ -55,6 +68,11 @@ never always not no don't dont doesn't doesnt isn't isnt aren't arent won't wont
 shouldnt mustn't mustnt avoid stop enable enabled disable disabled allow allowed forbid forbidden do does
 must required optional without
 """.split())
+_PLURAL = re.compile(r"^[a-z]{3,}[^s']s$")
+_SWITCH = re.compile(r"\b(?:switched|switch|moved|move|migrated|migrate|changed|went|upgraded|upgrade)\s+from\s+"
+                     r"(.+?)\s+to\s+(.+?)(?=\s+(?:for|in|on|at|because|since|as|when)\b|[.,;]|$)|"
+                     r"\breplaced\s+(.+?)\s+with\s+(.+?)(?=\s+(?:for|in|on|at|because|since|as|when)\b|[.,;]|$)",
+                     re.IGNORECASE)
 MAX_PIECE_TOKENS = 3
 MIN_SHARED = 0.5
 MAX_STATEMENT_TOKENS = 400  # longer texts are documents, not one statement: they never supersede by this rule
@@ -84,6 +102,8 @@ def tokens(text: str) -> list[Token]:
         low = raw.lower().replace("’", "'")
         if len(low) > 1 and low[-1] == "/" and "/" not in low[:-1]:
             low = low[:-1]
+        if _PLURAL.match(low) and low not in FUNCTION_WORDS and low not in POLARITY and low not in VALUE_CUES:
+            low = low[:-1]  # "reviews" aligns with "review"
         out.append(Token(raw, low, first))
         first = raw in (".", ";", ":", "!", "?")
     return out
@@ -94,7 +114,7 @@ def _wordlike(low: str) -> bool:
 
 
 def _is_number(low: str) -> bool:
-    return any(ch.isdigit() for ch in low) and "/" not in low and not low.startswith("`")
+    return low in NUMBER_WORDS or any(ch.isdigit() for ch in low) and "/" not in low and not low.startswith("`")
 
 
 def _is_path(low: str) -> bool:
@@ -107,6 +127,14 @@ def _is_flag(low: str) -> bool:
 
 def _is_word(low: str) -> bool:
     return low[:1].isalpha() and not _is_path(low)
+
+
+def _sibling_folders(a: str, b: str) -> bool:
+    """Two folders side by side (`apps/web`, `apps/admin`): the same parent, no file extension."""
+    if "/" not in a or "/" not in b or "://" in a + b:
+        return False
+    (pa, _, na), (pb, _, nb) = a.rstrip("/").rpartition("/"), b.rstrip("/").rpartition("/")
+    return pa == pb and "." not in na and "." not in nb
 
 
 def _proper_name(token: Token) -> bool:
@@ -156,6 +184,10 @@ def _piece_verdict(a: list[Token], b: list[Token], left: list[Token], right: Tok
         change = _command_change(a[0].low, b[0].low)
         return Verdict("supersede", f"command changed: {change}") if change else \
             Verdict(None, f"a command for something else ({said})")
+    if right is None and (cue in END_CUES or any(t.low in VALUE_CUES for t in left[-3:])):
+        if len(a) == len(b) == 1 and _sibling_folders(a[0].low, b[0].low):
+            return Verdict(None, f"a different folder ({said})")  # apps/web and apps/admin: two places
+        return Verdict("supersede", f"value changed: {said}")  # the value that ends the statement
     if any(_is_path(t.low) for t in changed):
         if cue in COPULA_CUES and (right is None or right.low in FUNCTION_WORDS or right.low in ".;,"):
             return Verdict("supersede", f"value changed: {said}")
@@ -171,11 +203,44 @@ def _piece_verdict(a: list[Token], b: list[Token], left: list[Token], right: Tok
     return Verdict("supersede", f"value changed: {said}")
 
 
+def _trimmed(statement: list[Token]) -> list[Token]:
+    """The statement without the time words and the full stop that end it ("... on GitHub Actions now.")."""
+    end = len(statement)
+    while end and (statement[end - 1].low in TRAILING or statement[end - 1].low == "."):
+        end -= 1
+    return statement[:end]
+
+
+def _content(statement: list[Token]) -> set[str]:
+    return {t.low for t in statement if _wordlike(t.low) and t.low not in FUNCTION_WORDS}
+
+
+def _switch(old: list[Token], new_text: str) -> Verdict | None:
+    """A new statement that says what changed ("we moved from Netlify to Cloudflare Pages", "replaced jest with
+    vitest") supersedes the old one when the old names what was left and is about the same thing otherwise
+    (at least half of its other content words are in the new one)."""
+    match = _SWITCH.search(new_text)
+    if match is None:
+        return None
+    was, now = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+    left = _content(tokens(was))
+    rest = _content(old) - left
+    if not left or not left <= _content(old) or not rest:
+        return None
+    shared = rest & _content(tokens(new_text))
+    if len(shared) * 2 < len(rest):
+        return None
+    return Verdict("supersede", f"switched: {was} → {now}")
+
+
 def decide(old_text: str, new_text: str) -> Verdict:
     """Whether `new_text` supersedes `old_text` (same subject, a value changed), contradicts it, or neither."""
-    old, new = tokens(old_text), tokens(new_text)
+    old, new = _trimmed(tokens(old_text)), _trimmed(tokens(new_text))
     if not old or not new:
         return Verdict(None, "nothing to compare")
+    switched = _switch(old, new_text)
+    if switched:
+        return switched
     if max(len(old), len(new)) > MAX_STATEMENT_TOKENS:
         return Verdict(None, "too different (too long to compare as one statement)")
     a, b = [t.low for t in old], [t.low for t in new]
