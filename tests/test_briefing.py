@@ -113,6 +113,27 @@ def test_a_session_outcome_draws_on_every_turn_and_commits_name_their_new_files(
     assert "docs/developer-onboarding.md" in content.split("Files changed: ")[1]
 
 
+def test_a_summary_names_the_errors_a_project_taught_and_not_the_clients_own():
+    from agentmem_mcp.capture.compress import _error_lines
+    from agentmem_mcp.lifecycle.consolidate import ObsRecord
+
+    blocked = "Error: Bash operation blocked by hook:\n- [hooks/pre_tool_use.py]: BLOCKED: Dangerous rm command\n"
+    assert _error_lines(blocked) == ["Error: Bash operation blocked by hook: - [hooks/pre_tool_use.py]: BLOCKED: "
+                                     "Dangerous rm command"]
+    state = SessionState()
+    for n, (title, reason) in enumerate([
+            ("Write of CLAUDE.md failed: Error: Claude requested permissions…",
+             "Claude requested permissions to write to /p/CLAUDE.md, but you haven't granted it yet."),
+            ("Edit of a.py failed: Error: String to replace not found in file.", "String to replace not found"),
+            ("Read of b.py failed: Error: File does not exist.", "File does not exist.")]):
+        state.fold(ObsRecord(id=n + 1, session_id="s", project="/p", kind="error", tool="Write", title=title,
+                             facts=[], files=[], importance=0.5, created_at=1.0, failed=True, reason=reason))
+    _, content = render(state, "/p")
+    assert "Other tool errors: Write of CLAUDE.md: Claude requested permissions to write to CLAUDE.md, but you " \
+           "haven't granted it yet." in content
+    assert "String to replace" not in content and "does not exist" not in content
+
+
 def test_briefing_gives_sessions_more_detail_when_the_budget_has_room(env, tmp_path, settings, embedder):
     project = tmp_path / "app"
     (project / ".git").mkdir(parents=True)

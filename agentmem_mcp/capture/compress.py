@@ -454,6 +454,9 @@ def _error_lines(output: str) -> list[str]:
         if line.startswith("Traceback"):
             last = next((x for x in lines[index + 1 :] if x and not x[0].isspace()), "")
             found.extend(x for x in (line.strip(), last.strip()) if x)
+        elif line.rstrip().endswith(":"):  # "blocked by hook:", "ignored by one of your .gitignore files:"
+            detail = next((x.strip() for x in lines[index + 1:index + 3] if x.strip()), "")
+            found.append(f"{line.strip()} {detail}".strip())
         else:
             found.append(line.strip())
     return list(dict.fromkeys(found))[:10]

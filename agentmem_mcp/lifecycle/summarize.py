@@ -80,6 +80,13 @@ _CHANGED = re.compile(r"\d+ files? changed")
 _CREATED = re.compile(r"^\s*(?:create|delete) mode \d+ (\S.*?)\s*$", re.MULTILINE)
 
 
+# errors of the client's own tool protocol, not of the project: nothing to learn from them
+_CLIENT_MECHANICS = re.compile(r"File does not exist|String to replace not found|has not been read yet|"
+                               r"modified since (?:it was )?read|User rejected|exceeds maximum allowed tokens|"
+                               r"response \(\d+ tokens\) exceeds|Found \d+ matches of the string|No such tool|"
+                               r"InputValidationError", re.IGNORECASE)
+
+
 @dataclass
 class SessionState:
     """What a session did so far, folded from its compressed observations in id order."""
@@ -94,6 +101,7 @@ class SessionState:
     sources: list[int] = field(default_factory=list)
     last_at: float = 0.0
     commits: list[dict[str, str]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # failed tool calls other than commands (a refused write)
 
     @classmethod
     def from_json(cls, text: str | None) -> SessionState:
@@ -120,6 +128,10 @@ class SessionState:
                 self._commits(record.output)
         elif record.failed:
             self.tool_errors += 1
+            what = record.title.split(" failed", 1)[0] if " failed" in record.title else record.tool or "a tool"
+            failure = _clip(f"{what}: {record.reason}" if record.reason else record.title, 200)
+            if len(self.failures) < 4 and failure not in self.failures and not _CLIENT_MECHANICS.search(failure):
+                self.failures.append(failure)
         if record.is_edit:
             for path in record.files:
                 self.files[path] = self.files.get(path, 0) + record.count
@@ -138,7 +150,7 @@ class SessionState:
         entry["result"] = _clip(result or record.reason, 80)
         if record.failed:
             entry["fails"] += 1
-            self.errors[record.key] = {"reason": _clip(record.reason or record.title, 70), "fixed": False}
+            self.errors[record.key] = {"reason": _clip(record.reason or record.title, 110), "fixed": False}
         elif record.key in self.errors:
             self.errors[record.key]["fixed"] = True
 
@@ -214,9 +226,11 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     still = [f"`{k}` ({e['reason']})" for k, e in state.errors.items() if not e["fixed"] and k not in INSPECTIONS]
     fixed = [f"`{k}`" for k, e in state.errors.items() if e["fixed"]]
     if still:
-        lines.append(_clip("Still failing at the end: " + "; ".join(still), 220))
+        lines.append(_clip("Still failing at the end: " + "; ".join(still), 300))
     if fixed:
         lines.append(_clip("Failed, then passed later in the session: " + ", ".join(fixed), 160))
+    if state.failures:
+        lines.append(_clip("Other tool errors: " + "; ".join(state.failures), 360))
     named = list(dict.fromkeys([*state.saved, *saved]))
     if named:
         lines.append(_clip("Memories saved: " + "; ".join(named), 150))
