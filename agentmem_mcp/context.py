@@ -88,7 +88,7 @@ def provenance(row: Any) -> str:
     """Where a memory came from, in words."""
     source = row["source"]
     if source == "user":
-        return "you saved it"
+        return "you said it in a session" if (row["key"] or "").startswith("instruction:") else "you saved it"
     if source == "agent":
         return "saved by the agent"
     if source == "import":

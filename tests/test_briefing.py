@@ -134,6 +134,17 @@ def test_a_summary_names_the_errors_a_project_taught_and_not_the_clients_own():
     assert "String to replace" not in content and "does not exist" not in content
 
 
+def test_standing_instructions_typed_by_the_user_carry_user_provenance():
+    from agentmem_mcp.lifecycle.session_log import turn_memories
+
+    turns = parse_turns([_line(type="user", cwd="/p", message={"content": "Always run mix format before committing. "
+                                                                          "Now fix the parser."})])
+    made = turn_memories(turns, {"project": "/p", "id": "s1"}, 1.0)
+    instruction = next(m for m in made if m["key"].startswith("instruction:"))
+    assert instruction["source"] == "user" and "mix format" in instruction["content"]
+    assert "priority" not in instruction and "pinned" not in instruction  # P1 and unpinned until confirmed
+
+
 def test_briefing_gives_sessions_more_detail_when_the_budget_has_room(env, tmp_path, settings, embedder):
     project = tmp_path / "app"
     (project / ".git").mkdir(parents=True)

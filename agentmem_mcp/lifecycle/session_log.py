@@ -18,6 +18,7 @@ from ..capture.transcript import Turn, mentioned_paths, relative_to
 from ..trust import instruction_reason
 
 NOTE_CONFIDENCE = 0.8  # the agent's own words about what it did
+INSTRUCTION_CONFIDENCE = 0.8  # the user's own words (user provenance), picked out as standing by a rule
 NOTE_VECTOR_CHARS = 600
 
 
@@ -224,7 +225,8 @@ def turn_memories(turns: list[Turn], session: Any, last_at: float | None,
                     and not sentence.endswith("?") and not instruction_reason(sentence)):
                 out.append({**base, "content": f"The user said: \"{clip(sentence, 300)}\"",
                             "title": clip(f"User instruction: {sentence}", 100), "tier": "semantic",
-                            "type": "preference", "importance": 0.75,
+                            "type": "preference", "importance": 0.75, "source": "user",
+                            "confidence": INSTRUCTION_CONFIDENCE,
                             "key": f"instruction:{_digest(sentence.lower())}",
                             "files": existing_files(sentence, tree, project)})
     return out

@@ -296,7 +296,7 @@ def summarize_session(store: Store, session: Any, *, llm: LLM | None = None) -> 
         return False
     saved = [r[0] for r in conn.execute(
         "SELECT title FROM memories WHERE session_id = ? AND tier IN ('semantic', 'procedural') AND source != "
-        "'consolidation' AND is_latest = 1 LIMIT 5", (session_id,))]
+        "'consolidation' AND (key IS NULL OR key NOT LIKE 'instruction:%') AND is_latest = 1 LIMIT 5", (session_id,))]
     prepared = []
     turns = read_turns(transcript_path(conn, session_id)) if state.upto != before else []
     tree = worktree_root(session["cwd"]) or session["project"]
