@@ -23,6 +23,7 @@ from .anchors import FreshRows, missing_files, relative
 from .db.connection import Connection
 from .index.tokenize import terms
 from .lifecycle import OUTCOME
+from .lifecycle.digest import digest
 from .lifecycle.retention import retention
 from .ranking import PROCEDURE_BOOST, asks_how_to, estimate_tokens, humanize_age
 from .trust import instruction_reason, neutralize
@@ -207,12 +208,16 @@ def _session_line(row: Any, tree: str | None, project: str | None, now: float, *
     out = [f"- {_clip(title, 100)} ({humanize_age(now - row['updated_at'])}, {row['events'] or 0} events{stale})"]
     shares = _RANK_SHARE[:max(shown, 1)]
     outcome_chars = int(chars * shares[min(rank, len(shares) - 1)] / sum(shares))
+    full = rank < 2 or chars >= SESSION_OUTCOME_CHARS[1]  # every part, when the budget has room for it
     order = ((OUTCOME, "outcome", outcome_chars),
-             ("Commits", "commits", 200 if rank < 2 else 140), ("Tests", "tests", 160),
-             ("Decisions", "decisions", 200), ("Files changed", "files", 200 if rank < 2 else 120))
+             ("Commits", "commits", 200 if full else 140), ("Tests", "tests", 160),
+             ("Decisions", "decisions", 200), ("Files changed", "files", 200 if full else 120),
+             ("Other tool errors", "errors", 200))
     for key, label, limit in order:
-        if key in parts and (rank < 2 or label in ("outcome", "commits", "files")):
-            out.append(f"  {label}: {_clip(parts[key], limit)}")
+        if key in parts and (full or label in ("outcome", "commits", "files")):
+            text = digest([(parts[key], 1.0)], limit) if key == OUTCOME and len(parts[key]) > limit else \
+                _clip(parts[key], limit)
+            out.append(f"  {label}: {text}")
     return "\n".join(out)
 
 

@@ -14,7 +14,8 @@ from agentmem_mcp.capture.hook import handle
 from agentmem_mcp.capture.transcript import mentioned_paths, parse_turns, read_turns
 from agentmem_mcp.context import session_context, worth_recalling
 from agentmem_mcp.lifecycle.consolidate import command_segments, normalize_command, working_form
-from agentmem_mcp.lifecycle.session_log import digest, plain, session_reports
+from agentmem_mcp.lifecycle.digest import digest, plain
+from agentmem_mcp.lifecycle.session_log import session_reports
 from agentmem_mcp.lifecycle.summarize import SessionState, render
 from agentmem_mcp.ranking import estimate_tokens
 from agentmem_mcp.store import Store

@@ -37,17 +37,8 @@ from .consolidate import (
     upsert_derived,
     write_saves,
 )
-from .session_log import (
-    digest,
-    distinct,
-    left_open,
-    plain,
-    session_reports,
-    short_urls,
-    summary_files,
-    transcript_path,
-    turn_memories,
-)
+from .digest import digest, distinct, left_open, plain, short_urls
+from .session_log import session_reports, summary_files, transcript_path, turn_memories
 
 if TYPE_CHECKING:
     from ..llm import LLM
@@ -67,7 +58,13 @@ what the session was about and what came of it, in at most 3 factual sentences (
 Return {"title": "<at most 12 words>", "narrative": "<at most 400 characters>"}"""
 
 
-OUTCOME_CHARS = 900
+OUTCOME_CHARS = (600, 1400)  # a session's outcome: the more its agent reported, the longer, within these
+
+
+def outcome_chars(reported: int) -> int:
+    """How long a session's outcome digest may be, given how many characters its agent reported."""
+    low, high = OUTCOME_CHARS
+    return max(low, min(high, 400 + reported // 10))
 
 
 def _clip(text: str, limit: int) -> str:
@@ -194,7 +191,8 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     if asked:
         lines.append(_clip("Asked: " + " / ".join(_clip(a, 160) for a in asked), 360))
     report = next((t.final for t in reversed(turns) if len(t.final) >= 40), "")
-    outcome = digest(session_reports(turns), OUTCOME_CHARS)
+    reports = session_reports(turns)
+    outcome = digest(reports, outcome_chars(sum(len(text) for text, _ in reports)))
     if outcome:
         lines.append(f"{OUTCOME}: {outcome}")
     if state.commits:
