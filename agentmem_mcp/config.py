@@ -79,9 +79,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("prompt_min_score", "float", 0.35, "AGENTMEM_PROMPT_MIN_SCORE",
             "Relevance threshold (0..1, share of query terms matched) for prompt-time injection."),
     Setting("supersede_jaccard", "float", 0.7, "AGENTMEM_SUPERSEDE_JACCARD",
-            "Word-set Jaccard similarity above which a new memory supersedes an old one."),
+            "A rewording (same words, other order) supersedes an old memory only above this word-set Jaccard "
+            "(and supersede_cosine); a changed value is decided by the same-subject rule."),
     Setting("supersede_cosine", "float", 0.92, "AGENTMEM_SUPERSEDE_COSINE",
-            "Vector cosine similarity above which a paraphrase supersedes an old memory."),
+            "A rewording supersedes an old memory only above this vector cosine (and supersede_jaccard)."),
     Setting("busy_timeout_ms", "int", 10000, "AGENTMEM_BUSY_TIMEOUT_MS",
             "How long a writer waits for SQLite's lock."),
     Setting("max_output_chars", "int", 12000, "AGENTMEM_MAX_OUTPUT_CHARS",
