@@ -210,53 +210,65 @@ class ImportSummary:
     empty: int = 0  # nothing a hook would have recorded
     events: int = 0
     failed: list[str] = field(default_factory=list)
+    left_out: dict[str, int] = field(default_factory=dict)  # reason -> how many, for what could not be read
 
     def text(self) -> str:
         line = (f"imported {self.sessions} sessions ({self.events} events); {self.skipped} already in agentmem, "
                 f"{self.empty} empty")
         if self.failed:
             line += f"; {len(self.failed)} could not be read: " + ", ".join(self.failed[:5])
+        if self.left_out:
+            line += "; left out: " + ", ".join(f"{count} {reason}" for reason, count in self.left_out.items())
         return line
 
 
 Progress = Callable[[str, int, int], None]
+Events = list[tuple[str, dict, float | None]]
 
 
 def import_transcripts(settings: Any, paths: Sequence[Path], progress: Progress | None = None) -> ImportSummary:
-    """Replay each transcript's events through the hooks' capture path into the store of `settings`."""
+    """Replay each Claude Code transcript's events through the hooks' capture path into the store of `settings`."""
+    return import_sessions(settings, "claude-code", paths, claude_code_events, progress=progress)
+
+
+def import_sessions(settings: Any, client: str, sources: Sequence[Any], events_of: Callable[[Any], Events],
+                    progress: Progress | None = None, summary: ImportSummary | None = None) -> ImportSummary:
+    """Replay each source's hook events (`events_of(source)`: the client's own event names and payloads, with
+    the time each happened) through the hooks' capture path into the store of `settings`. A session already
+    in the store is skipped; one with nothing but its start, stop and end counts as empty."""
     from .capture.events import parse_hook_event
     from .capture.observations import ObservationStore, scrub
     from .db.connection import connect
     from .db.migrations import migrate
     from .project import project_for
 
-    summary = ImportSummary()
+    summary = summary or ImportSummary()
     conn = connect(settings.database, busy_timeout_ms=settings.busy_timeout_ms, load_vec=False)
     try:
         migrate(conn)
         observations = ObservationStore(conn)
-        for done, path in enumerate(paths, start=1):
+        for done, source in enumerate(sources, start=1):
             try:
-                events = claude_code_events(path)
-            except (OSError, ValueError) as exc:
-                summary.failed.append(f"{path.name} ({type(exc).__name__})")
+                events = events_of(source)
+                parsed = [(parse_hook_event(client, name, payload), at) for name, payload, at in events]
+            except (OSError, ValueError) as exc:  # HookInputError is a ValueError
+                summary.failed.append(f"{getattr(source, 'name', source)} ({type(exc).__name__})")
                 continue
-            session_id = events[0][1]["session_id"] if events else ""
-            if not session_id or len(events) <= 3:  # start, stop and end only: nothing happened
+            session_id = parsed[0][0].session_id if parsed else ""
+            if not session_id or len(parsed) <= 3:  # start, stop and end only: nothing happened
                 summary.empty += 1
             elif _known(conn, session_id):
                 summary.skipped += 1
             else:
-                cwd = events[0][1]["cwd"]
+                cwd = parsed[0][0].cwd
                 # a folder gone from this machine is still its own project, never the global memories
                 project = (project_for(cwd) or cwd) if cwd else None
-                for name, payload, at in events:
-                    ev = parse_hook_event("claude-code", name, payload)
+                for ev, at in parsed:
                     observations.record(scrub(ev, settings.max_output_chars), project, now=at)
                 summary.sessions += 1
-                summary.events += len(events)
+                summary.events += len(parsed)
             if progress:
-                progress("sessions", done, len(paths))
+                progress("sessions", done, len(sources))
     finally:
         conn.close()
     return summary
