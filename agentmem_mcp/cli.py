@@ -309,12 +309,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_hook(args: argparse.Namespace) -> int:
-    from .capture.hook import run_hook
-
-    return run_hook(args.client, args.event)
-
-
 def cmd_worker(args: argparse.Namespace) -> int:
     from .worker import run_cli
 
@@ -498,7 +492,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--client", default="claude-code", choices=("claude-code", "cursor"),
                    help="the client sending the event (default: claude-code)")
     p.add_argument("event", help="the client's event name (SessionStart, UserPromptSubmit, PostToolUse, ...)")
-    p.set_defaults(func=cmd_hook)
 
     p = sub.add_parser("worker", help="run background work (compress, summarise, consolidate, decay)")
     mode = p.add_mutually_exclusive_group()

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 _NOT_TYPED = ("<command-", "<local-command", "<task-notification>", "<system-reminder>", "Caveat:")
-_EXIT_CODE = re.compile(r"\A\s*(?:Error:\s*)?Exit code:?\s+(-?\d{1,9})\b")
 
 
 def read_transcript(path: str | Path) -> list[dict]:
@@ -285,8 +283,3 @@ def parse_since(text: str) -> float:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
         raise ValueError(f"--since {text!r} is not a date: write it as 2026-03-01 (or 2026-03-01T14:00)") from None
-
-
-def iter_events(path: Path) -> Iterator[tuple[str, dict, float | None]]:
-    """The hook events of one transcript (for tools and benchmarks)."""
-    yield from claude_code_events(path)

@@ -46,12 +46,6 @@ class Turn:
         """The agent's last message of the turn: where it says what it did."""
         return self.replies[-1] if self.replies else ""
 
-    @property
-    def asks(self) -> bool:
-        """Whether the turn ends with the agent asking the user something."""
-        tail = self.final.rstrip()[-400:]
-        return tail.endswith("?") or bool(re.search(r"\?\s*(?:\n|$)", tail[-200:]))
-
 
 _PATH_MENTION = re.compile(r"(?<![\w/.:-])((?:[\w.@-]+/)*[\w@-][\w.@-]*\.[A-Za-z0-9]{1,8})\b")
 
