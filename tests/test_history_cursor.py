@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from agentmem_mcp.capture import cursor_log
 from agentmem_mcp.capture.cursor_log import folder_of_uri, read_logged_turns
 from agentmem_mcp.capture.transcript import read_turns
 
@@ -129,7 +130,10 @@ def _memories(env: dict[str, str], cwd: Path) -> list[dict]:
 def test_import_cursor_history(cli_env, tmp_path, cursor_user):
     user, _ = cursor_user
     before = _fingerprint(user)
-    first = agentmem(cli_env, "import-history", "cursor", "--root", str(user), cwd=tmp_path)
+    scratch = tmp_path / "tmp"  # where the private copy of the log goes, while Cursor "runs"
+    scratch.mkdir()
+    first = agentmem(dict(cli_env, TMPDIR=str(scratch)), "import-history", "cursor", "--root", str(user),
+                     cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "Traceback" not in first.stderr
     assert first.stderr.rstrip().endswith("sessions [##############################] 2/2"), first.stderr
@@ -138,6 +142,7 @@ def test_import_cursor_history(cli_env, tmp_path, cursor_user):
             "1 conversations with no project folder") in first.stdout, first.stdout
     assert "summaries" in first.stdout, first.stdout
     assert _fingerprint(user) == before  # nothing written into Cursor's folders, the log left as it was
+    assert not [p for p in scratch.iterdir() if p.name.startswith("agentmem-cursor-")]  # the copy is gone
 
     home = Path(cli_env["AGENTMEM_HOME"])
     stored = b"".join(p.read_bytes() for p in home.glob("agentmem.db*"))
@@ -189,3 +194,19 @@ def test_a_gone_cursor_log_gives_no_turns(tmp_path):
     assert folder_of_uri("file:///c%3A/Users/dev/app") == "c:/Users/dev/app"
     assert folder_of_uri("vscode-remote://ssh-remote%2Bbox/srv/app/") == "/srv/app"
     assert folder_of_uri(42) is None and folder_of_uri("relative/path") is None
+
+
+def test_a_running_cursors_log_is_copied_once_while_it_does_not_change(cursor_user):
+    user, (store,) = cursor_user
+    db = user / "globalStorage" / "state.vscdb"
+    first = cursor_log._snapshot(db)
+    assert cursor_log._snapshot(db) == first and first.parent.stat().st_mode & 0o777 == 0o700
+    pointer = cursor_log.log_pointer(cursor_log.Conversation(composer_id=SHOP, db=db, folder=PROJECT))
+    turns = read_turns(pointer)
+    assert [t.prompt[:20] for t in turns] == ["the cart total is wr", "always run the tests"]
+    assert "[REDACTED" in turns[0].prompt and turns[0].replies[-1].startswith("Done: the cart total")
+    assert cursor_log._snapshot(db) == first  # the summariser read the same copy
+    store.execute("INSERT INTO ItemTable VALUES ('another.setting', 'y')")
+    store.commit()
+    second = cursor_log._snapshot(db)
+    assert second != first and not first.parent.exists()  # Cursor wrote: a new copy replaces the old one

@@ -9,18 +9,21 @@ either inline (`conversation`) or stored one per key, `bubbleId:<composerId>:<bu
 
 Only those keys are read: never the rest of `ItemTable`, which holds Cursor's login tokens. The files are
 opened without writing to Cursor's folders: immutable when no write-ahead log is beside the file (Cursor is
-not writing it), else as a private temporary copy of the file and its log. These are Cursor's internal
+not writing it), else as a private temporary copy of the file and its log (kept while neither changes,
+removed when the process exits). These are Cursor's internal
 formats: every value is checked, and what does not have the expected shape is skipped and counted.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
 import shutil
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -82,30 +85,60 @@ class Conversation:
         return max(stamps) if stamps else None
 
 
+_snapshots: dict[Path, tuple[tuple[int, ...], Path]] = {}  # Cursor file -> (its signature, our private copy)
+_snapshots_lock = threading.Lock()
+
+
 @contextmanager
 def open_readonly(db: Path) -> Iterator[sqlite3.Connection]:
     """A read-only connection to a Cursor `state.vscdb` that writes nothing next to it. With no `-wal` file
-    beside it, the file is opened immutable; with one (Cursor has it open), the file and its log are copied
-    into a private temporary folder first, removed afterwards. Raises sqlite3.Error or OSError."""
-    wal = Path(f"{db}-wal")
-    folder = None
+    beside it, the file is opened immutable; with one (Cursor has it open), a private copy of the file and
+    its log is read instead (`_snapshot`). Raises sqlite3.Error or OSError."""
+    if Path(f"{db}-wal").exists():
+        conn = sqlite3.connect(_snapshot(db))
+    else:
+        conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
     try:
-        if wal.exists():
-            folder = Path(tempfile.mkdtemp(prefix="agentmem-cursor-"))
-            copy = folder / "state.vscdb"
+        conn.execute("PRAGMA query_only = 1")
+        yield conn
+    finally:
+        conn.close()
+
+
+def _snapshot(db: Path) -> Path:
+    """A copy of `db` and its `-wal` in a private temporary folder (0700), made again only when either file
+    changed, so that summarising many imported conversations copies a large file once. One copy per file at
+    a time: the previous one is removed when a new one is made, and every copy when the process exits."""
+    wal = Path(f"{db}-wal")
+    stats = (db.stat(), wal.stat())
+    signature = tuple(n for st in stats for n in (st.st_mtime_ns, st.st_size, st.st_ino))
+    key = db.resolve()
+    with _snapshots_lock:
+        known = _snapshots.get(key)
+        if known is not None and known[0] == signature and known[1].exists():
+            return known[1]
+        if known is not None:
+            shutil.rmtree(known[1].parent, ignore_errors=True)
+        elif not _snapshots:
+            atexit.register(_remove_snapshots)
+        folder = Path(tempfile.mkdtemp(prefix="agentmem-cursor-"))
+        copy = folder / "state.vscdb"
+        try:
             shutil.copyfile(db, copy)
             shutil.copyfile(wal, folder / "state.vscdb-wal")
-            conn = sqlite3.connect(copy)
-        else:
-            conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
-        try:
-            conn.execute("PRAGMA query_only = 1")
-            yield conn
-        finally:
-            conn.close()
-    finally:
-        if folder is not None:
+        except OSError:
             shutil.rmtree(folder, ignore_errors=True)
+            _snapshots.pop(key, None)
+            raise
+        _snapshots[key] = (signature, copy)
+        return copy
+
+
+def _remove_snapshots() -> None:
+    with _snapshots_lock:
+        for _, copy in _snapshots.values():
+            shutil.rmtree(copy.parent, ignore_errors=True)
+        _snapshots.clear()
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
