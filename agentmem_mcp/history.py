@@ -230,10 +230,12 @@ def import_transcripts(settings: Any, paths: Sequence[Path], progress: Progress 
 
 
 def import_sessions(settings: Any, client: str, sources: Sequence[Any], events_of: Callable[[Any], Events],
-                    progress: Progress | None = None, summary: ImportSummary | None = None) -> ImportSummary:
+                    progress: Progress | None = None, summary: ImportSummary | None = None,
+                    session_of: Callable[[Any], str] | None = None) -> ImportSummary:
     """Replay each source's hook events (`events_of(source)`: the client's own event names and payloads, with
     the time each happened) through the hooks' capture path into the store of `settings`. A session already
-    in the store is skipped; one with nothing but its start, stop and end counts as empty."""
+    in the store is skipped (before its events are read when `session_of(source)` gives its id); one with
+    nothing but its start, stop and end counts as empty."""
     from .capture.events import parse_hook_event
     from .capture.observations import ObservationStore, scrub
     from .db.connection import connect
@@ -246,6 +248,11 @@ def import_sessions(settings: Any, client: str, sources: Sequence[Any], events_o
         migrate(conn)
         observations = ObservationStore(conn)
         for done, source in enumerate(sources, start=1):
+            if session_of is not None and _known(conn, session_of(source)):
+                summary.skipped += 1
+                if progress:
+                    progress("sessions", done, len(sources))
+                continue
             try:
                 events = events_of(source)
                 parsed = [(parse_hook_event(client, name, payload), at) for name, payload, at in events]

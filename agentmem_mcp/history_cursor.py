@@ -24,6 +24,7 @@ from .capture.cursor_log import (
     Conversation,
     folder_of_uri,
     listed_composers,
+    load_messages,
     log_pointer,
     open_readonly,
     read_conversations,
@@ -81,7 +82,7 @@ def read_history(root: Path, *, project: str | None = None, since: float | None 
         try:
             with open_readonly(db) as conn:
                 listed = listed_composers(conn)
-                local, broken = read_conversations(conn, db)  # older Cursor kept them in the workspace
+                local, broken = read_conversations(conn, db, messages=False)  # older Cursor kept them here
         except (sqlite3.Error, OSError):
             history.leave_out("state.vscdb files that could not be read")
             continue
@@ -96,24 +97,30 @@ def read_history(root: Path, *, project: str | None = None, since: float | None 
     if global_db.is_file():
         try:
             with open_readonly(global_db) as conn:
-                shared, broken = read_conversations(conn, global_db)
+                shared, broken = read_conversations(conn, global_db, messages=False)
         except (sqlite3.Error, OSError):
             history.leave_out("state.vscdb files that could not be read")
             shared, broken = [], 0
         history.leave_out("conversations of an unknown shape", broken)
         for conv in shared:
-            if conv.composer_id in found and found[conv.composer_id].messages:
+            if conv.composer_id in found and found[conv.composer_id].size:
                 continue
             found[conv.composer_id] = conv
     wanted = Path(project).resolve() if project else None
     for conv in found.values():
         conv.folder = folders.get(conv.composer_id) or hashes.get(conv.workspace_hint or "") or conv.folder
-        history.leave_out("unreadable messages", conv.unreadable)
-        if not conv.messages:
+        if not conv.size:
             history.empty += 1
             continue
+        if not conv.folder or (since is not None and conv.updated_at is None):
+            try:  # a user message may name the workspace; the messages say when it was last active
+                load_messages(conv)
+            except OSError:
+                history.leave_out("state.vscdb files that could not be read")
+                continue
         if not conv.folder:
             history.leave_out("conversations with no project folder")
+            conv.messages = []
             continue
         if since is not None and (conv.last_at is None or conv.last_at < since):
             continue
@@ -122,6 +129,17 @@ def read_history(root: Path, *, project: str | None = None, since: float | None 
         history.conversations.append(conv)
     history.conversations.sort(key=lambda c: (c.created_at or c.last_at or 0, c.composer_id))
     return history
+
+
+def _loaded_events(conv: Conversation, summary: ImportSummary) -> list[tuple[str, dict, float | None]]:
+    """`cursor_events` of a conversation whose messages are read now and let go afterwards."""
+    load_messages(conv)
+    try:
+        if conv.unreadable:
+            summary.left_out["unreadable messages"] = summary.left_out.get("unreadable messages", 0) + conv.unreadable
+        return cursor_events(conv)
+    finally:
+        conv.messages, conv.loaded = [], False
 
 
 def _tool_name(name: str) -> str:
@@ -189,5 +207,5 @@ def cursor_events(conv: Conversation) -> list[tuple[str, dict, float | None]]:
 def import_history(settings: Any, history: CursorHistory, progress: Progress | None = None) -> ImportSummary:
     """Replay the conversations of `history` through Cursor's capture path into the store of `settings`."""
     summary = ImportSummary(empty=history.empty, left_out=dict(history.left_out))
-    return import_sessions(settings, "cursor", history.conversations, cursor_events, progress=progress,
-                           summary=summary)
+    return import_sessions(settings, "cursor", history.conversations, lambda conv: _loaded_events(conv, summary),
+                           progress=progress, summary=summary, session_of=lambda conv: conv.composer_id)

@@ -138,8 +138,8 @@ def test_import_cursor_history(cli_env, tmp_path, cursor_user):
     assert "Traceback" not in first.stderr
     assert first.stderr.rstrip().endswith("sessions [##############################] 2/2"), first.stderr
     assert "imported 2 sessions" in first.stdout and "1 empty" in first.stdout, first.stdout
-    assert ("left out: 1 conversations of an unknown shape, 3 unreadable messages, "
-            "1 conversations with no project folder") in first.stdout, first.stdout
+    assert ("left out: 1 conversations of an unknown shape, 1 conversations with no project folder, "
+            "3 unreadable messages") in first.stdout, first.stdout
     assert "summaries" in first.stdout, first.stdout
     assert _fingerprint(user) == before  # nothing written into Cursor's folders, the log left as it was
     assert not [p for p in scratch.iterdir() if p.name.startswith("agentmem-cursor-")]  # the copy is gone
@@ -210,3 +210,21 @@ def test_a_running_cursors_log_is_copied_once_while_it_does_not_change(cursor_us
     store.commit()
     second = cursor_log._snapshot(db)
     assert second != first and not first.parent.exists()  # Cursor wrote: a new copy replaces the old one
+
+
+def test_the_history_is_listed_first_and_each_conversation_read_when_it_is_imported(cursor_user):
+    from agentmem_mcp.history_cursor import read_history
+
+    user, _ = cursor_user
+    history = read_history(user)
+    assert sorted(c.composer_id for c in history.conversations) == [SHOP, LEGACY]
+    assert all(not c.messages and not c.loaded for c in history.conversations)  # nothing held in memory yet
+    assert history.empty == 1 and history.left_out["conversations with no project folder"] == 1
+    shop = next(c for c in history.conversations if c.composer_id == SHOP)
+    cursor_log.load_messages(shop)
+    assert shop.size == 13 and len(shop.messages) == 10 and shop.unreadable == 3
+    assert [m.tool.name for m in shop.messages if m.tool][-1] == "run_terminal_command_v2"
+
+    huge = cursor_log._message(_bubble(2, "h", "2025-11-03T09:00:00Z", toolFormerData=_tool(
+        "read_file", {"target_file": "big.log"}, {"contents": "x" * 2_000_000})))
+    assert len(huge.tool.result) < cursor_log.MAX_TEXT_CHARS + 100 and "chars cut" in huge.tool.result

@@ -32,13 +32,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlparse
 
-from .redact import redact
+from .redact import redact, truncate_middle
 from .transcript import Turn, _clip, clean_prompt, is_noise, relative_to
 
 LOG_SCHEME = "cursor-composer:"  # a session's `transcript_path` when its log is a Cursor conversation
 COMPOSERS_KEY = "composer.composerData"
 FAILED_STATUSES = frozenset({"error", "failed", "failure", "cancelled", "canceled", "rejected", "aborted"})
 _MAX_VALUE_BYTES = 16 * 1024 * 1024  # a bubble bigger than this (a pasted dump) is skipped, not parsed
+MAX_TEXT_CHARS = 256 * 1024  # a message's text or a tool call's arguments or result, kept from a bubble
 
 
 @dataclass
@@ -74,6 +75,8 @@ class Conversation:
     workspace_hint: str | None = None  # the workspace hash the conversation names, if it names one
     messages: list[Message] = field(default_factory=list)
     unreadable: int = 0  # bubbles missing or of an unknown shape
+    size: int = 0  # how many messages it lists, read or not
+    loaded: bool = False  # whether `messages` were read (`load_messages`)
 
     @property
     def name(self) -> str:
@@ -155,7 +158,7 @@ def _decode(value: Any) -> Any:
         return None
     try:
         return json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -178,9 +181,12 @@ def listed_composers(conn: sqlite3.Connection) -> list[str]:
     return [c["composerId"] for c in composers if isinstance(c, dict) and isinstance(c.get("composerId"), str)]
 
 
-def read_conversations(conn: sqlite3.Connection, db: Path, only: str | None = None) -> tuple[list[Conversation], int]:
+def read_conversations(conn: sqlite3.Connection, db: Path, only: str | None = None,
+                       messages: bool = True) -> tuple[list[Conversation], int]:
     """The conversations stored in one state.vscdb (only composer `only` when given), and how many
-    `composerData` values could not be read at all."""
+    `composerData` values could not be read at all. messages=False reads what each conversation says of
+    itself (times, size, workspace) and leaves its messages to `load_messages`: a long history's tool
+    results do not all sit in memory at once."""
     if "cursorDiskKV" not in _tables(conn):
         return [], 0
     found, unreadable = [], 0
@@ -192,15 +198,40 @@ def read_conversations(conn: sqlite3.Connection, db: Path, only: str | None = No
         if not isinstance(data, dict) or not composer_id:
             unreadable += 1
             continue
-        found.append(_conversation(conn, db, composer_id, data))
+        found.append(_conversation(conn, db, composer_id, data, messages))
     return found, unreadable
 
 
-def _conversation(conn: sqlite3.Connection, db: Path, composer_id: str, data: dict) -> Conversation:
+def load_messages(conv: Conversation) -> None:
+    """Read the messages of a conversation listed with messages=False from its file (and the folder a user
+    message names, if it has none). Raises OSError when the file cannot be read; a conversation gone from it
+    since has no messages, all of them unreadable."""
+    if conv.loaded:
+        return
+    try:
+        with open_readonly(conv.db) as conn:
+            found, _ = read_conversations(conn, conv.db, only=conv.composer_id)
+    except sqlite3.Error as exc:
+        raise OSError(f"{conv.db}: {exc}") from exc
+    if found:
+        conv.messages, conv.unreadable = found[0].messages, found[0].unreadable
+        conv.folder = conv.folder or found[0].folder
+    else:
+        conv.messages, conv.unreadable = [], conv.size
+    conv.loaded = True
+
+
+def _conversation(conn: sqlite3.Connection, db: Path, composer_id: str, data: dict, messages: bool = True,
+                  ) -> Conversation:
     conv = Conversation(composer_id=composer_id, db=db, created_at=epoch(data.get("createdAt")),
                         updated_at=epoch(data.get("lastUpdatedAt")), workspace_hint=_workspace_hint(data))
     headers = data.get("fullConversationHeadersOnly")
     inline = data.get("conversation")
+    listed = headers if isinstance(headers, list) and headers else inline if isinstance(inline, list) else []
+    conv.size = len(listed)
+    if not messages:
+        return conv
+    conv.loaded = True
     if isinstance(headers, list) and headers:
         stored = {key.rsplit(":", 1)[1]: value for key, value in _prefixed(conn, f"bubbleId:{composer_id}:")}
         mapped = data.get("conversationMap") if isinstance(data.get("conversationMap"), dict) else {}
@@ -235,7 +266,8 @@ def _message(bubble: Any) -> Message | None:
     text = bubble.get("text") if isinstance(bubble.get("text"), str) else ""
     if not text.strip() and isinstance(bubble.get("richText"), str):
         text = _rich_text(bubble["richText"])
-    message = Message(role=role, text=text.strip(), at=epoch(bubble.get("createdAt") or bubble.get("timestamp")))
+    message = Message(role=role, text=_bounded(text.strip()),
+                      at=epoch(bubble.get("createdAt") or bubble.get("timestamp")))
     tool = bubble.get("toolFormerData")
     if role == "assistant" and isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]:
         args = tool.get("rawArgs", tool.get("params"))
@@ -243,16 +275,22 @@ def _message(bubble: Any) -> Message | None:
         extra = tool.get("additionalData")
         inner = extra.get("status") if isinstance(extra, dict) else None
         failed = any(isinstance(s, str) and s.lower() in FAILED_STATUSES for s in (status, inner))
-        message.tool = ToolCall(name=tool["name"], args=args, result=tool.get("result"), failed=failed,
+        message.tool = ToolCall(name=tool["name"][:200], args=_bounded(args), result=_bounded(tool.get("result")),
+                                failed=failed,
                                 call_id=tool.get("toolCallId") if isinstance(tool.get("toolCallId"), str) else None)
     return message
+
+
+def _bounded(value: Any) -> Any:
+    """A text cut to its head and tail past MAX_TEXT_CHARS (capture truncates further); other values as they are."""
+    return truncate_middle(value, MAX_TEXT_CHARS) if isinstance(value, str) and len(value) > MAX_TEXT_CHARS else value
 
 
 def _rich_text(value: str) -> str:
     """The text of a Lexical editor state (Cursor's `richText`)."""
     try:
         root = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         return ""
     parts: list[str] = []
 
