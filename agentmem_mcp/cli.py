@@ -309,12 +309,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_hook(args: argparse.Namespace) -> int:
-    from .capture.hook import run_hook
-
-    return run_hook(args.client, args.event)
-
-
 def cmd_worker(args: argparse.Namespace) -> int:
     from .worker import run_cli
 
@@ -466,12 +460,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="export file ('-' reads stdin)")
     p.set_defaults(func=cmd_import)
 
-    p = sub.add_parser("import-history", help="import your past Claude Code sessions (~/.claude/projects)")
-    p.add_argument("client", choices=("claude-code",), help="whose history (claude-code)")
+    p = sub.add_parser("import-history", help="import your past Claude Code sessions or Cursor conversations")
+    p.add_argument("client", choices=("claude-code", "cursor"),
+                   help="whose history: claude-code (~/.claude/projects) or cursor (its state.vscdb files)")
     p.add_argument("--project", nargs="?", const="", default=None, metavar="PATH",
                    help="only the sessions of this project (default PATH: the current one; default: every project)")
     p.add_argument("--since", help="only sessions written since this date (2026-03-01)")
-    p.add_argument("--root", help="where the transcripts are (default: ~/.claude/projects)")
+    p.add_argument("--root", help="where the history is (default: ~/.claude/projects; for cursor, Cursor's User "
+                   "folder: ~/.config/Cursor/User, on macOS ~/Library/Application Support/Cursor/User)")
     p.add_argument("--no-worker", action="store_true",
                    help="only capture; leave summarising to the background worker")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -496,7 +492,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--client", default="claude-code", choices=("claude-code", "cursor"),
                    help="the client sending the event (default: claude-code)")
     p.add_argument("event", help="the client's event name (SessionStart, UserPromptSubmit, PostToolUse, ...)")
-    p.set_defaults(func=cmd_hook)
 
     p = sub.add_parser("worker", help="run background work (compress, summarise, consolidate, decay)")
     mode = p.add_mutually_exclusive_group()

@@ -11,6 +11,10 @@ from .cli import _open, _print_json, _ProgressBars
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
+
+    from .config import Settings
+    from .history import ImportSummary, Progress
 
 
 def forget_by_strategy_in_project(args: argparse.Namespace) -> int:
@@ -119,7 +123,7 @@ def cmd_import_history(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .config import load_settings
-    from .history import default_root, find_transcripts, import_transcripts, parse_since
+    from .history import parse_since
     from .models import InvalidInput
     from .preflight import home_problem
 
@@ -131,24 +135,24 @@ def cmd_import_history(args: argparse.Namespace) -> int:
         since = parse_since(args.since) if args.since else None
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
-    root = Path(args.root).expanduser() if args.root else default_root()
-    if not root.is_dir():
-        raise InvalidInput(f"no Claude Code history at {root} (give --root DIR if it is elsewhere)")
     project = None
     if args.project is not None:
         from .project import project_for
 
         project = args.project or project_for(os.getcwd()) or os.getcwd()
-    paths = find_transcripts(root, project=project, since=since)
-    if not paths:
-        print(f"no sessions to import under {root}" + (f" for {project}" if project else ""))
-        return 0
     bars = None if args.quiet else _ProgressBars()
     try:
-        summary = import_transcripts(settings, paths, progress=bars)
+        if args.client == "cursor":
+            summary = _import_cursor(settings, Path(args.root).expanduser() if args.root else None, project, since,
+                                     bars)
+        else:
+            summary = _import_claude_code(settings, Path(args.root).expanduser() if args.root else None, project,
+                                          since, bars)
     finally:
         if bars is not None:
             bars.close()
+    if summary is None:
+        return 0
     print(summary.text())
     if summary.sessions and not args.no_worker:
         from .llm import LLM
@@ -162,3 +166,34 @@ def cmd_import_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_claude_code(settings: Settings, root: Path | None, project: str | None, since: float | None,
+                        progress: Progress | None) -> ImportSummary | None:
+    from .history import default_root, find_transcripts, import_transcripts
+    from .models import InvalidInput
+
+    root = root or default_root()
+    if not root.is_dir():
+        raise InvalidInput(f"no Claude Code history at {root} (give --root DIR if it is elsewhere)")
+    paths = find_transcripts(root, project=project, since=since)
+    if not paths:
+        print(f"no sessions to import under {root}" + (f" for {project}" if project else ""))
+        return None
+    return import_transcripts(settings, paths, progress=progress)
+
+
+def _import_cursor(settings: Settings, root: Path | None, project: str | None, since: float | None,
+                   progress: Progress | None) -> ImportSummary | None:
+    from .history_cursor import default_root, import_history, read_history
+    from .models import InvalidInput
+
+    root = root or default_root()
+    if not (root / "globalStorage").is_dir() and not (root / "workspaceStorage").is_dir():
+        raise InvalidInput(f"no Cursor history at {root}: no globalStorage or workspaceStorage folder (give --root "
+                           f"with Cursor's User folder if it is elsewhere)")
+    history = read_history(root, project=project, since=since)
+    if not history.conversations:
+        left = ", ".join(f"{n} {why}" for why, n in history.left_out.items())
+        print(f"no conversations to import under {root}" + (f" for {project}" if project else "")
+              + (f"; left out: {left}" if left else ""))
+        return None
+    return import_history(settings, history, progress=progress)

@@ -170,10 +170,6 @@ class Settings:
     def log_path(self) -> Path:
         return self.home / "logs" / "agentmem.log"
 
-    @property
-    def config_file(self) -> Path:
-        return self.home / "config.toml"
-
 
 
 # What each setting accepts beyond its type: (low, high) bounds, both included (None: unbounded), or choices.
@@ -334,12 +330,3 @@ def _check_paths(settings: Settings, sources: dict[str, str]) -> None:
         raise ConfigError(f"{where}: the BM25 index folder {index} would hold the home {home} or the database "
                           f"{database}, and agentmem empties that folder when it rebuilds the index. Point it at "
                           "a folder of its own (e.g. <home>/fulltext, the default)")
-
-
-def settings_table() -> str:
-    """The Markdown table of every setting (used for the README)."""
-    rows = ["| Variable | TOML key | Default | Meaning |", "|---|---|---|---|"]
-    for f in SETTINGS:
-        default = "platform data dir" if callable(f.default) else f.default
-        rows.append(f"| `{f.env}` | `{f.name}` | `{default}` | {f.doc} |")
-    return "\n".join(rows)

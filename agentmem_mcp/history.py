@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 _NOT_TYPED = ("<command-", "<local-command", "<task-notification>", "<system-reminder>", "Caveat:")
-_EXIT_CODE = re.compile(r"\A\s*(?:Error:\s*)?Exit code:?\s+(-?\d{1,9})\b")
 
 
 def read_transcript(path: str | Path) -> list[dict]:
@@ -210,53 +208,72 @@ class ImportSummary:
     empty: int = 0  # nothing a hook would have recorded
     events: int = 0
     failed: list[str] = field(default_factory=list)
+    left_out: dict[str, int] = field(default_factory=dict)  # reason -> how many, for what could not be read
 
     def text(self) -> str:
         line = (f"imported {self.sessions} sessions ({self.events} events); {self.skipped} already in agentmem, "
                 f"{self.empty} empty")
         if self.failed:
             line += f"; {len(self.failed)} could not be read: " + ", ".join(self.failed[:5])
+        if self.left_out:
+            line += "; left out: " + ", ".join(f"{count} {reason}" for reason, count in self.left_out.items())
         return line
 
 
 Progress = Callable[[str, int, int], None]
+Events = list[tuple[str, dict, float | None]]
 
 
 def import_transcripts(settings: Any, paths: Sequence[Path], progress: Progress | None = None) -> ImportSummary:
-    """Replay each transcript's events through the hooks' capture path into the store of `settings`."""
+    """Replay each Claude Code transcript's events through the hooks' capture path into the store of `settings`."""
+    return import_sessions(settings, "claude-code", paths, claude_code_events, progress=progress)
+
+
+def import_sessions(settings: Any, client: str, sources: Sequence[Any], events_of: Callable[[Any], Events],
+                    progress: Progress | None = None, summary: ImportSummary | None = None,
+                    session_of: Callable[[Any], str] | None = None) -> ImportSummary:
+    """Replay each source's hook events (`events_of(source)`: the client's own event names and payloads, with
+    the time each happened) through the hooks' capture path into the store of `settings`. A session already
+    in the store is skipped (before its events are read when `session_of(source)` gives its id); one with
+    nothing but its start, stop and end counts as empty."""
     from .capture.events import parse_hook_event
     from .capture.observations import ObservationStore, scrub
     from .db.connection import connect
     from .db.migrations import migrate
     from .project import project_for
 
-    summary = ImportSummary()
+    summary = summary or ImportSummary()
     conn = connect(settings.database, busy_timeout_ms=settings.busy_timeout_ms, load_vec=False)
     try:
         migrate(conn)
         observations = ObservationStore(conn)
-        for done, path in enumerate(paths, start=1):
-            try:
-                events = claude_code_events(path)
-            except (OSError, ValueError) as exc:
-                summary.failed.append(f"{path.name} ({type(exc).__name__})")
+        for done, source in enumerate(sources, start=1):
+            if session_of is not None and _known(conn, session_of(source)):
+                summary.skipped += 1
+                if progress:
+                    progress("sessions", done, len(sources))
                 continue
-            session_id = events[0][1]["session_id"] if events else ""
-            if not session_id or len(events) <= 3:  # start, stop and end only: nothing happened
+            try:
+                events = events_of(source)
+                parsed = [(parse_hook_event(client, name, payload), at) for name, payload, at in events]
+            except (OSError, ValueError) as exc:  # HookInputError is a ValueError
+                summary.failed.append(f"{getattr(source, 'name', source)} ({type(exc).__name__})")
+                continue
+            session_id = parsed[0][0].session_id if parsed else ""
+            if not session_id or len(parsed) <= 3:  # start, stop and end only: nothing happened
                 summary.empty += 1
             elif _known(conn, session_id):
                 summary.skipped += 1
             else:
-                cwd = events[0][1]["cwd"]
+                cwd = parsed[0][0].cwd
                 # a folder gone from this machine is still its own project, never the global memories
                 project = (project_for(cwd) or cwd) if cwd else None
-                for name, payload, at in events:
-                    ev = parse_hook_event("claude-code", name, payload)
+                for ev, at in parsed:
                     observations.record(scrub(ev, settings.max_output_chars), project, now=at)
                 summary.sessions += 1
-                summary.events += len(events)
+                summary.events += len(parsed)
             if progress:
-                progress("sessions", done, len(paths))
+                progress("sessions", done, len(sources))
     finally:
         conn.close()
     return summary
@@ -273,8 +290,3 @@ def parse_since(text: str) -> float:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
         raise ValueError(f"--since {text!r} is not a date: write it as 2026-03-01 (or 2026-03-01T14:00)") from None
-
-
-def iter_events(path: Path) -> Iterator[tuple[str, dict, float | None]]:
-    """The hook events of one transcript (for tools and benchmarks)."""
-    yield from claude_code_events(path)

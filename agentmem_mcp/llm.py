@@ -13,8 +13,8 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .db.connection import Connection, write_transaction
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentmem.llm")
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
-JUDGE_ACTIONS = ("ADD", "UPDATE", "DELETE", "NOOP")
 
 
 class LLMError(RuntimeError):
@@ -81,33 +80,6 @@ class AnthropicProvider:
                        if getattr(block, "type", "") == "text")
         usage = response.usage
         return text, int(usage.input_tokens or 0), int(usage.output_tokens or 0)
-
-
-@dataclass
-class ScriptedProvider:
-    """A provider for tests: answers with queued responses and records every call.
-
-    A response is a text (tokens estimated from its length), a (text, input_tokens, output_tokens)
-    tuple, or an exception to raise. With no response left it raises LLMError.
-    """
-
-    responses: list[Any] = field(default_factory=list)
-    model: str = "scripted"
-    calls: list[dict[str, Any]] = field(default_factory=list)
-
-    def queue(self, *responses: Any) -> None:
-        self.responses.extend(responses)
-
-    def complete(self, system: str, prompt: str, max_tokens: int) -> tuple[str, int, int]:
-        self.calls.append({"system": system, "prompt": prompt, "max_tokens": max_tokens})
-        if not self.responses:
-            raise LLMError("the scripted provider has no response left")
-        response = self.responses.pop(0)
-        if isinstance(response, BaseException):
-            raise response
-        if isinstance(response, tuple):
-            return response
-        return response, estimate_tokens(system + prompt), estimate_tokens(response)
 
 
 def estimate_tokens(text: str) -> int:
@@ -258,70 +230,3 @@ def ask_json(provider: Provider, budget: Budget | None, purpose: str, system: st
             ask = (f"{prompt}\n\nYour previous answer could not be used ({str(exc)[:200]}). Answer again with "
                    "valid JSON in exactly the requested shape.")
     return None
-
-
-# -- the ADD / UPDATE / DELETE / NOOP judgement on saves (Mem0's write path) ----------------------------
-
-@dataclass
-class Judgement:
-    """What to do with a new memory given similar existing ones.
-
-    action: ADD (store it as new), UPDATE (target_id gets `content` as its new version), DELETE (target_id
-    is contradicted and obsolete; store the new one), NOOP (already known, store nothing).
-    by: "llm", or "rules" when no LLM answered (then the caller's rules decide and action is ADD).
-    """
-
-    action: str
-    target_id: str | None = None
-    content: str | None = None
-    reason: str = ""
-    by: str = "llm"
-
-
-JUDGE_SYSTEM = """You maintain a coding agent's long-term memory. A new memory arrives; existing memories that may
-overlap are listed. Decide one action:
-ADD: the new memory says something none of them says.
-UPDATE: it refines or corrects one of them; give the merged text that should replace it.
-DELETE: it makes one of them false or obsolete (the new one is stored, the old one removed).
-NOOP: one of them already says the same thing.
-Return {"action": "ADD|UPDATE|DELETE|NOOP", "target": "<id of the existing memory or null>",
-"content": "<merged text for UPDATE, else null>", "reason": "<one short sentence>"}."""
-
-
-def _candidate_fields(candidate: Any) -> tuple[str, str]:
-    get = candidate.get if isinstance(candidate, Mapping) else lambda key: getattr(candidate, key, None)
-    return str(get("id")), str(get("content") or get("title") or "")
-
-
-def judge_save(provider: Provider | None, new_content: str, candidates: Sequence[Any],
-               budget: Budget | None = None) -> Judgement:
-    """Ask the LLM whether `new_content` adds to, updates, deletes or repeats one of `candidates`
-    (Memory objects or mappings with id and content). Without an LLM, over budget or on a malformed
-    answer (after one retry) it returns Judgement("ADD", by="rules"): the caller's rules decide."""
-    rules = Judgement("ADD", reason="no LLM judgement: the rules decide", by="rules")
-    if provider is None:
-        return rules
-    if not candidates:
-        return Judgement("ADD", reason="nothing similar is stored", by="rules")
-    listed = [_candidate_fields(c) for c in candidates[:10]]
-    ids = {memory_id for memory_id, _ in listed}
-    prompt = "Existing memories:\n" + "\n".join(f"- id {i}: {c[:600]}" for i, c in listed)
-    prompt += f"\n\nNew memory:\n{new_content[:2000]}"
-
-    def validate(answer: Any) -> Judgement:
-        answer = need(answer, dict, "the answer")
-        action = need(answer.get("action"), str, "action").strip().upper()
-        if action not in JUDGE_ACTIONS:
-            raise ValueError(f"action must be one of {', '.join(JUDGE_ACTIONS)}")
-        target = answer.get("target")
-        if action in ("UPDATE", "DELETE", "NOOP") and target not in ids:
-            raise ValueError(f"{action} needs the id of one listed memory as target")
-        content = answer.get("content")
-        if action == "UPDATE":
-            content = need_text(content, "content", 4000, 8)
-        reason = answer.get("reason") if isinstance(answer.get("reason"), str) else ""
-        return Judgement(action, target if action != "ADD" else None,
-                         content if action == "UPDATE" else None, reason[:300])
-
-    judged = ask_json(provider, budget, "judge_save", JUDGE_SYSTEM, prompt, validate, max_tokens=600)
-    return judged if judged is not None else rules

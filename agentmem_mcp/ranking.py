@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -88,10 +88,6 @@ def state_factor(confidence: float, importance: float, priority: str, retention:
     return (0.55 + 0.45 * min(max(state, 0.0), 1.0)) * PRIORITY_FACTOR.get(priority, 1.0)
 
 
-def word_set(text: str) -> set[str]:
-    return {w.lower() for w in _WORDS.findall(text)}
-
-
 def words(text: str) -> list[str]:
     return [w.lower() for w in _WORDS.findall(text)]
 
@@ -108,19 +104,6 @@ _SPECIFIC = re.compile(r"[\w./:-]*\d[\w./:-]*|[A-Za-z]+_[\w]+|[a-z]+[A-Z]\w*|[\w
 def specific_tokens(text: str) -> set[str]:
     """Numbers, versions, identifiers and paths: what makes two similar sentences about different things."""
     return {token.strip(".:-").lower() for token in _SPECIFIC.findall(text)}
-
-
-def pack_under_budget(items: Iterable[str], budget_tokens: int) -> tuple[list[int], int]:
-    """Indexes of the items that fit, in order, and the tokens they use. Stops at the first that does not fit."""
-    chosen: list[int] = []
-    used = 0
-    for index, text in enumerate(items):
-        cost = estimate_tokens(text)
-        if used + cost > budget_tokens:
-            break
-        chosen.append(index)
-        used += cost
-    return chosen, used
 
 
 def humanize_age(seconds: float) -> str:

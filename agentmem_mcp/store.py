@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from .config import Settings, load_settings
@@ -496,10 +495,3 @@ class Store:
 
     def now(self) -> float:
         return time.time()
-
-
-def open_store(path: str | Path | None = None, **kwargs: Any) -> Store:
-    """Convenience: open the store whose home directory is `path` (default: settings)."""
-    if path is not None:
-        kwargs["home"] = Path(path)
-    return Store.open(**kwargs)

@@ -13,7 +13,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/agentmem-newcomer.XXXXXX")
 trap 'chmod -R u+w "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
 failures=0
 
-export HOME="$work/home" XDG_CACHE_HOME="$work/home/.cache" XDG_DATA_HOME="$work/home/.local/share"
+export HOME="$work/home" XDG_CACHE_HOME="$work/home/.cache" XDG_DATA_HOME="$work/home/.local/share" \
+  XDG_CONFIG_HOME="$work/home/.config"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 mkdir -p "$HOME"
 unset AGENTMEM_HOME AGENTMEM_CONFIG AGENTMEM_DB AGENTMEM_INDEX_DIR AGENTMEM_LLM
@@ -104,6 +105,9 @@ check "hook (a real SessionStart)" 0 bash -c \
 mistake "import-history without a Claude Code history" "no Claude Code history" agentmem import-history claude-code
 mkdir -p "$HOME/.claude/projects"
 check "import-history (an empty history)" 0 agentmem import-history claude-code
+mistake "import-history cursor without Cursor" "no Cursor history" agentmem import-history cursor
+mkdir -p "$XDG_CONFIG_HOME/Cursor/User/globalStorage"
+check "import-history cursor (no conversations)" 0 agentmem import-history cursor
 check "forget by id" 0 agentmem forget "$id"
 check "--version" 0 agentmem --version
 check "purge --project --yes" 0 agentmem purge --project --yes

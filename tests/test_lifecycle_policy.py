@@ -408,7 +408,6 @@ def test_plan_caps_deletions_and_ttl_does_not_count_against_the_cap():
     assert [s.id for s in plan.deletions] == ["d0", "d1"]
     assert plan.expired == ["ttl", "ttl-p0"]
     assert plan.protected == 2
-    assert plan.ids_to_delete == ["ttl", "ttl-p0", "d0", "d1"]
     report = {s.id: s for s in plan.report}
     assert len(report) == len(memories)
     assert report["p0"].reason == P0_REASON and report["p0"].score == pytest.approx(0.8)

@@ -22,12 +22,12 @@ from agentmem_mcp.llm import (
     AnthropicProvider,
     Budget,
     LLMError,
-    ScriptedProvider,
-    judge_save,
     parse_json,
     provider_from_settings,
 )
 from agentmem_mcp.worker import Worker
+
+from .llm_fakes import ScriptedProvider
 
 
 def llm_for(store, *responses, daily_tokens: int = 1_000_000) -> tuple[LLM, ScriptedProvider]:
@@ -57,41 +57,13 @@ def titles(store, ids: list[int]) -> list[str]:
     return [r[0] for r in store.conn.execute(f"SELECT title FROM observations WHERE id IN ({marks}) ORDER BY id", ids)]
 
 
-# -- parsing and the save judgement ---------------------------------------------------------------------
+# -- parsing -------------------------------------------------------------------------------------------
 
 def test_parse_json_tolerates_fences_and_words_around_the_value():
     assert parse_json('```json\n{"a": 1}\n```') == {"a": 1}
     assert parse_json('Here it is: {"a": [1, 2]} hope that helps') == {"a": [1, 2]}
     with pytest.raises(ValueError):
         parse_json("no json at all")
-
-
-CANDIDATES = [{"id": "m_0000000000000001", "content": "use yarn to install dependencies"},
-              {"id": "m_0000000000000002", "content": "the API listens on port 8080"}]
-
-
-def test_judge_save_update_with_merged_content():
-    provider = ScriptedProvider([json.dumps({"action": "update", "target": "m_0000000000000001",
-                                             "content": "use pnpm (not yarn) to install dependencies",
-                                             "reason": "the package manager changed"})])
-    judged = judge_save(provider, "we switched to pnpm", CANDIDATES)
-    assert (judged.action, judged.target_id, judged.by) == ("UPDATE", "m_0000000000000001", "llm")
-    assert judged.content == "use pnpm (not yarn) to install dependencies"
-    assert "we switched to pnpm" in provider.calls[0]["prompt"]
-
-
-def test_judge_save_retries_a_malformed_answer_once_then_the_rules_decide():
-    provider = ScriptedProvider(["sure! ADD", json.dumps({"action": "NOOP", "target": "m_0000000000000002"})])
-    judged = judge_save(provider, "the API port is 8080", CANDIDATES)
-    assert (judged.action, judged.target_id, len(provider.calls)) == ("NOOP", "m_0000000000000002", 2)
-    assert "could not be used" in provider.calls[1]["prompt"]
-
-    provider = ScriptedProvider(["not json", json.dumps({"action": "DELETE", "target": "m_ffffffffffffffff"})])
-    judged = judge_save(provider, "the API port is 9090", CANDIDATES)
-    assert (judged.action, judged.by, len(provider.calls)) == ("ADD", "rules", 2)
-    assert judge_save(None, "anything at all", CANDIDATES).by == "rules"
-    empty = ScriptedProvider()
-    assert judge_save(empty, "anything at all", []).action == "ADD" and not empty.calls
 
 
 # -- the worker with an LLM ---------------------------------------------------------------------------
@@ -193,7 +165,6 @@ def test_anthropic_client_runs_up_to_the_network_call(store):
     assert time.monotonic() - started < 30
     llm = LLM(provider, Budget(lambda: store.conn, 10_000))
     assert llm.ask_json("judge", "system", "prompt", lambda a: a) is None
-    assert judge_save(provider, "use pnpm", CANDIDATES).by == "rules"
     assert ledger(store) == []
 
 

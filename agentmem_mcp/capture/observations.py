@@ -145,7 +145,3 @@ class ObservationStore:
             (ev.session_id, project, ev.client, ev.cwd, now, now, now if ended else None,
              "ended" if ended else "active", int(needs_summary)),
         )
-
-    def for_session(self, session_id: str) -> list[dict[str, Any]]:
-        return [dict(row) for row in self.conn.execute(
-            "SELECT * FROM observations WHERE session_id = ? ORDER BY id", (session_id,))]

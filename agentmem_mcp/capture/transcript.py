@@ -5,7 +5,8 @@ messages usually state what was done and what is left, a summary already written
 `read_turns` reads it as data: redacted, size-bounded, client noise dropped (interrupt markers, slash-
 command wrappers, system reminders, task notifications, compaction preambles). Sub-agent records
 (`isSidechain`) are skipped. A missing, oversized or unreadable file gives no turns: the summariser then
-works from the captured observations alone (Cursor, or a log that is gone).
+works from the captured observations alone (Cursor, or a log that is gone). A Cursor conversation
+imported by `agentmem import-history cursor` is read from Cursor's own files instead.
 """
 
 from __future__ import annotations
@@ -44,12 +45,6 @@ class Turn:
     def final(self) -> str:
         """The agent's last message of the turn: where it says what it did."""
         return self.replies[-1] if self.replies else ""
-
-    @property
-    def asks(self) -> bool:
-        """Whether the turn ends with the agent asking the user something."""
-        tail = self.final.rstrip()[-400:]
-        return tail.endswith("?") or bool(re.search(r"\?\s*(?:\n|$)", tail[-200:]))
 
 
 _PATH_MENTION = re.compile(r"(?<![\w/.:-])((?:[\w.@-]+/)*[\w@-][\w.@-]*\.[A-Za-z0-9]{1,8})\b")
@@ -177,7 +172,12 @@ def _answers(result: object, cwd: str) -> list[tuple[str, str]]:
 
 
 def read_turns(path: str | None) -> list[Turn]:
-    """The turns of a transcript file; [] when there is no readable transcript."""
+    """The turns of a transcript file, or of the Cursor conversation an imported session names
+    (`capture/cursor_log.py`); [] when there is no readable transcript."""
+    if isinstance(path, str) and path.startswith("cursor-composer:"):
+        from .cursor_log import read_logged_turns
+
+        return read_logged_turns(path)
     found = readable_transcript(path)
     if found is None:
         return []

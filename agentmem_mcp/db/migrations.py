@@ -261,8 +261,3 @@ def migrate(conn: Connection) -> int:
                 (version, migration.__name__, time.time()),
             )
     return len(MIGRATIONS)
-
-
-def schema_version(conn: Connection) -> int:
-    row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
-    return int(row[0] or 0)

@@ -41,12 +41,6 @@ def add_link(conn: Connection, src_id: str, dst_id: str, relation: str, at: floa
     )
 
 
-def memory_entities(conn: Connection, memory_id: str) -> list[tuple[str, str]]:
-    return [tuple(row) for row in conn.execute(
-        "SELECT e.kind, e.name FROM memory_entities me JOIN entities e ON e.id = me.entity_id "
-        "WHERE me.memory_id = ? ORDER BY e.kind, e.name", (memory_id,))]
-
-
 def search(conn: Connection, query: str, *, limit: int = 50, hop_discount: float = 0.5,
            max_fanout: int = 2000) -> tuple[list[tuple[str, float]], dict[str, str]]:
     """Memory ids scored by the entities they share with the query, plus a reason per id.

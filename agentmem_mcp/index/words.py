@@ -7,7 +7,9 @@ model puts "cities" and "Chicago" at 0.56, "countries" and "England" at 0.64, "p
 "exercises" and "weekend" at 0.17. Search then gives every candidate, for each query word, the similarity of
 its closest other word from SIMILAR_FROM up, scaled to 0..1 and weighted by the query word's BM25 IDF, and
 adds `soft_match_weight` (0.5: at most half a keyword match per query word) times the sum to the candidate's
-BM25 score (LoCoMo turn recall@10 +0.5, LongMemEval turn recall_all@5 +2.4: docs/evaluation.md).
+BM25 score (LoCoMo turn recall@10 +0.5, LongMemEval turn recall_all@5 +2.4: docs/evaluation.md). A hit's
+`why` names the pair that weighed most, and only a pair from SHOWN_FROM up: a weaker one counts, but names
+no shared meaning a reader would see.
 
 Only candidates that BM25, the vectors or the graph found are rescored: the words reorder them, they do not
 find new ones (in the evaluation, scoring every memory instead found nothing more). `uses` counts the
@@ -24,6 +26,11 @@ from .tokenize import STOPWORDS, terms, without_stamp
 
 TABLE = "word_vectors"
 SIMILAR_FROM = 0.4  # cosine of two words below which they are not similar at all
+# cosine from which a pair is named in a hit's `why`. Below it the model pairs words that share a register
+# more than a meaning ("failure~answers" 0.40, "hook~catches" 0.43, "project~request" 0.47, "hook~pull" 0.52):
+# they count a little in the score but explain nothing. "cities~chicago" 0.56, "bug~defect" 0.56,
+# "countries~england" 0.64 are named; "cities~paris" 0.54 is not (there is no clean gap between the two kinds)
+SHOWN_FROM = 0.55
 MIN_CHARS, MAX_CHARS = 3, 24
 SCALE = 127.0  # vectors are stored as int8: 384 bytes a word, cosines off by about 0.005
 MAX_CACHED = 100_000  # word vectors a store's WordMatrix keeps (384 bytes each), emptied when full
@@ -98,9 +105,10 @@ class Vocabulary:
 
 def soft_scores(query: Sequence[str], query_vectors: Sequence[Any], idf: Sequence[float],
                 candidates: Mapping[str, Sequence[str]], vocabulary: Vocabulary,
-                similar_from: float = SIMILAR_FROM) -> dict[str, tuple[float, str]]:
+                similar_from: float = SIMILAR_FROM, shown_from: float = SHOWN_FROM) -> dict[str, tuple[float, str]]:
     """For each candidate with a similar word: sum over the query words of idf x the scaled similarity of its
-    closest other word (0 below `similar_from`, 1 for the same meaning), and the closest pair, "cities~chicago".
+    closest other word (0 below `similar_from`, 1 for the same meaning), and the pair that weighed most among
+    those with a cosine from `shown_from` up, "cities~chicago" ("" when none reaches it: nothing to name).
 
     query: the query words, one vector and one IDF each; candidates: memory id -> its words; vocabulary: the
     vectors of the candidates' words (a word without one is skipped)."""
@@ -110,12 +118,12 @@ def soft_scores(query: Sequence[str], query_vectors: Sequence[Any], idf: Sequenc
     rows = {memory_id: np.asarray([row_of[w] for w in ws if w in row_of], dtype=np.int64)
             for memory_id, ws in candidates.items()}
     return _scores(query, query_vectors, idf, rows, lambda unique: vocabulary.matrix[unique], vocabulary.words,
-                   row_of, similar_from)
+                   row_of, similar_from, shown_from)
 
 
 def _scores(query: Sequence[str], query_vectors: Sequence[Any], idf: Sequence[float], rows: Mapping[str, Any],
             vectors_of: Any, words: Sequence[str], row_of: Mapping[str, int],
-            similar_from: float) -> dict[str, tuple[float, str]]:
+            similar_from: float, shown_from: float = SHOWN_FROM) -> dict[str, tuple[float, str]]:
     """`soft_scores` on row indexes: rows maps a memory id to the rows of its words; vectors_of(rows) gives
     their unit vectors (float32), words[row] and row_of[word] name them."""
     import numpy as np
@@ -139,14 +147,18 @@ def _scores(query: Sequence[str], query_vectors: Sequence[Any], idf: Sequence[fl
     weighted = (np.clip((similarity - similar_from) / (1.0 - similar_from), 0.0, 1.0) * weights)[:, columns]
     best = np.maximum.reduceat(weighted, starts, axis=1)  # per query word and candidate: its closest word
     scores = best.sum(axis=0)
-    # the closest pair of each candidate: its best query word, and the first of its words that reaches it
+    # the pair to name of each candidate: among its pairs from shown_from up, its best query word, and the first
+    # of its words that reaches it
+    shown = np.where(similarity[:, columns] >= shown_from, weighted, 0.0)
+    best_shown = np.maximum.reduceat(shown, starts, axis=1)
     segment = np.repeat(np.arange(len(ids)), lengths)
-    top_row = best.argmax(axis=0)
-    top = best[top_row, np.arange(len(ids))]
-    reaches = np.flatnonzero(weighted[top_row[segment], np.arange(len(columns))] >= top[segment])
+    top_row = best_shown.argmax(axis=0)
+    top = best_shown[top_row, np.arange(len(ids))]
+    reaches = np.flatnonzero((shown[top_row[segment], np.arange(len(columns))] >= top[segment]) & (top[segment] > 0))
     _, first = np.unique(segment[reaches], return_index=True)
     pair_column = dict(zip(segment[reaches][first].tolist(), reaches[first].tolist()))
-    return {ids[n]: (float(scores[n]), f"{query[top_row[n]]}~{words[unique[columns[pair_column[n]]]]}")
+    return {ids[n]: (float(scores[n]), f"{query[top_row[n]]}~{words[unique[columns[pair_column[n]]]]}"
+                     if n in pair_column else "")
             for n in np.flatnonzero(scores > 0).tolist()}
 
 
@@ -240,8 +252,8 @@ class WordMatrix:
         return rows
 
     def soft_scores(self, conn: Connection, query: Sequence[str], query_vectors: Sequence[Any],
-                    idf: Sequence[float], candidates: Mapping[str, str],
-                    similar_from: float = SIMILAR_FROM) -> dict[str, tuple[float, str]]:
+                    idf: Sequence[float], candidates: Mapping[str, str], similar_from: float = SIMILAR_FROM,
+                    shown_from: float = SHOWN_FROM) -> dict[str, tuple[float, str]]:
         """`soft_scores` for candidates given as memory id -> `memories.words` (the first MAX_MEMORY_WORDS
         are compared), with the vectors read through this matrix."""
         import numpy as np
@@ -253,7 +265,7 @@ class WordMatrix:
             matrix, words = self.matrix, self.words
             return _scores(query, query_vectors, idf, rows,
                            lambda unique: matrix[unique].astype(np.float32) * _unit(), words, self.row,
-                           similar_from)
+                           similar_from, shown_from)
 
 
 # the table ---------------------------------------------------------------------------------------

@@ -271,11 +271,6 @@ class ForgetPlan:
     expired: list[str] = field(default_factory=list)
     protected: int = 0
 
-    @property
-    def ids_to_delete(self) -> list[str]:
-        """Expired ids first, then scored deletions: everything an executor would remove."""
-        return self.expired + [s.id for s in self.deletions]
-
 
 def plan_forgetting(
     memories: Sequence[MemoryFacts],
