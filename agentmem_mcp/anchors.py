@@ -1,7 +1,7 @@
 """The files a memory is anchored to, checked against the working tree before it is shown.
 
 A memory keeps the project files it names (relative to the project's root; absolute when they are in another
-worktree). `missing_files` tells which of them are gone from the working tree the agent is in, so a memory
+worktree) and the commit checked out where they were seen (`head_commit`, memories.anchor_commit). `missing_files` tells which of them are gone from the working tree the agent is in, so a memory
 about deleted or renamed code is marked stale or left out instead of sending the agent to it. Pure file
 lookups (a stat per file), cheap enough for the hooks.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 from .project import worktree_root
@@ -26,6 +27,56 @@ def relative(path: str, *roots: str | None) -> str:
         if base and base != "/" and path.startswith(base + "/"):
             return path[len(base) + 1:]
     return path
+
+
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+def head_commit(tree: str | None) -> str | None:
+    """The commit checked out in the working tree `tree` (its full hash), read from its git files (a worktree's
+    `.git` file, loose and packed refs); None when it is not a git checkout or has no commit yet."""
+    if not tree:
+        return None
+    try:
+        marker = os.path.join(tree, ".git")
+        git_dir = marker
+        if os.path.isfile(marker):
+            with open(marker, encoding="utf-8") as handle:
+                line = handle.read(4096).strip()
+            if not line.startswith("gitdir:"):
+                return None
+            git_dir = os.path.join(tree, line.removeprefix("gitdir:").strip())
+        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as handle:
+            head = handle.read(4096).strip()
+        if _SHA.match(head):
+            return head
+        ref = head.removeprefix("ref:").strip()
+        common = git_dir
+        if os.path.isfile(os.path.join(git_dir, "commondir")):
+            with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
+                common = os.path.join(git_dir, handle.read(4096).strip())
+        for base in dict.fromkeys((git_dir, common)):
+            loose = os.path.join(base, ref)
+            if os.path.isfile(loose):
+                with open(loose, encoding="utf-8") as handle:
+                    sha = handle.read(100).strip()
+                return sha if _SHA.match(sha) else None
+        with open(os.path.join(common, "packed-refs"), encoding="utf-8") as handle:
+            for line in handle:
+                sha, _, name = line.strip().partition(" ")
+                if name == ref and _SHA.match(sha):
+                    return sha
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def stale_note(gone: list[str], commit: str | None, limit: int = 3) -> str:
+    """"stale: a.py no longer exists (named at 1a2b3c4)": what a memory whose files are gone is marked with."""
+    if not gone:
+        return ""
+    at = f" (named at {commit[:7]})" if commit else ""
+    return f"stale: {', '.join(gone[:limit])} no longer exist{'s' if len(gone) == 1 else ''}{at}"
 
 
 def missing_files(row: Any, tree: str | None, project: str | None = None) -> list[str]:

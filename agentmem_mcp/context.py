@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .anchors import FreshRows, missing_files, relative
+from .anchors import FreshRows, missing_files, relative, stale_note
 from .db.connection import Connection
 from .index.tokenize import terms
 from .lifecycle import OUTCOME
@@ -61,7 +61,7 @@ _KEY_COMMAND = re.compile(r"\b(?:test|tests|build|lint|check|credo|dialyzer|form
 COLUMNS = ", ".join(f"m.{c}" for c in (
     "id", "project", "tier", "type", "title", "content", "files", "source", "source_ids", "key", "importance",
     "confidence", "strength", "access_count", "last_accessed_at", "created_at", "updated_at", "pinned", "priority",
-    "session_id", "quarantined"))
+    "session_id", "quarantined", "anchor_commit"))
 
 
 @dataclass
@@ -204,7 +204,7 @@ def _session_line(row: Any, tree: str | None, project: str | None, now: float, *
     parts = _summary_parts(row["content"])
     title = row["title"].removeprefix("Session: ")
     gone = missing_files(row, tree, project)
-    stale = f"; stale: {', '.join(gone[:4])} no longer exist{'s' if len(gone) == 1 else ''}" if gone else ""
+    stale = f"; {stale_note(gone, row['anchor_commit'], 4)}" if gone else ""
     out = [f"- {_clip(title, 100)} ({humanize_age(now - row['updated_at'])}, {row['events'] or 0} events{stale})"]
     shares = _RANK_SHARE[:max(shown, 1)]
     outcome_chars = int(chars * shares[min(rank, len(shares) - 1)] / sum(shares))
@@ -424,7 +424,7 @@ def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | 
     lines = []
     for rank, (_, coverage, matched, row) in enumerate(sorted(scored, key=lambda item: -item[0])[:max_hits]):
         gone = missing_files(row, tree, project)
-        stale = f"; stale: {', '.join(gone[:3])} no longer exist" if gone else ""
+        stale = f"; {stale_note(gone, row['anchor_commit'])}" if gone else ""
         content = row["content"]
         text = content if _flat(content).startswith(row["title"].rstrip("…")) else f"{row['title']}: {content}"
         body = _matched_window(text, matched, analyze, PROMPT_SNIPPET_CHARS[min(rank, len(PROMPT_SNIPPET_CHARS) - 1)],

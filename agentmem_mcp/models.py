@@ -80,6 +80,7 @@ class Memory:
     embedding_model: str | None
     key: str | None = None
     quarantined: str | None = None  # why it reads as instructions to an agent (trust.instruction_reason)
+    anchor_commit: str | None = None  # the commit checked out where the files it names were seen
 
     @classmethod
     def from_row(cls, row: Any) -> Memory:

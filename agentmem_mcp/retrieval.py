@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .anchors import missing_files
+from .anchors import missing_files, stale_note
 from .db.connection import OperationalError, write_transaction
 from .index import graph, vectors, words
 from .index.tokenize import STOPWORDS, index_text
@@ -86,7 +86,7 @@ def _stale(row: Any) -> str:
     """A note when project files the memory names are gone from the working tree (the one this process works
     in when it is in the memory's project, else the project's root)."""
     gone = missing_files(row, _tree_for(row["project"]), row["project"])
-    return f"; stale: {', '.join(gone[:3])} no longer exist{'s' if len(gone) == 1 else ''}" if gone else ""
+    return f"; {stale_note(gone, row['anchor_commit'])}" if gone else ""
 
 
 def _stem(term: str) -> str:

@@ -5,6 +5,7 @@ duplicates (a memory whose id, or whose content in the same project and version 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
@@ -125,6 +126,9 @@ def _import_memory(store: Store, m: dict[str, Any]) -> bool:
                       root_id=m.get("root_id") or m["id"])
         # an export may come from anywhere: text that addresses the agent stays quarantined (trust.py)
         values["quarantined"] = m.get("quarantined") or instruction_reason(f"{values['title']}\n{content}")
+        commit = m.get("anchor_commit")
+        values["anchor_commit"] = commit.lower() if isinstance(commit, str) and re.fullmatch(r"[0-9a-fA-F]{7,40}",
+                                                                                             commit) else None
         for name, default in (("confidence", 0.85), ("importance", 0.5), ("strength", 1.0), ("access_count", 0),
                               ("version", 1), ("priority", "P1"), ("source", "import")):
             if values.get(name) is None:

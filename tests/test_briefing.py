@@ -286,3 +286,37 @@ def test_knowledge_about_deleted_files_stays_out_of_the_briefing(env, tmp_path, 
         hits = {h.title: h.why for h in store.search("where does the parser live").hits}
     assert any("stale: src/gone.py no longer exists" in why for why in hits.values())
     assert not any("stale" in why for title, why in hits.items() if "kept.py" in title)
+
+
+def test_a_memory_naming_files_keeps_the_commit_they_were_seen_at(env, tmp_path, settings, embedder):
+    import subprocess
+
+    from agentmem_mcp.anchors import head_commit
+
+    project = tmp_path / "repo"
+    project.mkdir()
+    git = ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (project / "parser.py").write_text("x")
+    subprocess.run([*git, "add", "parser.py"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "parser"], check=True)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    assert head_commit(str(project)) == sha
+    subprocess.run([*git, "pack-refs", "--all"], check=True)
+    assert head_commit(str(project)) == sha  # a packed ref is read too
+    subprocess.run([*git, "worktree", "add", "-q", "-b", "side", str(tmp_path / "side")], check=True)
+    assert head_commit(str(tmp_path / "side")) == sha  # a worktree's own HEAD, through its .git file
+    assert head_commit(str(tmp_path)) is None
+
+    with Store.open(settings, project=str(project), embedder=embedder) as store:
+        saved = store.save("The parser lives in parser.py and must stay pure", files=["parser.py"])
+        plain_fact = store.save("We release on Fridays")
+        row = store.conn.execute("SELECT anchor_commit FROM memories WHERE id = ?", (saved.id,)).fetchone()
+        assert row[0] == sha
+        assert store.conn.execute("SELECT anchor_commit FROM memories WHERE id = ?", (plain_fact.id,)).fetchone()[0] \
+            is None
+        with pytest.raises(Exception, match="commit must be a git commit hash"):
+            store.save("The lexer lives in lexer.py", files=["lexer.py"], commit="not-a-hash")
+    (project / "parser.py").unlink()
+    recalled = _hook(env, "UserPromptSubmit", "s", project, prompt="where does the parser live, is it pure?")
+    assert f"stale: parser.py no longer exists (named at {sha[:7]})" in recalled

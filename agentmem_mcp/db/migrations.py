@@ -238,9 +238,16 @@ def m007_quarantine(conn: Connection) -> None:
     conn.execute("CREATE INDEX memories_quarantined ON memories(project) WHERE quarantined IS NOT NULL")
 
 
+def m008_anchor_commit(conn: Connection) -> None:
+    """memories.anchor_commit: the commit checked out where a memory naming project files was written (its full
+    hash), so that a memory about code that is gone says since when (`git show <commit>:<path>`); NULL when the
+    memory names no file or the commit is not known."""
+    conn.execute("ALTER TABLE memories ADD COLUMN anchor_commit TEXT")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces,
                                                   m004_word_vectors, m005_answer_chunks, m006_keyed_audit,
-                                                  m007_quarantine]
+                                                  m007_quarantine, m008_anchor_commit]
 
 
 def migrate(conn: Connection) -> int:

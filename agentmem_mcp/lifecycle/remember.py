@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..anchors import head_commit
 from ..capture.redact import redact
 from ..db import audit
 from ..index import graph, vectors
@@ -53,6 +54,7 @@ EARLY_CANDIDATES = 4  # saves up to this many look up BM25 candidates while the 
 # observations are records of events, so a similar later event never replaces an earlier one.
 SUPERSEDING_TIERS = ("semantic", "procedural")
 _SPACE = re.compile(r"\s+")
+_COMMIT = re.compile(r"^[0-9a-fA-F]{7,40}$")
 
 
 def content_hash(content: str) -> str:
@@ -131,6 +133,7 @@ class Draft:
     created_at: float
     quarantined: str | None = None
     notes: tuple[str, ...] = ()  # what trust changed (trust_limits), for the save's answer
+    anchor_commit: str | None = None  # the commit checked out where the files it names were seen
 
 
 def same_scope(a: str | None, b: str | None) -> bool:
@@ -191,7 +194,7 @@ def save(store: Store, content: str, *, title: str | None = None, type: str = "f
          pinned: bool = False, ttl_days: float | None = None, supersedes: str | None = None,
          valid_from: float | None = None, valid_to: float | None = None, session_id: str | None = None,
          source_ids: Sequence[str] | None = None, key: str | None = None, created_at: float | None = None,
-         ) -> SaveResult:
+         commit: str | None = None) -> SaveResult:
     """Remember `content`.
 
     type: pattern | preference | architecture | bug | workflow | fact | decision | context | summary.
@@ -200,12 +203,13 @@ def save(store: Store, content: str, *, title: str | None = None, type: str = "f
     expire. ttl_days sets a forget-after date. supersedes names the memory this one replaces.
     project: default the store's project; None saves a global memory (true in every project).
     key (for derived memories): a stable identity; a save with the same key and project updates that memory.
+    commit: the git commit checked out where `files` were seen (default: the project's, when it names files).
     Returns a SaveResult whose action is created, duplicate (nothing written) or superseded.
     """
     options = dict(title=title, type=type, tier=tier, project=project, tags=tags, files=files, source=source,
                    importance=importance, priority=priority, confidence=confidence, pinned=pinned,
                    ttl_days=ttl_days, supersedes=supersedes, valid_from=valid_from, valid_to=valid_to,
-                   session_id=session_id, source_ids=source_ids, key=key, created_at=created_at)
+                   session_id=session_id, source_ids=source_ids, key=key, created_at=created_at, commit=commit)
     return save_many(store, [{"content": content, **options}])[0]
 
 
@@ -377,8 +381,10 @@ def _validate(store: Store, content: Any, *, now: float, title: Any = None, type
               tier: Any = "semantic", project: Any = None, tags: Any = None, files: Any = None,
               source: Any = "agent", importance: Any = 0.5, priority: Any = "P1", confidence: Any = None,
               pinned: Any = False, ttl_days: Any = None, valid_from: Any = None, valid_to: Any = None,
-              session_id: Any = None, source_ids: Any = None, key: Any = None) -> Draft:
+              session_id: Any = None, source_ids: Any = None, key: Any = None, commit: Any = None) -> Draft:
     content = check_content(content)
+    if commit is not None and (not isinstance(commit, str) or not _COMMIT.match(commit)):
+        raise InvalidInput("commit must be a git commit hash (7 to 40 hexadecimal digits)")
     if title is not None and not isinstance(title, str):
         raise InvalidInput("title must be text")
     title = title.replace("\x00", "") if title else title
@@ -400,14 +406,17 @@ def _validate(store: Store, content: Any, *, now: float, title: Any = None, type
     priority, pinned, project, notes = trust_limits(source, priority, bool(pinned), project, store.project)
     quarantined = instruction_reason(f"{title}\n{content}") if provenance(source) in QUARANTINED_PROVENANCE \
         else None
+    files = _str_list("files", files, limit=200)
+    if commit is None and files and isinstance(project, str):
+        commit = head_commit(project)  # the caller knows better when the files were seen in another worktree
     return Draft(
         title=title, content=content, type=type, tier=tier, project=project, tags=_str_list("tags", tags),
-        files=_str_list("files", files, limit=200), source=source, confidence=conf,
+        files=files, source=source, confidence=conf,
         importance=_unit("importance", importance), priority=priority, pinned=bool(pinned),
         forget_after=now + ttl_days * 86400 if ttl_days else None, valid_from=valid_from if valid_from else now,
         valid_to=valid_to, session_id=session_id if isinstance(session_id, str) else None, source_ids=ids,
         key=key if isinstance(key, str) and key else None, content_hash=content_hash(content), created_at=now,
-        quarantined=quarantined, notes=tuple(notes),
+        quarantined=quarantined, notes=tuple(notes), anchor_commit=commit.lower() if files and commit else None,
     )
 
 
@@ -495,10 +504,10 @@ def _insert(conn: Any, d: Draft, memory_id: str, version: int, parent_id: str | 
         "INSERT INTO memories (id, project, tier, type, title, content, tags, files, source, confidence, "
         "importance, priority, pinned, strength, access_count, last_accessed_at, created_at, updated_at, "
         "valid_from, valid_to, forget_after, version, parent_id, root_id, is_latest, source_ids, session_id, "
-        "content_hash, embedding_model, key, quarantined) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1.0, 0, "
-        "NULL, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)",
+        "content_hash, embedding_model, key, quarantined, anchor_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?, ?, 1.0, 0, NULL, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)",
         (memory_id, d.project, d.tier, d.type, d.title, d.content, json.dumps(d.tags), json.dumps(d.files),
          d.source, d.confidence, d.importance, d.priority, int(d.pinned), d.created_at, d.created_at,
          d.valid_from, d.valid_to, d.forget_after, version, parent_id, root_id, json.dumps(d.source_ids),
-         d.session_id, d.content_hash, model_id, d.key, d.quarantined),
+         d.session_id, d.content_hash, model_id, d.key, d.quarantined, d.anchor_commit),
     )

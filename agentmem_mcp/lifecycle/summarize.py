@@ -20,6 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..anchors import head_commit
 from ..capture.transcript import Turn, is_noise, read_turns, relative_to
 from ..project import worktree_root
 from ..trust import WITHHELD, withhold_instructions
@@ -298,6 +299,7 @@ def summarize_session(store: Store, session: Any, *, llm: LLM | None = None) -> 
     prepared = []
     turns = read_turns(transcript_path(conn, session_id)) if state.upto != before else []
     tree = worktree_root(session["cwd"]) or session["project"]
+    commit = head_commit(tree)  # what is checked out where the session's files are looked up
     if (state.says_something or turns) and state.upto != before:
         title, content = render(state, tree, saved, turns)
         if llm is not None:
@@ -307,10 +309,10 @@ def summarize_session(store: Store, session: Any, *, llm: LLM | None = None) -> 
             "session_id": session_id, "source": "consolidation", "confidence": SUMMARY_CONFIDENCE, "importance": 0.6,
             "key": f"session-summary:{session_id}", "source_ids": [f"obs:{i}" for i in state.sources],
             "vector_text": content[:SUMMARY_VECTOR_CHARS],
-            "files": summary_files(state.files, content, tree, session["project"]),
+            "files": summary_files(state.files, content, tree, session["project"]), "commit": commit,
             "created_at": state.last_at or store.now(), "valid_from": session["started_at"]}])
-        prepared += prepare_saves(store, _unchanged_dropped(conn, session["project"],
-                                                            turn_memories(turns, session, state.last_at, tree)))
+        notes = [{**item, "commit": commit} for item in turn_memories(turns, session, state.last_at, tree)]
+        prepared += prepare_saves(store, _unchanged_dropped(conn, session["project"], notes))
     with store.transaction() as tx:
         current = tx.execute("SELECT summarized_upto FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if current is None or current[0] != expected:
