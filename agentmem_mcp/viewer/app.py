@@ -31,8 +31,8 @@ from .security import Guard, Secrets
 HERE = Path(__file__).parent
 NAV = (("/search", "Search"), ("/memories", "Memories"), ("/sessions", "Sessions"), ("/knowledge", "Project knowledge"),
        ("/lifecycle", "Lifecycle"), ("/quarantine", "Quarantine"), ("/audit", "Audit"), ("/health", "Health"))
-MODE = ("Search runs on BM25 + the entity graph: the viewer does not load the embedding model (`agentmem serve` "
-        "holds it), so hits found only by meaning are missing here.")
+MODE = ("Search here runs on BM25 + the entity graph: the embedding model stays with `agentmem serve`, so a "
+        "memory that matches by meaning alone is not found here.")
 DONE = {  # ?done= codes: the messages are fixed here, so a crafted link cannot put words on the page
     "edited": "Saved as a new version; the old one is kept in the version chain.",
     "unchanged": "Nothing changed: the text is the same as the current version.",

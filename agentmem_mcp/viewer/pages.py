@@ -138,8 +138,8 @@ async def memory(request: Request) -> Response:
     history, _ = await reads.audit_rows(v.db, memory_ids=[x["id"] for x in chain], limit=100)
     body = [views.badges(m), views.memory_actions(m, v.keys.csrf),
             tag("div", m["content"], class_="content", id="content"),
-            tag("h2", "State and provenance"), views.memory_facts(m, now, stale),
             tag("h2", f"Version chain ({len(chain)})"), views.version_chain(chain, m["id"], compare, now),
+            tag("h2", "State and provenance"), views.memory_facts(m, now, stale),
             tag("h2", "Linked memories"), table(("relation", "direction", "memory"), link_rows, class_="list")
             if link_rows else tag("p", "none", class_="muted"),
             tag("h2", "Entities"), join((tag("code", f"{e['kind']}:{e['name']}") for e in found), " ")
@@ -191,7 +191,12 @@ async def sessions(request: Request) -> Response:
 def _event(o: dict[str, Any]) -> Markup:
     text = o["prompt"] or o["title"] or (o["input"] or "")[:300] or f"({o['status']})"
     extra = f" ×{o['count']}" if o["count"] > 1 else ""
-    facts = tag("div", o["facts"][:400], class_="muted") if o["facts"] and o["facts"] != o["title"] else ""
+    try:
+        found = json.loads(o["facts"] or "[]")
+    except ValueError:
+        found = [o["facts"]]
+    found = [str(f) for f in (found if isinstance(found, list) else [found]) if f and str(f) != text]
+    facts = tag("div", "; ".join(found)[:400], class_="muted") if found else ""
     return tag("li", tag("span", f"{o['event']}{' ' + o['tool'] if o['tool'] else ''}{extra}", class_="kind"),
                text, facts, class_=f"event {o['event']}", data_id=o["id"])
 

@@ -136,8 +136,8 @@ def memory_facts(m: dict[str, Any], now: float, stale: Sequence[str]) -> Markup:
          if m["access_count"] else "never by a search or an injection"),
         ("created", when(m["created_at"], now)),
         ("updated", when(m["updated_at"], now)),
-        ("valid", join([when(m["valid_from"], now), " to ", when(m["valid_to"], now)])
-         if m["valid_from"] or m["valid_to"] else "open"),
+        ("true", join(["from ", when(m["valid_from"], now), " to ", when(m["valid_to"], now)]) if m["valid_to"]
+         else join(["since ", when(m["valid_from"], now)]) if m["valid_from"] else "no time recorded"),
         ("forget after", when(m["forget_after"], now) if m["forget_after"] else "no TTL"),
         ("tags", ", ".join(m["tags"]) or "none"),
         ("files", files),
@@ -170,7 +170,9 @@ def version_chain(chain: Sequence[dict[str, Any]], current: str, compare: str | 
         old, new = (chosen, me) if chosen["version"] < me["version"] else (me, chosen)
         parts.append(tag("h3", f"Changes from v{old['version']} to v{new['version']}"))
         if old["title"] != new["title"]:
-            parts.append(tag("p", "title: ", word_diff(old["title"], new["title"])))
+            parts.append(tag("h4", "title", class_="muted"))
+            parts.append(word_diff(old["title"], new["title"]))
+            parts.append(tag("h4", "content", class_="muted"))
         parts.append(word_diff(old["content"], new["content"]))
     return join(parts)
 
