@@ -328,6 +328,15 @@ def test_the_timeline_shows_the_replayed_session_beside_its_summary(browser, vie
     assert browser.find_element(*_by("#summary")).text.strip()
 
 
+def test_the_lifecycle_page_charts_and_its_sweep_dry_run(browser, viewer):
+    _open(browser, viewer, "/lifecycle")
+    assert len(browser.find_elements(*_by("svg.chart"))) == 3
+    assert browser.find_elements(*_by("svg.chart rect.bar"))
+    browser.find_element(*_by("#dry_run-form button")).click()
+    assert browser.find_element(*_by("#sweep-summary")).text.startswith("dry run: would remove")
+    assert browser.find_element(*_by("#sweep"))
+
+
 def test_project_knowledge_shows_the_briefing_and_a_prompt_s_recall(browser, viewer):
     _open(browser, viewer, "/knowledge")
     assert browser.find_element(*_by("#briefing")).text.startswith("# agentmem:")
@@ -346,9 +355,11 @@ def test_quarantine_release_audit_and_health(browser, viewer):
     assert "Released" in browser.find_element(*_by("#flash")).text
     assert browser.find_element(*_by("#quarantined")).text == "Nothing is quarantined."
     _open(browser, viewer, "/audit")
-    assert browser.find_element(*_by("#audit-verdict")).text.startswith("chain ok")
     assert "release" in browser.find_element(*_by("#audit")).text
+    browser.find_element(*_by("#verify-form button")).click()
+    assert browser.find_element(*_by("#audit-verdict")).text.startswith("chain ok")
     _open(browser, viewer, "/health")
+    browser.find_element(*_by("#checks-form button")).click()
     assert "audit chain" in browser.find_element(*_by("#checks")).text
     assert "AGENTMEM_CONTEXT_BUDGET" in browser.find_element(*_by("#settings")).text
 

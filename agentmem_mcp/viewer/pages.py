@@ -16,7 +16,7 @@ from ..models import TIERS, TYPES, InvalidInput, NotFound, check_choice, check_m
 from ..ranking import estimate_tokens
 from . import reads, views
 from .app import viewer
-from .html import Markup, join, post_form, table, tag
+from .html import Markup, hidden, join, post_form, table, tag
 
 PER_PAGE = 50
 
@@ -269,34 +269,48 @@ async def knowledge(request: Request) -> Response:
                         heading=f"Project knowledge: {views.project_name(project)}")
 
 
+def _on_demand(path: str, label: str, flag: str, **params: Any) -> Markup:
+    """A GET form that asks a page for its costly part (a sweep's dry run, a chain verification, doctor)."""
+    return tag("form", *(hidden(k, v) for k, v in params.items() if v), hidden(flag, "1"),
+               tag("button", label, type="submit"), method="get", action=path, class_="inline", id=f"{flag}-form")
+
+
 async def lifecycle(request: Request) -> Response:
-    """The next sweep's dry run (what it would forget and why) and the charts of confidence, retention and
-    memories by tier over time."""
+    """Charts of confidence, retention and memories by tier over time; on request, the next sweep's dry run
+    (what it would forget and why), which scores every memory."""
     from ..lifecycle.sweep import sweep
     from .charts import histogram, lines
 
     v = viewer(request)
     strategy = _choice(request, "strategy", ("composite", "importance", "age", "capacity")) or "composite"
-    report = await v.call(sweep, v.store, strategy=strategy, dry_run=True)
     figures = await reads.lifecycle_figures(v.db)
-    entries = report.entries()
-    removals = [e for e in entries if e.decision in ("expire", "forget", "delete", "over cap")]
-    rows = [(views.memory_link(e.id, e.title or e.id), e.decision, f"{e.score:.3f}", e.reason) for e in removals[:200]]
-    form = tag("form", views.labelled("strategy", views.select("strategy", [(s, s) for s in (
-        "composite", "importance", "age", "capacity")], strategy)), tag("button", "Show", type="submit"),
-        method="get", action="/lifecycle", class_="filters")
     charts = tag("div", tag("div", tag("h3", "Confidence of the latest memories"),
                             histogram(figures["confidence"], label="confidence histogram")),
                  tag("div", tag("h3", "Retention now"), histogram(figures["retention"], label="retention histogram")),
                  tag("div", tag("h3", "Memories by tier, by creation week (those stored now)"),
                      lines(figures["weeks"], figures["by_tier"], label="memories by tier over time")),
                  class_="cards")
-    body = join([form, tag("h2", "What the next sweep would do (dry run: nothing changes)"),
-                 tag("p", report.summary(), id="sweep-summary"),
+    form = tag("form", views.labelled("strategy", views.select("strategy", [(s, s) for s in (
+        "composite", "importance", "age", "capacity")], strategy)), hidden("dry_run", "1"),
+        tag("button", "Show what the next sweep would do", type="submit"), method="get", action="/lifecycle",
+        class_="filters", id="dry_run-form")
+    body = [tag("h2", "What the next sweep would do (dry run: nothing changes)"), form]
+    if _text(request, "dry_run"):
+        started = time.perf_counter()
+        report = await v.call(sweep, v.store, strategy=strategy, dry_run=True)
+        removals = [e for e in report.entries() if e.decision in ("expire", "forget", "delete", "over cap")]
+        rows = [(views.memory_link(e.id, e.title or e.id), e.decision, f"{e.score:.3f}", e.reason)
+                for e in removals[:200]]
+        body += [tag("p", report.summary(), id="sweep-summary"),
                  table(("memory", "decision", "score", "why"), rows, class_="list", id="sweep") if rows
-                 else tag("p", "The sweep would forget nothing now.", class_="muted"),
-                 tag("h2", "Distributions"), charts])
-    return await v.page(request, page="/lifecycle", title="Lifecycle", body=body)
+                 else tag("p", "The sweep would forget nothing now.", class_="muted", id="sweep"),
+                 tag("p", f"(scored in {time.perf_counter() - started:.2f} s"
+                          + (f"; the first 200 of {len(removals)} shown" if len(removals) > 200 else "") + ")",
+                     class_="muted")]
+    else:
+        body.append(tag("p", "The dry run scores every memory, so it runs when asked.", class_="muted"))
+    body += [tag("h2", "Distributions"), charts]
+    return await v.page(request, page="/lifecycle", title="Lifecycle", body=join(body))
 
 
 async def quarantine(request: Request) -> Response:
@@ -319,16 +333,25 @@ async def quarantine(request: Request) -> Response:
 
 
 async def audit(request: Request) -> Response:
-    """The audit log, newest first, with the result of verifying its hash chain (db/audit.py)."""
+    """The audit log, newest first; on request, the result of verifying its hash chain and triggers
+    (db/audit.py, as `agentmem audit --verify`), which reads every row."""
     from ..db.audit import check_triggers, verify
 
     v = viewer(request)
     page = _page_number(request)
-    verdict, triggers = await v.call(lambda: (verify(v.store.conn), check_triggers(v.store.conn)))
     rows, total = await reads.audit_rows(v.db, limit=PER_PAGE, offset=(page - 1) * PER_PAGE)
-    state = tag("p", tag("span", "chain ok" if verdict.ok and not triggers else "chain BROKEN",
-                         class_="ok" if verdict.ok and not triggers else "bad"), ": ", verdict.describe(),
-                *(tag("span", "; ", t) for t in triggers), id="audit-verdict")
+    if _text(request, "verify"):
+        started = time.perf_counter()
+        verdict, triggers = await v.call(lambda: (verify(v.store.conn), check_triggers(v.store.conn)))
+        good = verdict.ok and not triggers
+        state = tag("p", tag("span", "chain ok" if good else "chain BROKEN", class_="ok" if good else "bad"), ": ",
+                    verdict.describe(), *(tag("span", "; ", t) for t in triggers),
+                    tag("span", f" (checked in {time.perf_counter() - started:.2f} s)", class_="muted"),
+                    id="audit-verdict")
+    else:
+        state = tag("p", _on_demand("/audit", "Verify the chain", "verify", page=page if page > 1 else None),
+                    " reads every row and checks every hash, as `agentmem audit --verify`.", class_="muted",
+                    id="audit-verdict")
     body = join([state, views.audit_table(rows, time.time()), views.pager("/audit", page, total, PER_PAGE)])
     return await v.page(request, page="/audit", title="Audit log", body=body)
 
@@ -337,15 +360,15 @@ SECRET_WORDS = ("key", "token", "secret", "password")
 
 
 async def health(request: Request) -> Response:
-    """doctor's checks, the backlogs, and the settings in effect (secret-looking values masked)."""
+    """The backlogs, the settings in effect (secret-looking values masked) and, on request, doctor's checks."""
     from ..config import SETTINGS
     from ..maintenance import doctor
 
     v = viewer(request)
-    checks = await v.call(doctor, v.store)
+    checks = await v.call(doctor, v.store) if _text(request, "checks") else None
     data = await v.call(v.store.stats, all_projects=True)
     rows = []
-    for c in checks:
+    for c in checks or ():
         if c.name == "embedding model" and not c.ok:
             rows.append((tag("span", "n/a", class_="muted"), c.name, "not loaded by the viewer (`agentmem doctor` "
                          "checks it)", ""))
@@ -366,7 +389,10 @@ async def health(request: Request) -> Response:
     settings = [(s.name, s.env, _masked(s.name, getattr(v.settings, s.name))) for s in SETTINGS]
     settings.append(("(Anthropic key)", "ANTHROPIC_API_KEY", "set (hidden)" if os.environ.get("ANTHROPIC_API_KEY")
                      else "not set"))
-    body = join([table(("", "check", "detail", "fix"), rows, class_="list", id="checks"),
+    doctor_part = table(("", "check", "detail", "fix"), rows, class_="list", id="checks") if checks is not None \
+        else tag("p", _on_demand("/health", "Run the checks", "checks"), " as `agentmem doctor` (it reads every "
+                 "memory, the keyword index and the audit chain).", class_="muted", id="checks")
+    body = join([doctor_part,
                  tag("h2", "Backlogs"), queues, tag("h2", "Settings in effect"),
                  table(("setting", "environment variable", "value"), settings, class_="list", id="settings")])
     return await v.page(request, page="/health", title="Health", body=body)

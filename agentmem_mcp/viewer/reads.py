@@ -26,6 +26,7 @@ async def open_reader(database: Path, busy_timeout_ms: int) -> aiosqlite.Connect
         conn = sqlean.connect(f"file:{database}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000,
                               isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlean.Row
+        conn.create_function("retention", 2, retention, deterministic=True)
         return conn
     return await aiosqlite.core.Connection(connector, iter_chunk_size=256)
 
@@ -166,23 +167,28 @@ async def changes(db: aiosqlite.Connection, *, after_observation: int, after_mem
 
 
 async def lifecycle_figures(db: aiosqlite.Connection, now: float | None = None) -> dict[str, Any]:
-    """The latest memories' confidence and retention histograms (10 bins over 0..1) and, per tier, how many of
-    the memories stored now had been created by the end of each week."""
+    """The latest memories' confidence and retention histograms (10 bins over 0..1, counted in SQL; retention is
+    `lifecycle.retention.retention`, registered on the connection) and, per tier, how many of the memories stored
+    now had been created by the end of each week."""
     now = time.time() if now is None else now
     confidence = [0] * 10
     kept = [0] * 10
-    async with db.execute("SELECT confidence, strength, last_accessed_at, created_at FROM memories "
-                          "WHERE is_latest = 1") as cursor:
-        async for conf, strength, last_used, created in cursor:
-            confidence[min(int(conf * 10), 9)] += 1
-            kept[min(int(retention((now - (last_used or created)) / 86400, strength) * 10), 9)] += 1
+    for bin_, count in await db.execute_fetchall(
+            "SELECT MIN(CAST(confidence * 10 AS INTEGER), 9) AS b, COUNT(*) FROM memories WHERE is_latest = 1 "
+            "GROUP BY b"):
+        confidence[max(bin_, 0)] += count
+    for bin_, count in await db.execute_fetchall(
+            "SELECT MIN(CAST(retention((? - COALESCE(last_accessed_at, created_at)) / 86400.0, strength) * 10 "
+            "AS INTEGER), 9) AS b, COUNT(*) FROM memories WHERE is_latest = 1 GROUP BY b", (now,)):
+        kept[max(bin_, 0)] += count
     weekly = await db.execute_fetchall(
         "SELECT tier, CAST(created_at / ? AS INTEGER) AS week, COUNT(*) FROM memories WHERE is_latest = 1 "
         "GROUP BY tier, week ORDER BY week", (WEEK,))
     weeks = sorted({row[1] for row in weekly})
+    column = {week: i for i, week in enumerate(weeks)}
     by_tier: dict[str, list[int]] = {}
     for tier, week, count in weekly:
-        by_tier.setdefault(tier, [0] * len(weeks))[weeks.index(week)] += count
+        by_tier.setdefault(tier, [0] * len(weeks))[column[week]] += count
     for counts in by_tier.values():
         for i in range(1, len(counts)):
             counts[i] += counts[i - 1]
