@@ -44,7 +44,7 @@ def fill(home: Path, count: int) -> None:
     settings = load_settings(env={}, home=home, embeddings=False)
     with Store.open(settings, load_embedder=False, sync_index=True) as store:
         store.flush()
-        if store.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0] >= count:
+        if store.conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] >= SESSIONS:
             return
         rows = store.conn.execute("SELECT id, content FROM memories WHERE is_latest = 1").fetchall()
         for start in range(0, len(rows), 10000):
@@ -54,18 +54,19 @@ def fill(home: Path, count: int) -> None:
                                                                                       memory_id))
                     audit.append(conn, "save", memory_id, PROJECT, {"source": "agent"})
     env = {"AGENTMEM_HOME": str(home), "AGENTMEM_EMBEDDINGS": "0"}
+
+    def event(session: str, name: str, **fields: object) -> None:
+        payload = {"session_id": session, "cwd": PROJECT, "hook_event_name": name, **fields}
+        handle("claude-code", name, json.dumps(payload).encode(), env)
     for n in range(SESSIONS):
         session = f"bench-{n}"
-
-        def event(name: str, **fields: object) -> None:
-            payload = {"session_id": session, "cwd": PROJECT, "hook_event_name": name, **fields}
-            handle("claude-code", name, json.dumps(payload).encode(), env)
-        event("SessionStart", source="startup")
-        event("UserPromptSubmit", prompt=f"fix the failing test in module_{n} and explain the decision")
+        event(session, "SessionStart", source="startup")
+        event(session, "UserPromptSubmit", prompt=f"fix the failing test in module_{n} and explain the decision")
         for step in range(8):
-            event("PostToolUse", tool_name="Bash", tool_input={"command": f"pytest tests/test_module_{n}.py -k {step}"},
+            event(session, "PostToolUse", tool_name="Bash",
+                  tool_input={"command": f"pytest tests/test_module_{n}.py -k {step}"},
                   tool_response={"stdout": f"{step} passed", "stderr": "", "interrupted": False})
-        event("Stop")
+        event(session, "Stop")
     subprocess.run([sys.executable, "-m", "agentmem_mcp", "worker", "--once"], env={**os.environ, **env}, check=True,
                    capture_output=True)
 

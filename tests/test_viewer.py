@@ -372,3 +372,20 @@ def test_a_new_memory_appears_without_a_reload(browser, viewer):
     WebDriverWait(browser, 15).until(
         lambda d: "CHANGELOG.md" in d.find_element(*_by("#memory-list tbody tr.new")).text)
     assert _console_errors(browser) == []
+
+
+def test_a_busy_port_is_a_one_line_error(tmp_path):
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    env["AGENTMEM_HOME"] = str(tmp_path / "home")
+    try:
+        done = subprocess.run([sys.executable, "-m", "agentmem_mcp", "ui", "--no-browser", "--port",
+                               str(taken.getsockname()[1])], env=env, capture_output=True, text=True, timeout=60)
+    finally:
+        taken.close()
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "cannot listen on 127.0.0.1:" in done.stderr and "--port" in done.stderr

@@ -105,7 +105,7 @@ async def refused(request: Request, exc: Exception) -> Response:
 
 def build_app(settings: Settings, keys: Secrets) -> Guard:
     """The ASGI app: the routes behind the `security.Guard` middleware."""
-    from . import actions, pages
+    from . import actions, pages, upkeep
 
     state = Viewer(settings, keys)
 
@@ -132,12 +132,12 @@ def build_app(settings: Settings, keys: Secrets) -> Guard:
         Route("/sessions", pages.sessions),
         Route("/session/{session_id}", pages.session),
         Route("/knowledge", pages.knowledge),
-        Route("/lifecycle", pages.lifecycle),
-        Route("/quarantine", pages.quarantine),
+        Route("/lifecycle", upkeep.lifecycle),
+        Route("/quarantine", upkeep.quarantine),
         Route("/quarantine/{memory_id}/release", actions.release, methods=["POST"]),
         Route("/quarantine/{memory_id}/forget", actions.forget_quarantined, methods=["POST"]),
-        Route("/audit", pages.audit),
-        Route("/health", pages.health),
+        Route("/audit", upkeep.audit),
+        Route("/health", upkeep.health),
         Route("/api/changes", pages.changes),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]

@@ -12,39 +12,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from ..anchors import missing_files
-from ..models import TIERS, TYPES, InvalidInput, NotFound, check_choice, check_memory_id
+from ..models import TIERS, TYPES, InvalidInput, NotFound, check_memory_id
 from ..ranking import estimate_tokens
+from . import params as arg
 from . import reads, views
 from .app import viewer
-from .html import Markup, hidden, join, post_form, table, tag
-
-PER_PAGE = 50
-
-
-def _text(request: Request, name: str, limit: int = 2000) -> str:
-    return request.query_params.get(name, "").strip()[:limit]
-
-
-def _number(request: Request, name: str, low: float, high: float) -> float | None:
-    raw = _text(request, name, 40)
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise InvalidInput(f"{name} must be a number from {low:g} to {high:g}, not {raw[:20]!r}") from None
-    if not low <= value <= high:
-        raise InvalidInput(f"{name} must be from {low:g} to {high:g}")
-    return value
-
-
-def _page_number(request: Request) -> int:
-    return int(_number(request, "page", 1, 10 ** 6) or 1)
-
-
-def _choice(request: Request, name: str, choices: tuple[str, ...]) -> str | None:
-    value = _text(request, name, 40)
-    return check_choice(name, value, choices) if value else None
+from .html import Markup, join, table, tag
 
 
 async def home(request: Request) -> Response:
@@ -55,10 +28,11 @@ async def search(request: Request) -> Response:
     """The same search as `memory_search` (retrieval.search), with its filters, each hit's why and score."""
     v = viewer(request)
     projects = await reads.projects(v.db)
-    query, project = _text(request, "q"), _text(request, "project") or None
-    kind, tier = _choice(request, "type", TYPES), _choice(request, "tier", TIERS)
-    since_days, min_conf = _number(request, "since_days", 0, 100000), _number(request, "min_confidence", 0, 1)
-    history, held = bool(_text(request, "history")), bool(_text(request, "quarantined"))
+    query, project = arg.text(request, "q"), arg.text(request, "project") or None
+    kind, tier = arg.choice(request, "type", TYPES), arg.choice(request, "tier", TIERS)
+    since_days = arg.number(request, "since_days", 0, 100000)
+    min_conf = arg.number(request, "min_confidence", 0, 1)
+    history, held = bool(arg.text(request, "history")), bool(arg.text(request, "quarantined"))
     filters = tag("form", tag("label", "query", tag("input", type="search", name="q", value=query, class_="wide",
                                                       autofocus=True, id="q")),
                   views.labelled("project", views.select("project", views.project_choices(projects), project)),
@@ -96,13 +70,13 @@ async def memories(request: Request) -> Response:
     """Every memory, newest first, a page at a time; new ones appear at the top while the page is open."""
     v = viewer(request)
     projects = await reads.projects(v.db)
-    project, kind, tier = _text(request, "project") or None, _choice(request, "type", TYPES), \
-        _choice(request, "tier", TIERS)
-    history, page = bool(_text(request, "history")), _page_number(request)
+    project, kind, tier = arg.text(request, "project") or None, arg.choice(request, "type", TYPES), \
+        arg.choice(request, "tier", TIERS)
+    history, page = bool(arg.text(request, "history")), arg.page_number(request)
     rows, total = await reads.memory_page(v.db, project=project, everywhere=project is None,
                                           types=[kind] if kind else [], tiers=[tier] if tier else [],
-                                          history=history, quarantined=False, limit=PER_PAGE,
-                                          offset=(page - 1) * PER_PAGE)
+                                          history=history, quarantined=False, limit=arg.PER_PAGE,
+                                          offset=(page - 1) * arg.PER_PAGE)
     filters = tag("form", views.labelled("project", views.select("project", views.project_choices(projects),
                                                                  project)),
                   views.labelled("type", views.select("type", views.type_choices(), kind)),
@@ -112,7 +86,7 @@ async def memories(request: Request) -> Response:
                   tag("button", "Show", type="submit"), method="get", action="/memories", class_="filters")
     params = {"project": project, "type": kind, "tier": tier, "history": "1" if history else None}
     body = join([filters, tag("p", "live", id="live-status", class_="live-note"),
-                 views.memory_rows(rows, time.time()), views.pager("/memories", page, total, PER_PAGE, **params)])
+                 views.memory_rows(rows, time.time()), views.pager("/memories", page, total, arg.PER_PAGE, **params)])
     return await v.page(request, page="/memories", title="Memories", body=body, live="memories")
 
 
@@ -130,7 +104,7 @@ async def memory(request: Request) -> Response:
     m = await _memory_or_404(request)
     now = time.time()
     chain = await reads.versions(v.db, m["root_id"])
-    compare = _text(request, "compare", 40) or None
+    compare = arg.text(request, "compare", 40) or None
     stale = missing_files({"files": json.dumps(m["files"])}, None, m["project"]) if m["project"] else []
     link_rows = [(row["relation"], row["direction"], views.memory_link(row["other"], row["title"])
                   if row["title"] else f"{row['other']} (gone)") for row in await reads.links(v.db, m["id"])]
@@ -170,9 +144,9 @@ async def forget(request: Request) -> Response:
 async def sessions(request: Request) -> Response:
     v = viewer(request)
     projects = await reads.projects(v.db)
-    project, page = _text(request, "project") or None, _page_number(request)
-    rows, total = await reads.session_page(v.db, project=project, everywhere=project is None, limit=PER_PAGE,
-                                           offset=(page - 1) * PER_PAGE)
+    project, page = arg.text(request, "project") or None, arg.page_number(request)
+    rows, total = await reads.session_page(v.db, project=project, everywhere=project is None, limit=arg.PER_PAGE,
+                                           offset=(page - 1) * arg.PER_PAGE)
     now = time.time()
     table_rows = [(views.session_link(r["id"], r["id"][:18]), views.project_name(r["project"]), r["client"],
                    views.when(r["started_at"], now), r["status"], f"{r['prompts']} prompts, {r['events']} events",
@@ -184,7 +158,7 @@ async def sessions(request: Request) -> Response:
                   tag("button", "Show", type="submit"), method="get", action="/sessions", class_="filters")
     body = join([filters, table(("session", "project", "client", "started", "status", "captured", "summary"),
                                 table_rows, class_="list", id="sessions"),
-                 views.pager("/sessions", page, total, PER_PAGE, project=project)])
+                 views.pager("/sessions", page, total, arg.PER_PAGE, project=project)])
     return await v.page(request, page="/sessions", title="Sessions", body=body)
 
 
@@ -241,8 +215,8 @@ async def knowledge(request: Request) -> Response:
 
     v = viewer(request)
     projects = await reads.projects(v.db)
-    project = _text(request, "project") or (projects[0] if projects else None)
-    prompt = _text(request, "prompt")
+    project = arg.text(request, "project") or (projects[0] if projects else None)
+    prompt = arg.text(request, "prompt")
     settings, store = v.settings, v.store
     tree = project if project and os.path.isdir(project) else None
     text, ids = await v.call(lambda: session_context(store.conn, project, settings.context_budget_tokens, tree=tree))
@@ -269,147 +243,12 @@ async def knowledge(request: Request) -> Response:
                         heading=f"Project knowledge: {views.project_name(project)}")
 
 
-def _on_demand(path: str, label: str, flag: str, **params: Any) -> Markup:
-    """A GET form that asks a page for its costly part (a sweep's dry run, a chain verification, doctor)."""
-    return tag("form", *(hidden(k, v) for k, v in params.items() if v), hidden(flag, "1"),
-               tag("button", label, type="submit"), method="get", action=path, class_="inline", id=f"{flag}-form")
-
-
-async def lifecycle(request: Request) -> Response:
-    """Charts of confidence, retention and memories by tier over time; on request, the next sweep's dry run
-    (what it would forget and why), which scores every memory."""
-    from ..lifecycle.sweep import sweep
-    from .charts import histogram, lines
-
-    v = viewer(request)
-    strategy = _choice(request, "strategy", ("composite", "importance", "age", "capacity")) or "composite"
-    figures = await reads.lifecycle_figures(v.db)
-    charts = tag("div", tag("div", tag("h3", "Confidence of the latest memories"),
-                            histogram(figures["confidence"], label="confidence histogram")),
-                 tag("div", tag("h3", "Retention now"), histogram(figures["retention"], label="retention histogram")),
-                 tag("div", tag("h3", "Memories by tier, by creation week (those stored now)"),
-                     lines(figures["weeks"], figures["by_tier"], label="memories by tier over time")),
-                 class_="cards")
-    form = tag("form", views.labelled("strategy", views.select("strategy", [(s, s) for s in (
-        "composite", "importance", "age", "capacity")], strategy)), hidden("dry_run", "1"),
-        tag("button", "Show what the next sweep would do", type="submit"), method="get", action="/lifecycle",
-        class_="filters", id="dry_run-form")
-    body = [tag("h2", "What the next sweep would do (dry run: nothing changes)"), form]
-    if _text(request, "dry_run"):
-        started = time.perf_counter()
-        report = await v.call(sweep, v.store, strategy=strategy, dry_run=True)
-        removals = [e for e in report.entries() if e.decision in ("expire", "forget", "delete", "over cap")]
-        rows = [(views.memory_link(e.id, e.title or e.id), e.decision, f"{e.score:.3f}", e.reason)
-                for e in removals[:200]]
-        body += [tag("p", report.summary(), id="sweep-summary"),
-                 table(("memory", "decision", "score", "why"), rows, class_="list", id="sweep") if rows
-                 else tag("p", "The sweep would forget nothing now.", class_="muted", id="sweep"),
-                 tag("p", f"(scored in {time.perf_counter() - started:.2f} s"
-                          + (f"; the first 200 of {len(removals)} shown" if len(removals) > 200 else "") + ")",
-                     class_="muted")]
-    else:
-        body.append(tag("p", "The dry run scores every memory, so it runs when asked.", class_="muted"))
-    body += [tag("h2", "Distributions"), charts]
-    return await v.page(request, page="/lifecycle", title="Lifecycle", body=join(body))
-
-
-async def quarantine(request: Request) -> Response:
-    from ..lifecycle.confirm import quarantined
-
-    v = viewer(request)
-    held = await v.call(quarantined, v.store, all_projects=True)
-    items = [tag("li", views.memory_link(m.id, m.title), " ", tag("span", f"[{m.type}] from {m.source}",
-                                                                  class_="muted"),
-                 tag("p", "why held: ", m.quarantined, class_="why"),
-                 tag("div", m.content[:1200], class_="content"),
-                 tag("div", post_form(f"/quarantine/{m.id}/release", v.keys.csrf, button="Release"),
-                     post_form(f"/quarantine/{m.id}/forget", v.keys.csrf, button="Forget", danger=True),
-                     class_="actions"), class_="hit") for m in held]
-    body = join([tag("p", "Memories whose text reads as instructions to an AI agent are kept but never searched or "
-                          "injected until you release them.", class_="muted"),
-                 tag("ol", *items, class_="hits", id="quarantined") if items
-                 else tag("p", "Nothing is quarantined.", id="quarantined")])
-    return await v.page(request, page="/quarantine", title=f"Quarantine ({len(held)})", body=body)
-
-
-async def audit(request: Request) -> Response:
-    """The audit log, newest first; on request, the result of verifying its hash chain and triggers
-    (db/audit.py, as `agentmem audit --verify`), which reads every row."""
-    from ..db.audit import check_triggers, verify
-
-    v = viewer(request)
-    page = _page_number(request)
-    rows, total = await reads.audit_rows(v.db, limit=PER_PAGE, offset=(page - 1) * PER_PAGE)
-    if _text(request, "verify"):
-        started = time.perf_counter()
-        verdict, triggers = await v.call(lambda: (verify(v.store.conn), check_triggers(v.store.conn)))
-        good = verdict.ok and not triggers
-        state = tag("p", tag("span", "chain ok" if good else "chain BROKEN", class_="ok" if good else "bad"), ": ",
-                    verdict.describe(), *(tag("span", "; ", t) for t in triggers),
-                    tag("span", f" (checked in {time.perf_counter() - started:.2f} s)", class_="muted"),
-                    id="audit-verdict")
-    else:
-        state = tag("p", _on_demand("/audit", "Verify the chain", "verify", page=page if page > 1 else None),
-                    " reads every row and checks every hash, as `agentmem audit --verify`.", class_="muted",
-                    id="audit-verdict")
-    body = join([state, views.audit_table(rows, time.time()), views.pager("/audit", page, total, PER_PAGE)])
-    return await v.page(request, page="/audit", title="Audit log", body=body)
-
-
-SECRET_WORDS = ("key", "token", "secret", "password")
-
-
-async def health(request: Request) -> Response:
-    """The backlogs, the settings in effect (secret-looking values masked) and, on request, doctor's checks."""
-    from ..config import SETTINGS
-    from ..maintenance import doctor
-
-    v = viewer(request)
-    checks = await v.call(doctor, v.store) if _text(request, "checks") else None
-    data = await v.call(v.store.stats, all_projects=True)
-    rows = []
-    for c in checks or ():
-        if c.name == "embedding model" and not c.ok:
-            rows.append((tag("span", "n/a", class_="muted"), c.name, "not loaded by the viewer (`agentmem doctor` "
-                         "checks it)", ""))
-            continue
-        rows.append((tag("span", "ok" if c.ok else "FAIL", class_="ok" if c.ok else "bad"), c.name, c.detail, c.fix))
-    backlog = data["vector_backlog"]
-    queues = views.definition_list([
-        ("keyword index", f"{data['index_backlog']} changes queued"),
-        ("vectors", f"{backlog['memories']} memories, {backlog['sentence_pieces']} sentence pieces, "
-                    f"{backlog['words']} word lists to embed (by the server's worker)"),
-        ("observations", ", ".join(f"{k}: {n}" for k, n in sorted(data["observations"].items())) or "none"),
-        ("memories", f"{data['memories']} latest, {data['superseded_versions']} superseded versions, "
-                     f"{data['quarantined']} quarantined"),
-        ("last sweep", json.dumps(data["last_sweep"]) if data["last_sweep"] else "never"),
-        ("LLM today", f"{data['llm_today']['tokens']} tokens in {data['llm_today']['calls']} calls "
-                      f"({data['llm_today']['provider']}, budget {data['llm_today']['budget']})"),
-    ])
-    settings = [(s.name, s.env, _masked(s.name, getattr(v.settings, s.name))) for s in SETTINGS]
-    settings.append(("(Anthropic key)", "ANTHROPIC_API_KEY", "set (hidden)" if os.environ.get("ANTHROPIC_API_KEY")
-                     else "not set"))
-    doctor_part = table(("", "check", "detail", "fix"), rows, class_="list", id="checks") if checks is not None \
-        else tag("p", _on_demand("/health", "Run the checks", "checks"), " as `agentmem doctor` (it reads every "
-                 "memory, the keyword index and the audit chain).", class_="muted", id="checks")
-    body = join([doctor_part,
-                 tag("h2", "Backlogs"), queues, tag("h2", "Settings in effect"),
-                 table(("setting", "environment variable", "value"), settings, class_="list", id="settings")])
-    return await v.page(request, page="/health", title="Health", body=body)
-
-
-def _masked(name: str, value: Any) -> str:
-    if any(word in name.lower() for word in SECRET_WORDS) and value:
-        return "(set, hidden)"
-    return str(value)
-
-
 async def changes(request: Request) -> Response:
     """JSON for the live feed: observations and memories newer than the page's marks."""
     v = viewer(request)
-    after_observation = int(_number(request, "observation", 0, 2 ** 62) or 0)
-    after_memory = _number(request, "memory", 0, 2 ** 40) or 0.0
-    session_id = _text(request, "session", 200) or None
+    after_observation = int(arg.number(request, "observation", 0, 2 ** 62) or 0)
+    after_memory = arg.number(request, "memory", 0, 2 ** 40) or 0.0
+    session_id = arg.text(request, "session", 200) or None
     return JSONResponse(await reads.changes(v.db, after_observation=after_observation, after_memory=after_memory,
                                             session_id=session_id))
 
