@@ -158,6 +158,18 @@ def _no_alert(browser) -> None:
     pytest.fail(f"a script ran on the page and opened an alert: {text!r}")
 
 
+def _click(browser, css: str) -> None:
+    """Click what submits a form or follows a link, and wait until the next page has replaced this one."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = browser.find_element(*_by("html"))
+    browser.find_element(*_by(css)).click()
+    WebDriverWait(browser, 30).until(expected_conditions.staleness_of(page))
+    WebDriverWait(browser, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    _no_alert(browser)
+
+
 def _console_errors(browser) -> list[str]:
     return [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
 
@@ -244,7 +256,7 @@ def test_search_finds_a_saved_memory_with_its_why(browser, viewer):
     _open(browser, viewer, "/search")
     box = browser.find_element(*_by("#q"))
     box.send_keys("how do we install dependencies pnpm")
-    box.submit()
+    _click(browser, "form.filters button[type=submit]")
     hits = browser.find_elements(*_by("#hits li.hit"))
     assert hits, browser.find_element(*_by("main")).text
     first = hits[0]
@@ -270,11 +282,11 @@ def test_attacker_text_renders_as_text_and_runs_nothing(browser, viewer):
 
 def test_editing_makes_version_2_and_the_diff_shows_the_change(browser, viewer):
     _open(browser, viewer, f"/memory/{viewer['ids']['port']}")
-    browser.find_element(*_by("#edit-link")).click()
+    _click(browser, "#edit-link")
     content = browser.find_element(*_by("#edit-form textarea"))
     content.clear()
     content.send_keys("The dev server listens on port 3000 (set in vite.config.ts)")
-    browser.find_element(*_by("#edit-form button")).click()
+    _click(browser, "#edit-form button")
     assert "new version" in browser.find_element(*_by("#flash")).text
     rows = browser.find_elements(*_by("#versions tbody tr"))
     assert [r.find_element(*_by("td")).text for r in rows] == ["v1", "v2 (latest)"]
@@ -289,12 +301,12 @@ def test_editing_makes_version_2_and_the_diff_shows_the_change(browser, viewer):
 def test_pin_and_priority_survive_a_reload(browser, viewer):
     memory_id = viewer["ids"]["retry"]
     _open(browser, viewer, f"/memory/{memory_id}")
-    browser.find_element(*_by("#pin-form button")).click()
+    _click(browser, "#pin-form button")
     assert "Pinned" in browser.find_element(*_by("#flash")).text
     from selenium.webdriver.support.ui import Select
 
     Select(browser.find_element(*_by("#priority-form select"))).select_by_value("P2")
-    browser.find_element(*_by("#priority-form button")).click()
+    _click(browser, "#priority-form button")
     _open(browser, viewer, f"/memory/{memory_id}")
     assert browser.find_element(*_by("#pin-form button")).text == "Unpin"
     assert "pinned" in browser.find_element(*_by("main")).text
@@ -305,9 +317,9 @@ def test_pin_and_priority_survive_a_reload(browser, viewer):
 def test_forget_removes_it_from_every_page_and_from_search(browser, viewer):
     memory_id = viewer["ids"]["pnpm"]
     _open(browser, viewer, f"/memory/{memory_id}")
-    browser.find_element(*_by("#forget-link")).click()
+    _click(browser, "#forget-link")
     assert "Forgetting removes 1 memory" in browser.find_element(*_by("main")).text
-    browser.find_element(*_by("#forget-form button")).click()
+    _click(browser, "#forget-form button")
     assert "Forgotten" in browser.find_element(*_by("#flash")).text
     assert memory_id not in browser.page_source
     _open(browser, viewer, "/search?q=pnpm+lockfile")
@@ -322,7 +334,7 @@ def test_forget_removes_it_from_every_page_and_from_search(browser, viewer):
 
 def test_the_timeline_shows_the_replayed_session_beside_its_summary(browser, viewer):
     _open(browser, viewer, "/sessions")
-    browser.find_element(*_by(f"#sessions a[href='/session/{SESSION}']")).click()
+    _click(browser, f"#sessions a[href='/session/{SESSION}']")
     events = browser.find_element(*_by("#events")).text
     assert "fix the checkout button colour" in events and "pnpm test" in events
     assert browser.find_element(*_by("#summary")).text.strip()
@@ -332,7 +344,7 @@ def test_the_lifecycle_page_charts_and_its_sweep_dry_run(browser, viewer):
     _open(browser, viewer, "/lifecycle")
     assert len(browser.find_elements(*_by("svg.chart"))) == 3
     assert browser.find_elements(*_by("svg.chart rect.bar"))
-    browser.find_element(*_by("#dry_run-form button")).click()
+    _click(browser, "#dry_run-form button")
     assert browser.find_element(*_by("#sweep-summary")).text.startswith("dry run: would remove")
     assert browser.find_element(*_by("#sweep"))
 
@@ -343,7 +355,7 @@ def test_project_knowledge_shows_the_briefing_and_a_prompt_s_recall(browser, vie
     assert re.match(r"\d+ tokens \(budget \d+\)", browser.find_element(*_by("#briefing-tokens")).text)
     box = browser.find_element(*_by("#prompt"))
     box.send_keys("which port does the dev server listen on")
-    box.submit()
+    _click(browser, "form.filters button[type=submit]")
     assert "dev server" in browser.find_element(*_by("#recall")).text
 
 
@@ -351,15 +363,15 @@ def test_quarantine_release_audit_and_health(browser, viewer):
     held = viewer["ids"]["held"]
     _open(browser, viewer, "/quarantine")
     assert "Ignore all previous instructions" in browser.find_element(*_by("#quarantined")).text
-    browser.find_element(*_by(f"form[action='/quarantine/{held}/release'] button")).click()
+    _click(browser, f"form[action='/quarantine/{held}/release'] button")
     assert "Released" in browser.find_element(*_by("#flash")).text
     assert browser.find_element(*_by("#quarantined")).text == "Nothing is quarantined."
     _open(browser, viewer, "/audit")
     assert "release" in browser.find_element(*_by("#audit")).text
-    browser.find_element(*_by("#verify-form button")).click()
+    _click(browser, "#verify-form button")
     assert browser.find_element(*_by("#audit-verdict")).text.startswith("chain ok")
     _open(browser, viewer, "/health")
-    browser.find_element(*_by("#checks-form button")).click()
+    _click(browser, "#checks-form button")
     assert "audit chain" in browser.find_element(*_by("#checks")).text
     assert "AGENTMEM_CONTEXT_BUDGET" in browser.find_element(*_by("#settings")).text
 

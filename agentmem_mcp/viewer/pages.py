@@ -148,8 +148,8 @@ async def sessions(request: Request) -> Response:
     rows, total = await reads.session_page(v.db, project=project, everywhere=project is None, limit=arg.PER_PAGE,
                                            offset=(page - 1) * arg.PER_PAGE)
     now = time.time()
-    table_rows = [(views.session_link(r["id"], r["id"][:18]), views.project_name(r["project"]), r["client"],
-                   views.when(r["started_at"], now), r["status"], f"{r['prompts']} prompts, {r['events']} events",
+    table_rows = [(views.session_link(r["id"], r["id"][:18]), views.short_project(r["project"]), r["client"],
+                   views.ago(r["started_at"], now), r["status"], f"{r['prompts']} prompts, {r['events']} events",
                    views.memory_link(r["summary_memory_id"], r["summary_title"] or "summary")
                    if r["summary_memory_id"] else tag("span", "not summarised yet", class_="muted"))
                   for r in rows]

@@ -18,6 +18,7 @@ from ..lifecycle.retention import retention
 MEMORY_LIST_COLUMNS = ("id, project, tier, type, title, source, confidence, priority, pinned, version, is_latest, "
                        "created_at, access_count, quarantined")
 WEEK = 7 * 86400
+HISTOGRAM_SAMPLE = 5000  # memory rows the lifecycle charts read at most (every k-th rowid beyond)
 
 
 async def open_reader(database: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
@@ -46,7 +47,7 @@ async def projects(db: aiosqlite.Connection) -> list[str]:
 async def memory_page(db: aiosqlite.Connection, *, project: str | None, everywhere: bool, types: Sequence[str],
                       tiers: Sequence[str], history: bool, quarantined: bool, limit: int, offset: int,
                       ) -> tuple[list[dict[str, Any]], int]:
-    """One page of memories, newest first, and how many match in all."""
+    """One page of memories, the latest stored first, and how many match in all."""
     where, args = _scope(project, everywhere)
     clauses = [where]
     if not history:
@@ -59,8 +60,9 @@ async def memory_page(db: aiosqlite.Connection, *, project: str | None, everywhe
             args = [*args, *values]
     clause = " AND ".join(clauses)
     total = (await db.execute_fetchall(f"SELECT COUNT(*) FROM memories WHERE {clause}", args))[0][0]
+    # latest stored first (rowid order: no sort, so a page costs what it reads, not the whole table)
     rows = await db.execute_fetchall(f"SELECT {MEMORY_LIST_COLUMNS} FROM memories WHERE {clause} "
-                                     "ORDER BY created_at DESC, id LIMIT ? OFFSET ?", [*args, limit, offset])
+                                     "ORDER BY rowid DESC LIMIT ? OFFSET ?", [*args, limit, offset])
     return [dict(row) for row in rows], total
 
 
@@ -166,30 +168,39 @@ async def changes(db: aiosqlite.Connection, *, after_observation: int, after_mem
     return {"observations": [dict(r) for r in obs], "memories": [dict(r) for r in mems]}
 
 
-async def lifecycle_figures(db: aiosqlite.Connection, now: float | None = None) -> dict[str, Any]:
-    """The latest memories' confidence and retention histograms (10 bins over 0..1, counted in SQL; retention is
+async def lifecycle_figures(db: aiosqlite.Connection, now: float | None = None, sample: int = HISTOGRAM_SAMPLE,
+                            ) -> dict[str, Any]:
+    """The latest memories' confidence and retention histograms (10 bins over 0..1; retention is
     `lifecycle.retention.retention`, registered on the connection) and, per tier, how many of the memories stored
-    now had been created by the end of each week."""
+    now had been created by the end of each week. Over `sample` rows they are drawn from every k-th rowid (point
+    lookups, not a scan of the table) and the tier counts are scaled by k: `sampled_from` then says of how many
+    latest memories."""
     now = time.time() if now is None else now
+    low, high = (await db.execute_fetchall("SELECT COALESCE(MIN(rowid), 0), COALESCE(MAX(rowid), -1) FROM memories"))[0]
+    step = max(1, -(-(high - low + 1) // sample))
     confidence = [0] * 10
     kept = [0] * 10
-    for bin_, count in await db.execute_fetchall(
-            "SELECT MIN(CAST(confidence * 10 AS INTEGER), 9) AS b, COUNT(*) FROM memories WHERE is_latest = 1 "
-            "GROUP BY b"):
-        confidence[max(bin_, 0)] += count
-    for bin_, count in await db.execute_fetchall(
-            "SELECT MIN(CAST(retention((? - COALESCE(last_accessed_at, created_at)) / 86400.0, strength) * 10 "
-            "AS INTEGER), 9) AS b, COUNT(*) FROM memories WHERE is_latest = 1 GROUP BY b", (now,)):
-        kept[max(bin_, 0)] += count
-    weekly = await db.execute_fetchall(
-        "SELECT tier, CAST(created_at / ? AS INTEGER) AS week, COUNT(*) FROM memories WHERE is_latest = 1 "
-        "GROUP BY tier, week ORDER BY week", (WEEK,))
-    weeks = sorted({row[1] for row in weekly})
+    weekly: dict[tuple[str, int], int] = {}
+    rows = await db.execute_fetchall(
+        "WITH RECURSIVE picked(r) AS (SELECT ? UNION ALL SELECT r + ? FROM picked WHERE r + ? <= ?) "
+        "SELECT MIN(CAST(m.confidence * 10 AS INTEGER), 9), MIN(CAST(retention((? - COALESCE(m.last_accessed_at, "
+        "m.created_at)) / 86400.0, m.strength) * 10 AS INTEGER), 9), m.tier, CAST(m.created_at / ? AS INTEGER), "
+        "COUNT(*) FROM picked JOIN memories m ON m.rowid = picked.r WHERE m.is_latest = 1 GROUP BY 1, 2, 3, 4",
+        (low, step, step, high, now, WEEK))
+    for conf, ret, tier, week, count in rows:
+        confidence[max(conf, 0)] += count
+        kept[max(ret, 0)] += count
+        weekly[tier, week] = weekly.get((tier, week), 0) + count * step
+    weeks = sorted({week for _, week in weekly})
     column = {week: i for i, week in enumerate(weeks)}
     by_tier: dict[str, list[int]] = {}
-    for tier, week, count in weekly:
+    for (tier, week), count in weekly.items():
         by_tier.setdefault(tier, [0] * len(weeks))[column[week]] += count
     for counts in by_tier.values():
         for i in range(1, len(counts)):
             counts[i] += counts[i - 1]
-    return {"confidence": confidence, "retention": kept, "weeks": [w * WEEK for w in weeks], "by_tier": by_tier}
+    sampled = None
+    if step > 1:
+        sampled = (await db.execute_fetchall("SELECT COUNT(*) FROM memories WHERE is_latest = 1"))[0][0]
+    return {"confidence": confidence, "retention": kept, "sampled_from": sampled, "step": step,
+            "weeks": [w * WEEK for w in weeks], "by_tier": by_tier}

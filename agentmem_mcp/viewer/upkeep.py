@@ -4,7 +4,6 @@ each page answers at once at 100,000 memories (scripts/bench_ui.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
@@ -58,7 +57,10 @@ async def lifecycle(request: Request) -> Response:
                      class_="muted")]
     else:
         body.append(tag("p", "The dry run scores every memory, so it runs when asked.", class_="muted"))
-    body += [tag("h2", "Distributions"), charts]
+    sampled = figures["sampled_from"]
+    body += [tag("h2", "Distributions"), charts,
+             tag("p", f"Drawn from every {figures['step']}th memory row ({sampled:,} latest memories in all): the "
+                      f"tier counts are estimates." if sampled else "", class_="muted")]
     return await v.page(request, page="/lifecycle", title="Lifecycle", body=join(body))
 
 
@@ -109,15 +111,34 @@ SECRET_WORDS = ("key", "token", "secret", "password")
 
 
 async def health(request: Request) -> Response:
-    """The backlogs, the settings in effect (secret-looking values masked) and, on request, doctor's checks."""
+    """The settings in effect (secret-looking values masked) and, on request, doctor's checks and the backlogs
+    (`store.stats`), which read every memory."""
     from ..config import SETTINGS
-    from ..maintenance import doctor
 
     v = viewer(request)
-    checks = await v.call(doctor, v.store) if arg.text(request, "checks") else None
+    settings = [(s.name, s.env, _masked(s.name, getattr(v.settings, s.name))) for s in SETTINGS]
+    settings.append(("(Anthropic key)", "ANTHROPIC_API_KEY", "set (hidden)" if os.environ.get("ANTHROPIC_API_KEY")
+                     else "not set"))
+    if arg.text(request, "checks"):
+        checks = await _checks(v)
+    else:
+        checks = tag("p", _on_demand("/health", "Run the checks", "checks"), " as `agentmem doctor`, with the index "
+                     "and vector backlogs (they read every memory, the keyword index and the audit chain).",
+                     class_="muted", id="checks")
+    body = join([checks, tag("h2", "Settings in effect"),
+                 table(("setting", "environment variable", "value"), settings, class_="list", id="settings")])
+    return await v.page(request, page="/health", title="Health", body=body)
+
+
+async def _checks(v: Any) -> Markup:
+    from ..maintenance import doctor
+    from ..stats import format_sweep
+
+    started = time.perf_counter()
+    found = await v.call(doctor, v.store)
     data = await v.call(v.store.stats, all_projects=True)
     rows = []
-    for c in checks or ():
+    for c in found:
         if c.name == "embedding model" and not c.ok:
             rows.append((tag("span", "n/a", class_="muted"), c.name, "not loaded by the viewer (`agentmem doctor` "
                          "checks it)", ""))
@@ -131,20 +152,12 @@ async def health(request: Request) -> Response:
         ("observations", ", ".join(f"{k}: {n}" for k, n in sorted(data["observations"].items())) or "none"),
         ("memories", f"{data['memories']} latest, {data['superseded_versions']} superseded versions, "
                      f"{data['quarantined']} quarantined"),
-        ("last sweep", json.dumps(data["last_sweep"]) if data["last_sweep"] else "never"),
+        ("last sweep", format_sweep(data["last_sweep"])),
         ("LLM today", f"{data['llm_today']['tokens']} tokens in {data['llm_today']['calls']} calls "
                       f"({data['llm_today']['provider']}, budget {data['llm_today']['budget']})"),
     ])
-    settings = [(s.name, s.env, _masked(s.name, getattr(v.settings, s.name))) for s in SETTINGS]
-    settings.append(("(Anthropic key)", "ANTHROPIC_API_KEY", "set (hidden)" if os.environ.get("ANTHROPIC_API_KEY")
-                     else "not set"))
-    doctor_part = table(("", "check", "detail", "fix"), rows, class_="list", id="checks") if checks is not None \
-        else tag("p", _on_demand("/health", "Run the checks", "checks"), " as `agentmem doctor` (it reads every "
-                 "memory, the keyword index and the audit chain).", class_="muted", id="checks")
-    body = join([doctor_part,
-                 tag("h2", "Backlogs"), queues, tag("h2", "Settings in effect"),
-                 table(("setting", "environment variable", "value"), settings, class_="list", id="settings")])
-    return await v.page(request, page="/health", title="Health", body=body)
+    return join([table(("", "check", "detail", "fix"), rows, class_="list", id="checks"), tag("h2", "Backlogs"),
+                 queues, tag("p", f"(checked in {time.perf_counter() - started:.2f} s)", class_="muted")])
 
 
 def _masked(name: str, value: Any) -> str:

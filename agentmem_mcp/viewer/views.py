@@ -26,6 +26,22 @@ def when(at: float | None, now: float | None = None) -> Markup:
                                                                                           time.gmtime(at)))
 
 
+def ago(at: float | None, now: float) -> Markup:
+    """A time as '3 hours ago', the exact UTC time in its tooltip."""
+    if not at:
+        return Markup("never")
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
+    return tag("time", humanize_age(now - at), datetime=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)),
+               title=stamp)
+
+
+def short_project(project: str | None) -> Markup:
+    """A project by its folder's name, the whole path in its tooltip."""
+    if project is None:
+        return Markup("global")
+    return tag("span", project.rstrip("/").rsplit("/", 1)[-1] or project, title=project)
+
+
 def memory_link(memory_id: str, title: str | None = None) -> Markup:
     return tag("a", title if title else memory_id, href=href(f"/memory/{memory_id}"))
 
@@ -83,11 +99,11 @@ def pager(path: str, page: int, total: int, per_page: int, **params: Any) -> Mar
 
 def memory_rows(rows: Sequence[dict[str, Any]], now: float) -> Markup:
     """The memory list table (also the one the live feed prepends to)."""
-    body = [(memory_link(r["id"], r["title"]), Markup(esc(r["type"]) + " / " + esc(r["tier"])),
-             project_name(r["project"]), r["source"], f"{r['confidence']:.2f}", r["priority"],
-             badges(r), when(r["created_at"], now)) for r in rows]
-    return table(("title", "type / tier", "project", "source", "conf.", "prio.", "", "created"), body,
-                 class_="list", id="memory-list")
+    body = [(memory_link(r["id"], r["title"]), Markup(esc(r["type"]) + " · " + esc(r["tier"])),
+             short_project(r["project"]), r["source"], f"{r['confidence']:.2f}", r["priority"],
+             badges(r), ago(r["created_at"], now)) for r in rows]
+    return table(("title", "type · tier", "project", "source", "confidence", "priority", "", "created"), body,
+                 class_="list memories", id="memory-list")
 
 
 def search_hits(hits: Sequence[dict[str, Any]]) -> Markup:

@@ -30,8 +30,8 @@
     row.className = "new";
     row.dataset.id = m.id;
     cell(row, link("/memory/" + encodeURIComponent(m.id), m.title || m.id));
-    cell(row, m.type + " / " + m.tier);
-    cell(row, m.project === null ? "global" : m.project);
+    cell(row, m.type + " · " + m.tier);
+    cell(row, m.project === null ? "global" : m.project.replace(/\/+$/, "").split("/").pop());
     cell(row, m.source);
     cell(row, Number(m.confidence).toFixed(2));
     cell(row, m.priority);
