@@ -39,9 +39,15 @@ PROJECT = "/home/dev/project-1"
 
 
 def fill(home: Path, count: int) -> None:
-    """bench_lifecycle's memories, then BM25, audit rows and replayed sessions (once per home)."""
-    build(home, count)
+    """bench_lifecycle's memories, then BM25, audit rows and replayed sessions (once per home: the worker's sweep
+    after the sessions forgets expired memories, so the count alone does not say the home is ready)."""
     settings = load_settings(env={}, home=home, embeddings=False)
+    if (home / "agentmem.db").exists():
+        with Store.open(settings, load_embedder=False) as store:
+            if store.conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] >= SESSIONS:
+                print(f"reusing {home}", flush=True)
+                return
+    build(home, count)
     with Store.open(settings, load_embedder=False, sync_index=True) as store:
         store.flush()
         if store.conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] >= SESSIONS:

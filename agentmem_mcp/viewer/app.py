@@ -87,7 +87,7 @@ class Viewer:
         marks = await reads.latest_ids(self.db) if live else {"observation": 0, "memory": 0}
         text = render(self.frame, title=title, heading=heading if heading is not None else title, body=body,
                       nav=nav, flash=flash, mode=MODE, page=page, live=live, observation=marks["observation"],
-                      memory=repr(marks["memory"]), version=self.version, home=str(self.settings.home))
+                      memory=marks["memory"], version=self.version, home=str(self.settings.home))
         return HTMLResponse(text, status_code=status)
 
 

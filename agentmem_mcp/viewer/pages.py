@@ -247,7 +247,7 @@ async def changes(request: Request) -> Response:
     """JSON for the live feed: observations and memories newer than the page's marks."""
     v = viewer(request)
     after_observation = int(arg.number(request, "observation", 0, 2 ** 62) or 0)
-    after_memory = arg.number(request, "memory", 0, 2 ** 40) or 0.0
+    after_memory = int(arg.number(request, "memory", 0, 2 ** 62) or 0)
     session_id = arg.text(request, "session", 200) or None
     return JSONResponse(await reads.changes(v.db, after_observation=after_observation, after_memory=after_memory,
                                             session_id=session_id))

@@ -148,23 +148,24 @@ async def session_memories(db: aiosqlite.Connection, session_id: str) -> list[di
     return [dict(row) for row in rows]
 
 
-async def latest_ids(db: aiosqlite.Connection) -> dict[str, float]:
-    """Where the live feed starts: the newest observation id and memory creation time."""
+async def latest_ids(db: aiosqlite.Connection) -> dict[str, int]:
+    """Where the live feed starts: the newest observation id and memory rowid."""
     rows = await db.execute_fetchall("SELECT (SELECT COALESCE(MAX(id), 0) FROM observations), "
-                                     "(SELECT COALESCE(MAX(created_at), 0) FROM memories)")
+                                     "(SELECT COALESCE(MAX(rowid), 0) FROM memories)")
     return {"observation": rows[0][0], "memory": rows[0][1]}
 
 
-async def changes(db: aiosqlite.Connection, *, after_observation: int, after_memory: float,
+async def changes(db: aiosqlite.Connection, *, after_observation: int, after_memory: int,
                   session_id: str | None = None, limit: int = 50) -> dict[str, Any]:
-    """Observations and memories newer than the marks (for the live feed), oldest first."""
+    """Observations and memories stored after the marks (ids, rowids: for the live feed), oldest first; each
+    memory's `mark` is its rowid."""
     where, args = "id > ?", [after_observation]
     if session_id:
         where, args = "id > ? AND session_id = ?", [after_observation, session_id]
     obs = await db.execute_fetchall(f"SELECT id, session_id, event, tool, prompt, title, status, created_at "
                                     f"FROM observations WHERE {where} ORDER BY id LIMIT ?", [*args, limit])
-    mems = await db.execute_fetchall(f"SELECT {MEMORY_LIST_COLUMNS} FROM memories WHERE created_at > ? "
-                                     "ORDER BY created_at LIMIT ?", (after_memory, limit))
+    mems = await db.execute_fetchall(f"SELECT rowid AS mark, {MEMORY_LIST_COLUMNS} FROM memories WHERE rowid > ? "
+                                     "ORDER BY rowid LIMIT ?", (after_memory, limit))
     return {"observations": [dict(r) for r in obs], "memories": [dict(r) for r in mems]}
 
 

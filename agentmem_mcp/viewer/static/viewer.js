@@ -67,7 +67,7 @@
           if (live.startsWith("session:")) addObservation(o);
         }
         for (const m of data.memories) {
-          memory = Math.max(memory, m.created_at);
+          memory = Math.max(memory, m.mark);
           if (live === "memories") addMemory(m);
         }
         if (status) status.textContent = added ? "live: " + added + " new since this page loaded" : "live";
