@@ -8,7 +8,8 @@ ages, use and superseded versions), indexed in BM25, with one audit row per memo
 leave) and 40 sessions replayed through the hook's own code (prompts, tool calls, stop), compressed and
 summarised by the worker. The real `agentmem ui --no-browser` serves it; each page is fetched over loopback
 HTTP with the session cookie, once to warm up, then --runs times; the time is from sending the request to the
-last byte of the answer. Prints the median and p95 of each page.
+last byte of the answer. Prints the median and p95 of each page, and of `context.session_context` called
+in-process on the same store (what the Project knowledge page, and the SessionStart hook, wait for).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from machine import describe_machine
 
 from agentmem_mcp.capture.hook import handle
 from agentmem_mcp.config import load_settings
+from agentmem_mcp.context import session_context
 from agentmem_mcp.db import audit
 from agentmem_mcp.lifecycle.remember import content_hash
 from agentmem_mcp.store import Store
@@ -136,6 +138,14 @@ def main(argv: list[str] | None = None) -> int:
             times = sorted(fetch(port, cookie, path)[1] * 1000 for _ in range(args.runs))
             p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
             print(f"{path[:60]:60} {statistics.median(times):10.1f} {p95:8.1f}", flush=True)
+        with Store.open(settings, load_embedder=False) as store:  # what the knowledge page waits for
+            times = []
+            for _ in range(args.runs):
+                started = time.perf_counter()
+                session_context(store.conn, PROJECT, settings.context_budget_tokens)
+                times.append((time.perf_counter() - started) * 1000)
+        print(f"{'(in-process) context.session_context, the briefing':60} {statistics.median(times):10.1f} "
+              f"{sorted(times)[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]:8.1f}")
     finally:
         proc.terminate()
         proc.wait(timeout=60)
