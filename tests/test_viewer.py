@@ -401,3 +401,13 @@ def test_a_busy_port_is_a_one_line_error(tmp_path):
         taken.close()
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "cannot listen on 127.0.0.1:" in done.stderr and "--port" in done.stderr
+
+
+def test_the_browser_is_opened_on_a_private_file_not_on_the_token(tmp_path):
+    from agentmem_mcp.viewer.run import launcher
+
+    url = "http://127.0.0.1:4242/search?token=abc&x=<y>"
+    page = launcher(tmp_path, url)
+    assert page.stat().st_mode & 0o777 == 0o600
+    assert 'content="0;url=http://127.0.0.1:4242/search?token=abc&amp;x=&lt;y&gt;"' in page.read_text()
+    assert launcher(tmp_path, url) == page  # a file left by an earlier run is replaced

@@ -3,12 +3,16 @@ browser (unless --no-browser) and serve until Ctrl-C."""
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import threading
 import webbrowser
+from html import escape
+from pathlib import Path
 
 from ..config import load_settings
+from ..files import ensure_private_dir
 from ..models import AgentmemError
 from .security import Secrets
 
@@ -26,6 +30,22 @@ def listen(port: int) -> socket.socket:
                             "for a free one") from None
     sock.listen(128)
     return sock
+
+
+def launcher(home: Path, url: str) -> Path:
+    """A private (0600) page that sends the browser on to `url`: the browser is opened on this file, so the token
+    is not on its command line, where every local user could read it (`ps`)."""
+    path = home / "ui-open.html"
+    old = os.umask(0o077)
+    try:
+        path.unlink(missing_ok=True)  # our own file from an earlier run
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    finally:
+        os.umask(old)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={escape(url)}">'
+                  f'<title>agentmem ui</title><a href="{escape(url)}">open agentmem ui</a>\n')
+    return path
 
 
 def serve(port: int = 0, open_browser: bool = True) -> int:
@@ -53,7 +73,14 @@ def serve(port: int = 0, open_browser: bool = True) -> int:
     print(f"agentmem ui: {url}", flush=True)
     print("(this address carries this run's token: keep it to yourself; Ctrl-C stops the viewer)", file=sys.stderr,
           flush=True)
+    page = None
     if open_browser:
-        threading.Timer(0.3, webbrowser.open, args=(url,)).start()
-    server.run(sockets=[sock])
+        ensure_private_dir(settings.home)
+        page = launcher(settings.home, url)
+        threading.Timer(0.3, webbrowser.open, args=(page.as_uri(),)).start()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        if page is not None:
+            page.unlink(missing_ok=True)
     return 0
