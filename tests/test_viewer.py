@@ -18,11 +18,14 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from .conftest import SHARED, require_shared
+
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 XSS = ('<script>document.title="pwned";alert(1)</script> <img src=x onerror="alert(2)"> '
        '<a href="javascript:alert(3)">click me</a> <svg onload=alert(4)>')
 XSS_TITLE = '<img src=y onerror=alert(5)> "title" <script>alert(6)</script>'
 SESSION = "viewer-session-1"
+TRANSCRIPT = SHARED / "eval" / "transcripts" / "claude_code_spotter" / "short.jsonl"
 
 pytestmark = pytest.mark.slow
 
@@ -83,6 +86,11 @@ def world(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> dict[st
           tool_response={"stdout": "12 passed", "stderr": "", "interrupted": False})
     _hook(env, repo, "Stop")
     _cli(env, repo, "worker", "--once")
+    projects = root / "claude" / "projects"
+    (projects / "-home-marco-projects-spotter").mkdir(parents=True)
+    shutil.copy(require_shared(TRANSCRIPT, "the shared Claude Code transcripts"),
+                projects / "-home-marco-projects-spotter" / TRANSCRIPT.name)
+    _cli(env, repo, "import-history", "claude-code", "--root", str(projects), "--quiet")
     return {"env": env, "repo": repo, "ids": ids}
 
 
@@ -316,6 +324,8 @@ def test_pin_and_priority_survive_a_reload(browser, viewer):
 
 def test_forget_removes_it_from_every_page_and_from_search(browser, viewer):
     memory_id = viewer["ids"]["pnpm"]
+    _open(browser, viewer, f"/knowledge?project={viewer['repo']}")
+    assert "pnpm-lock" in browser.find_element(*_by("#briefing")).text  # before: in the briefing
     _open(browser, viewer, f"/memory/{memory_id}")
     _click(browser, "#forget-link")
     assert "Forgetting removes 1 memory" in browser.find_element(*_by("main")).text
@@ -328,7 +338,7 @@ def test_forget_removes_it_from_every_page_and_from_search(browser, viewer):
     _open(browser, viewer, f"/memory/{memory_id}")
     assert "no memory" in browser.find_element(*_by("#flash")).text
     assert all("404" in e for e in _console_errors(browser))  # that page's own status, nothing else
-    _open(browser, viewer, "/knowledge")
+    _open(browser, viewer, f"/knowledge?project={viewer['repo']}")
     assert "pnpm-lock" not in browser.find_element(*_by("#briefing")).text
 
 
@@ -349,8 +359,20 @@ def test_the_lifecycle_page_charts_and_its_sweep_dry_run(browser, viewer):
     assert browser.find_element(*_by("#sweep"))
 
 
+def test_the_timeline_shows_a_replayed_transcript_s_session(browser, viewer):
+    records = [json.loads(line) for line in TRANSCRIPT.read_text(encoding="utf-8").splitlines() if line.strip()]
+    session = next(r["sessionId"] for r in records if r.get("sessionId"))
+    prompt = next(r["message"]["content"] for r in records if r.get("type") == "user"
+                  and isinstance(r["message"].get("content"), str) and not r["message"]["content"].startswith("<"))
+    _open(browser, viewer, "/sessions?project=/home/marco/projects/spotter")
+    _click(browser, f"#sessions a[href='/session/{session}']")
+    assert prompt in browser.find_element(*_by("#events")).text
+    assert browser.find_elements(*_by("#events li.event.tool_use"))
+    assert browser.find_element(*_by("#summary")).text.strip()
+
+
 def test_project_knowledge_shows_the_briefing_and_a_prompt_s_recall(browser, viewer):
-    _open(browser, viewer, "/knowledge")
+    _open(browser, viewer, f"/knowledge?project={viewer['repo']}")
     assert browser.find_element(*_by("#briefing")).text.startswith("# agentmem:")
     assert re.match(r"\d+ tokens \(budget \d+\)", browser.find_element(*_by("#briefing-tokens")).text)
     box = browser.find_element(*_by("#prompt"))
