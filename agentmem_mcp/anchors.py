@@ -1,9 +1,10 @@
 """The files a memory is anchored to, checked against the working tree before it is shown.
 
 A memory keeps the project files it names (relative to the project's root; absolute when they are in another
-worktree) and the commit checked out where they were seen (`head_commit`, memories.anchor_commit). `missing_files` tells which of them are gone from the working tree the agent is in, so a memory
-about deleted or renamed code is marked stale or left out instead of sending the agent to it. Pure file
-lookups (a stat per file), cheap enough for the hooks.
+worktree) and the commit checked out where they were seen (`head_commit`, memories.anchor_commit).
+`missing_files` tells which of them are gone from the working tree the agent is in, so a memory about deleted
+or renamed code is marked stale or left out instead of sending the agent to it. Pure file lookups (a stat per
+file, a few small reads for the commit), cheap enough for the hooks.
 """
 
 from __future__ import annotations

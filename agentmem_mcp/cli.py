@@ -309,6 +309,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ui(args: argparse.Namespace) -> int:
+    from .viewer.run import serve
+
+    return serve(args.port, open_browser=not args.no_browser)
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     from .worker import run_cli
 
@@ -487,6 +493,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="run the MCP stdio server")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("ui", help="open the local web viewer (127.0.0.1 only, with a per-run token)")
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--no-browser", action="store_true", help="print the address instead of opening a browser")
+    p.set_defaults(func=cmd_ui)
 
     p = sub.add_parser("hook", help="handle a client hook event (JSON on stdin)")
     p.add_argument("--client", default="claude-code", choices=("claude-code", "cursor"),

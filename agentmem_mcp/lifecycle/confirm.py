@@ -47,6 +47,20 @@ def pin(store: Store, memory_id: str, *, priority: str | None = None, make_globa
     return store.get(memory.id)
 
 
+def set_priority(store: Store, memory_id: str, priority: str) -> Memory:
+    """Set a memory's priority (P0 never decays, P2 may expire) and nothing else: the pin stays as it is. The user
+    decided, so its confidence is raised to the user-confirmed level, as `pin` does. Returns the memory as it is now."""
+    check_choice("priority", priority, PRIORITIES)
+    memory = store.latest_version(memory_id)
+    now = store.now()
+    with store.transaction() as conn:
+        conn.execute("UPDATE memories SET priority = ?, confidence = MAX(confidence, ?), updated_at = ? WHERE id = ?",
+                     (priority, USER_CONFIRMED_CONFIDENCE, now, memory.id))
+        audit.append(conn, "priority", memory.id, memory.project,
+                     {"from": memory.priority, "to": priority, "source": memory.source}, at=now)
+    return store.get(memory.id)
+
+
 def quarantined(store: Store, *, all_projects: bool = False) -> list[Memory]:
     """The quarantined memories of the store's project (and global ones), or of every project; newest first."""
     where, args = "quarantined IS NOT NULL", []

@@ -1,0 +1,146 @@
+"""The viewer's Starlette app: its state (the store, opened once, and the read-only aiosqlite connection), the
+page frame, the routes and the error pages. Page handlers live in `pages` (reading) and `actions` (changing).
+
+The store is opened without the embedding model: `agentmem serve` holds the model, and a second copy beside it
+would double the memory it takes, so the viewer searches on BM25 + the entity graph and says so on every page.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from string import Template
+from typing import Any, TypeVar
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..config import Settings
+from ..models import AgentmemError, NotFound
+from ..version import package_version
+from . import reads
+from .html import Markup, href, join, render, tag
+from .security import Guard, Secrets
+
+HERE = Path(__file__).parent
+NAV = (("/search", "Search"), ("/memories", "Memories"), ("/sessions", "Sessions"), ("/knowledge", "Project knowledge"),
+       ("/lifecycle", "Lifecycle"), ("/quarantine", "Quarantine"), ("/audit", "Audit"), ("/health", "Health"))
+MODE = ("Search here runs on BM25 + the entity graph: the embedding model stays with `agentmem serve`, so a "
+        "memory that matches by meaning alone is not found here.")
+DONE = {  # ?done= codes: the messages are fixed here, so a crafted link cannot put words on the page
+    "edited": "Saved as a new version; the old one is kept in the version chain.",
+    "unchanged": "Nothing changed: the text is the same as the current version.",
+    "pinned": "Pinned: it is always in the session-start briefing and never decays.",
+    "unpinned": "Unpinned.",
+    "priority": "Priority changed.",
+    "forgotten": "Forgotten: every version is gone from the database, the vectors and the keyword index.",
+    "released": "Released from quarantine: it is searched and injected again.",
+}
+T = TypeVar("T")
+
+
+class Viewer:
+    """What every request shares: settings, the secrets, the store and the read-only connection."""
+
+    def __init__(self, settings: Settings, keys: Secrets) -> None:
+        self.settings = settings
+        self.keys = keys
+        self.store: Any = None
+        self.db: Any = None
+        self.limiter = anyio.CapacityLimiter(2)
+        self.frame = Template((HERE / "templates" / "page.html").read_text(encoding="utf-8"))
+        self.version = package_version()
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a library call (sync, SQLite + tantivy) on a worker thread."""
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self.limiter)
+
+    async def open(self) -> None:
+        from ..store import Store
+
+        self.store = await self.call(Store.open, self.settings, project=None, load_embedder=False,
+                                     index_in_background=True)
+        self.db = await reads.open_reader(self.store.db_path, self.settings.busy_timeout_ms)
+
+    async def close(self) -> None:
+        if self.db is not None:
+            await self.db.close()
+        if self.store is not None:
+            await anyio.to_thread.run_sync(self.store.close)
+
+    async def page(self, request: Request, *, page: str, title: str, body: Any, heading: Any = None,
+                   live: str = "", status: int = 200, error: str | None = None) -> HTMLResponse:
+        """A whole page: the frame around `body`, the nav with `page` marked, a flash from ?done= or `error`."""
+        nav = join(tag("a", label, href=path, class_="current" if path == page else None) for path, label in NAV)
+        done = DONE.get(request.query_params.get("done", ""))
+        flash: Markup | str = ""
+        if error:
+            flash = tag("p", error, class_="flash error", role="alert", id="flash")
+        elif done:
+            flash = tag("p", done, class_="flash", role="status", id="flash")
+        marks = await reads.latest_ids(self.db) if live else {"observation": 0, "memory": 0}
+        text = render(self.frame, title=title, heading=heading if heading is not None else title, body=body,
+                      nav=nav, flash=flash, mode=MODE, page=page, live=live, observation=marks["observation"],
+                      memory=marks["memory"], version=self.version, home=str(self.settings.home))
+        return HTMLResponse(text, status_code=status)
+
+
+def viewer(request: Request) -> Viewer:
+    return request.app.state.viewer
+
+
+async def refused(request: Request, exc: Exception) -> Response:
+    """A request the library refused (bad input, a forgotten memory): its one-line reason on the page."""
+    status = 404 if isinstance(exc, NotFound) else 400
+    return await viewer(request).page(request, page="", title="Not found" if status == 404 else "Refused",
+                                      body=tag("p", tag("a", "Back to search", href=href("/search"))),
+                                      status=status, error=str(exc))
+
+
+def build_app(settings: Settings, keys: Secrets) -> Guard:
+    """The ASGI app: the routes behind the `security.Guard` middleware."""
+    from . import actions, pages, upkeep
+
+    state = Viewer(settings, keys)
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette):
+        await state.open()
+        try:
+            yield
+        finally:
+            await state.close()
+
+    routes = [
+        Route("/", pages.home),
+        Route("/search", pages.search),
+        Route("/memories", pages.memories),
+        Route("/memory/{memory_id}", pages.memory),
+        Route("/memory/{memory_id}/edit", pages.edit),
+        Route("/memory/{memory_id}/edit", actions.edit, methods=["POST"]),
+        Route("/memory/{memory_id}/forget", pages.forget),
+        Route("/memory/{memory_id}/forget", actions.forget, methods=["POST"]),
+        Route("/memory/{memory_id}/pin", actions.pin, methods=["POST"]),
+        Route("/memory/{memory_id}/unpin", actions.unpin, methods=["POST"]),
+        Route("/memory/{memory_id}/priority", actions.priority, methods=["POST"]),
+        Route("/sessions", pages.sessions),
+        Route("/session/{session_id}", pages.session),
+        Route("/knowledge", pages.knowledge),
+        Route("/lifecycle", upkeep.lifecycle),
+        Route("/quarantine", upkeep.quarantine),
+        Route("/quarantine/{memory_id}/release", actions.release, methods=["POST"]),
+        Route("/quarantine/{memory_id}/forget", actions.forget_quarantined, methods=["POST"]),
+        Route("/audit", upkeep.audit),
+        Route("/health", upkeep.health),
+        Route("/api/changes", pages.changes),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={AgentmemError: refused})
+    app.state.viewer = state
+    return Guard(app, keys)

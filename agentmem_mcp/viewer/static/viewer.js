@@ -1,0 +1,81 @@
+// agentmem viewer: live updates. Polls /api/changes and adds what is new to the page without a reload.
+// Every text goes in through textContent (never innerHTML): captured text is attacker controlled.
+"use strict";
+(function () {
+  const body = document.body;
+  const live = body.dataset.live;
+  if (!live) return;
+  let observation = Number(body.dataset.observation || 0);
+  let memory = Number(body.dataset.memory || 0);
+  const status = document.getElementById("live-status");
+  let added = 0;
+
+  function cell(row, content) {
+    const td = document.createElement("td");
+    if (content instanceof Node) td.appendChild(content); else td.textContent = content;
+    row.appendChild(td);
+  }
+
+  function link(path, text) {
+    const a = document.createElement("a");
+    a.href = path;
+    a.textContent = text;
+    return a;
+  }
+
+  function addMemory(m) {
+    const list = document.querySelector("#memory-list tbody");
+    if (!list) return;
+    const row = document.createElement("tr");
+    row.className = "new";
+    row.dataset.id = m.id;
+    cell(row, link("/memory/" + encodeURIComponent(m.id), m.title || m.id));
+    cell(row, m.type + " · " + m.tier);
+    cell(row, m.project === null ? "global" : m.project.replace(/\/+$/, "").split("/").pop());
+    cell(row, m.source);
+    cell(row, Number(m.confidence).toFixed(2));
+    cell(row, m.priority);
+    cell(row, m.quarantined ? "quarantined" : "");
+    cell(row, "just now");
+    list.insertBefore(row, list.firstChild);
+    added += 1;
+  }
+
+  function addObservation(o) {
+    const list = document.getElementById("events");
+    if (!list) return;
+    const item = document.createElement("li");
+    item.className = "event new " + (o.event === "prompt" ? "prompt" : "");
+    const kind = document.createElement("span");
+    kind.className = "kind";
+    kind.textContent = o.event + (o.tool ? " " + o.tool : "");
+    item.appendChild(kind);
+    item.appendChild(document.createTextNode(o.prompt || o.title || "(" + o.status + ")"));
+    list.appendChild(item);
+    added += 1;
+  }
+
+  async function poll() {
+    const query = new URLSearchParams({ observation: String(observation), memory: String(memory) });
+    if (live.startsWith("session:")) query.set("session", live.slice("session:".length));
+    try {
+      const answer = await fetch("/api/changes?" + query.toString(), { credentials: "same-origin" });
+      if (answer.ok) {
+        const data = await answer.json();
+        for (const o of data.observations) {
+          observation = Math.max(observation, o.id);
+          if (live.startsWith("session:")) addObservation(o);
+        }
+        for (const m of data.memories) {
+          memory = Math.max(memory, m.mark);
+          if (live === "memories") addMemory(m);
+        }
+        if (status) status.textContent = added ? "live: " + added + " new since this page loaded" : "live";
+      }
+    } catch (err) {
+      if (status) status.textContent = "live updates paused (the viewer stopped?)";
+    }
+    window.setTimeout(poll, 1500);
+  }
+  window.setTimeout(poll, 1500);
+})();

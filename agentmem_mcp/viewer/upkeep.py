@@ -1,0 +1,166 @@
+"""The upkeep pages (GET): lifecycle (charts, the next sweep's dry run), quarantine, the audit log and health.
+What reads every memory (the dry run, the chain verification, doctor's checks) runs only when asked for, so
+each page answers at once at 100,000 memories (scripts/bench_ui.py)."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from . import params as arg
+from . import reads, views
+from .app import viewer
+from .html import Markup, hidden, join, post_form, table, tag
+
+
+def _on_demand(path: str, label: str, flag: str, **params: Any) -> Markup:
+    """A GET form that asks a page for its costly part (a sweep's dry run, a chain verification, doctor)."""
+    return tag("form", *(hidden(k, v) for k, v in params.items() if v), hidden(flag, "1"),
+               tag("button", label, type="submit"), method="get", action=path, class_="inline", id=f"{flag}-form")
+
+
+async def lifecycle(request: Request) -> Response:
+    """Charts of confidence, retention and memories by tier over time; on request, the next sweep's dry run
+    (what it would forget and why), which scores every memory."""
+    from ..lifecycle.sweep import sweep
+    from .charts import histogram, lines
+
+    v = viewer(request)
+    strategy = arg.choice(request, "strategy", ("composite", "importance", "age", "capacity")) or "composite"
+    figures = await reads.lifecycle_figures(v.db)
+    charts = tag("div", tag("div", tag("h3", "Confidence of the latest memories"),
+                            histogram(figures["confidence"], label="confidence histogram")),
+                 tag("div", tag("h3", "Retention now"), histogram(figures["retention"], label="retention histogram")),
+                 tag("div", tag("h3", "Memories by tier, by creation week (those stored now)"),
+                     lines(figures["weeks"], figures["by_tier"], label="memories by tier over time")),
+                 class_="cards")
+    form = tag("form", views.labelled("strategy", views.select("strategy", [(s, s) for s in (
+        "composite", "importance", "age", "capacity")], strategy)), hidden("dry_run", "1"),
+        tag("button", "Show what the next sweep would do", type="submit"), method="get", action="/lifecycle",
+        class_="filters", id="dry_run-form")
+    body = [tag("h2", "What the next sweep would do (dry run: nothing changes)"), form]
+    if arg.text(request, "dry_run"):
+        started = time.perf_counter()
+        report = await v.call(sweep, v.store, strategy=strategy, dry_run=True)
+        removals = [e for e in report.entries() if e.decision in ("expire", "forget", "delete", "over cap")]
+        rows = [(views.memory_link(e.id, e.title or e.id), e.decision, f"{e.score:.3f}", e.reason)
+                for e in removals[:200]]
+        body += [tag("p", report.summary(), id="sweep-summary"),
+                 table(("memory", "decision", "score", "why"), rows, class_="list", id="sweep") if rows
+                 else tag("p", "The sweep would forget nothing now.", class_="muted", id="sweep"),
+                 tag("p", f"(scored in {time.perf_counter() - started:.2f} s"
+                          + (f"; the first 200 of {len(removals)} shown" if len(removals) > 200 else "") + ")",
+                     class_="muted")]
+    else:
+        body.append(tag("p", "The dry run scores every memory, so it runs when asked.", class_="muted"))
+    sampled = figures["sampled_from"]
+    body += [tag("h2", "Distributions"), charts,
+             tag("p", f"Drawn from every {figures['step']}th memory row ({sampled:,} latest memories in all): the "
+                      f"tier counts are estimates." if sampled else "", class_="muted")]
+    return await v.page(request, page="/lifecycle", title="Lifecycle", body=join(body))
+
+
+async def quarantine(request: Request) -> Response:
+    from ..lifecycle.confirm import quarantined
+
+    v = viewer(request)
+    held = await v.call(quarantined, v.store, all_projects=True)
+    items = [tag("li", views.memory_link(m.id, m.title), " ", tag("span", f"[{m.type}] from {m.source}",
+                                                                  class_="muted"),
+                 tag("p", "why held: ", m.quarantined, class_="why"),
+                 tag("div", m.content[:1200], class_="content"),
+                 tag("div", post_form(f"/quarantine/{m.id}/release", v.keys.csrf, button="Release"),
+                     post_form(f"/quarantine/{m.id}/forget", v.keys.csrf, button="Forget", danger=True),
+                     class_="actions"), class_="hit") for m in held]
+    body = join([tag("p", "Memories whose text reads as instructions to an AI agent are kept but never searched or "
+                          "injected until you release them.", class_="muted"),
+                 tag("ol", *items, class_="hits", id="quarantined") if items
+                 else tag("p", "Nothing is quarantined.", id="quarantined")])
+    return await v.page(request, page="/quarantine", title=f"Quarantine ({len(held)})", body=body)
+
+
+async def audit(request: Request) -> Response:
+    """The audit log, newest first; on request, the result of verifying its hash chain and triggers
+    (db/audit.py, as `agentmem audit --verify`), which reads every row."""
+    from ..db.audit import check_triggers, verify
+
+    v = viewer(request)
+    page = arg.page_number(request)
+    rows, total = await reads.audit_rows(v.db, limit=arg.PER_PAGE, offset=(page - 1) * arg.PER_PAGE)
+    if arg.text(request, "verify"):
+        started = time.perf_counter()
+        verdict, triggers = await v.call(lambda: (verify(v.store.conn), check_triggers(v.store.conn)))
+        good = verdict.ok and not triggers
+        state = tag("p", tag("span", "chain ok" if good else "chain BROKEN", class_="ok" if good else "bad"), ": ",
+                    verdict.describe(), *(tag("span", "; ", t) for t in triggers),
+                    tag("span", f" (checked in {time.perf_counter() - started:.2f} s)", class_="muted"),
+                    id="audit-verdict")
+    else:
+        state = tag("p", _on_demand("/audit", "Verify the chain", "verify", page=page if page > 1 else None),
+                    " reads every row and checks every hash, as `agentmem audit --verify`.", class_="muted",
+                    id="audit-verdict")
+    body = join([state, views.audit_table(rows, time.time()), views.pager("/audit", page, total, arg.PER_PAGE)])
+    return await v.page(request, page="/audit", title="Audit log", body=body)
+
+
+SECRET_WORDS = ("key", "token", "secret", "password")
+
+
+async def health(request: Request) -> Response:
+    """The settings in effect (secret-looking values masked) and, on request, doctor's checks and the backlogs
+    (`store.stats`), which read every memory."""
+    from ..config import SETTINGS
+
+    v = viewer(request)
+    settings = [(s.name, s.env, _masked(s.name, getattr(v.settings, s.name))) for s in SETTINGS]
+    settings.append(("(Anthropic key)", "ANTHROPIC_API_KEY", "set (hidden)" if os.environ.get("ANTHROPIC_API_KEY")
+                     else "not set"))
+    if arg.text(request, "checks"):
+        checks = await _checks(v)
+    else:
+        checks = tag("p", _on_demand("/health", "Run the checks", "checks"), " as `agentmem doctor`, with the index "
+                     "and vector backlogs (they read every memory, the keyword index and the audit chain).",
+                     class_="muted", id="checks")
+    body = join([checks, tag("h2", "Settings in effect"),
+                 table(("setting", "environment variable", "value"), settings, class_="list", id="settings")])
+    return await v.page(request, page="/health", title="Health", body=body)
+
+
+async def _checks(v: Any) -> Markup:
+    from ..maintenance import doctor
+    from ..stats import format_sweep
+
+    started = time.perf_counter()
+    found = await v.call(doctor, v.store)
+    data = await v.call(v.store.stats, all_projects=True)
+    rows = []
+    for c in found:
+        if c.name == "embedding model" and not c.ok:
+            rows.append((tag("span", "n/a", class_="muted"), c.name, "not loaded by the viewer (`agentmem doctor` "
+                         "checks it)", ""))
+            continue
+        rows.append((tag("span", "ok" if c.ok else "FAIL", class_="ok" if c.ok else "bad"), c.name, c.detail, c.fix))
+    backlog = data["vector_backlog"]
+    queues = views.definition_list([
+        ("keyword index", f"{data['index_backlog']} changes queued"),
+        ("vectors", f"{backlog['memories']} memories, {backlog['sentence_pieces']} sentence pieces, "
+                    f"{backlog['words']} word lists to embed (by the server's worker)"),
+        ("observations", ", ".join(f"{k}: {n}" for k, n in sorted(data["observations"].items())) or "none"),
+        ("memories", f"{data['memories']} latest, {data['superseded_versions']} superseded versions, "
+                     f"{data['quarantined']} quarantined"),
+        ("last sweep", format_sweep(data["last_sweep"])),
+        ("LLM today", f"{data['llm_today']['tokens']} tokens in {data['llm_today']['calls']} calls "
+                      f"({data['llm_today']['provider']}, budget {data['llm_today']['budget']})"),
+    ])
+    return join([table(("", "check", "detail", "fix"), rows, class_="list", id="checks"), tag("h2", "Backlogs"),
+                 queues, tag("p", f"(checked in {time.perf_counter() - started:.2f} s)", class_="muted")])
+
+
+def _masked(name: str, value: Any) -> str:
+    if any(word in name.lower() for word in SECRET_WORDS) and value:
+        return "(set, hidden)"
+    return str(value)
