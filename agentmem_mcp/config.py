@@ -57,6 +57,11 @@ SETTINGS: tuple[Setting, ...] = (
             "Local folder with the model files (no download). Unset: fastembed downloads and caches it."),
     Setting("embeddings", "bool", True, "AGENTMEM_EMBEDDINGS",
             "Set to 0 to run on BM25 + graph only (no model is loaded)."),
+    Setting("shared_embedder", "bool", True, "AGENTMEM_SHARED_EMBEDDER",
+            "`agentmem serve` sessions share one embedding model: a process of this user, started on demand and "
+            "reached over a Unix socket in the home (0600, never a network port). 0: each server loads its own."),
+    Setting("embed_idle_seconds", "int", 600, "AGENTMEM_EMBED_IDLE_SECONDS",
+            "The shared embedding process exits after this many seconds without a request."),
     Setting("fusion", "str", "score", "AGENTMEM_FUSION",
             "How the retrievers are combined: `score` (each retriever's score divided by its best, weighted; "
             "every candidate gets its exact cosine) or `rrf` (weighted reciprocal rank fusion)."),
@@ -114,6 +119,8 @@ class Settings:
     embed_model: str
     embed_model_path: Path | None
     embeddings: bool
+    shared_embedder: bool
+    embed_idle_seconds: int
     fusion: str
     weight_bm25: float
     weight_vector: float
@@ -184,7 +191,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "rrf_k": (1, None), "search_budget_tokens": (1, None), "context_budget_tokens": (0, None),
     "prompt_budget_tokens": (0, None), "prompt_min_score": (0, 1), "supersede_jaccard": (0, 1),
     "supersede_cosine": (0, 1), "busy_timeout_ms": (0, 3_600_000), "max_output_chars": (100, None),
-    "llm_daily_tokens": (0, None),
+    "llm_daily_tokens": (0, None), "embed_idle_seconds": (1, 7 * 86400),
 }  # fmt: skip
 _ABOVE_ZERO = ("supersede_jaccard", "supersede_cosine")  # 0 itself is not allowed
 _CHOICES = {"fusion": FUSIONS, "llm": ("off", "anthropic")}
