@@ -61,7 +61,7 @@ SETTINGS: tuple[Setting, ...] = (
             "`agentmem serve` sessions share one embedding model: a process of this user, started on demand and "
             "reached over a Unix socket in the home (0600, never a network port). 0: each server loads its own."),
     Setting("embed_idle_seconds", "int", 600, "AGENTMEM_EMBED_IDLE_SECONDS",
-            "The shared embedding process exits after this many seconds without a request (and 10 s after its last "
+            "The shared embedding process exits after this many seconds without a request (and 5 s after its last "
             "server has gone)."),
     Setting("fusion", "str", "score", "AGENTMEM_FUSION",
             "How the retrievers are combined: `score` (each retriever's score divided by its best, weighted; "

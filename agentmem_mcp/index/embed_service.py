@@ -4,7 +4,7 @@ Each server used to load its own model (~170 MB each once loaded). Now the first
 `python -m agentmem_mcp.index.embed_service`, a process of the same user that loads the model once and answers
 over a Unix socket in the home (`embed.sock`, 0600; never a network port). It refuses a home that others can
 enter, answers only peers of its own user (SO_PEERCRED where the system has it), and exits once no request came
-for `embed_idle_seconds`, EMPTY_GRACE_S after its last server disconnected, or when its socket file is removed
+for `embed_idle_seconds`, EMPTY_GRACE_S (5 s) after its last server disconnected, or when its socket file is removed
 or replaced.
 
 `SharedEmbedder` is the servers' side: an `Embedder` whose vectors come from that process. When it cannot reach the
@@ -42,7 +42,7 @@ SOCKET_NAME = "embed.sock"
 LOCK_NAME = "embed.lock"
 MAX_FRAME = 64 * 1024 * 1024
 START_TIMEOUT_S = 60.0  # a cold start loads the model: ~1-3 s here, more on a busy machine
-EMPTY_GRACE_S = 10.0  # a server that restarts reconnects within this; then the model's memory goes back
+EMPTY_GRACE_S = 5.0  # a server that restarts reconnects within this; then the model's memory goes back
 RETRY_AFTER_S = 5.0  # after a failure, how long a server embeds on its own before it tries the shared process again
 _LENGTH = struct.Struct(">I")
 
