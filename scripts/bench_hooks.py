@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -58,13 +59,21 @@ def payload_8k(n: int, project: Path) -> bytes:
     }).encode()
 
 
-def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
+def _children_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes, float]:
+    """Wall time of the whole process (ms), its stdout, and the CPU time it used (user + system, ms: less
+    sensitive than wall time to other jobs on a busy machine)."""
+    cpu = _children_cpu_ms()
     started = time.perf_counter()
     done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, check=False)
     elapsed = (time.perf_counter() - started) * 1000
     if done.returncode != 0:
         raise SystemExit(f"{cmd} failed: {done.stderr.decode()[-500:]}")
-    return elapsed, done.stdout
+    return elapsed, done.stdout, _children_cpu_ms() - cpu
 
 
 def stats(values: list[float]) -> dict:
@@ -163,8 +172,9 @@ def main(argv: list[str] | None = None) -> int:
         series: dict[str, list[float]] = {}
 
         def run(name: str, cmd: list[str], stdin: bytes, run_env: dict[str, str]) -> bytes:
-            elapsed, out = timed(cmd, stdin, run_env)
+            elapsed, out, cpu = timed(cmd, stdin, run_env)
             series.setdefault(name, []).append(elapsed)
+            series.setdefault(f"{name}_cpu", []).append(cpu)
             return out
 
         for n in range(args.runs):  # interleaved, so load changes hit every series alike
@@ -189,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
             post = results[f"{prefix}post_tool_use_8kb"]["p50_ms"]
             results[f"{prefix}post_minus_bare_p50_ms"] = round(post - bare, 1)
             results[f"{prefix}post_over_bare_p50"] = round(post / bare, 2)
+            results[f"{prefix}post_minus_bare_cpu_p50_ms"] = round(
+                results[f"{prefix}post_tool_use_8kb_cpu"]["p50_ms"] - results["bare_python_cpu"]["p50_ms"], 1)
         results["serve"] = bench_serve(env, project, args.serve_runs)
     print(json.dumps(results, indent=2))
     if args.json:
