@@ -55,7 +55,7 @@ def session_like(session: Any, *, spinning: bool) -> Any:
 
     Without spinning, the session also has no CPU memory arena: the arena keeps the peak of every batch it has
     run (64 passages of ~200 tokens took a process from 188 to 963 MB, and it stayed there); without it the
-    memory goes back after the batch, at the same speed (scripts/bench_shared_model.py, docs/benchmarks.md)."""
+    memory goes back after the batch, at the same speed (docs/benchmarks.md, issue 22)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
