@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # `agentmem hook` starts here: importing typing would cost it ~5 ms
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
+    from typing import Any
 
 
 def _project(args: argparse.Namespace) -> str | None:

@@ -11,7 +11,10 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ConfigError(ValueError):
@@ -54,6 +57,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Local folder with the model files (no download). Unset: fastembed downloads and caches it."),
     Setting("embeddings", "bool", True, "AGENTMEM_EMBEDDINGS",
             "Set to 0 to run on BM25 + graph only (no model is loaded)."),
+    Setting("shared_embedder", "bool", True, "AGENTMEM_SHARED_EMBEDDER",
+            "`agentmem serve` sessions share one embedding model: a process of this user, started on demand and "
+            "reached over a Unix socket in the home (0600, never a network port). 0: each server loads its own."),
+    Setting("embed_idle_seconds", "int", 600, "AGENTMEM_EMBED_IDLE_SECONDS",
+            "The shared embedding process exits after this many seconds without a request (and 5 s after its last "
+            "server has gone)."),
     Setting("fusion", "str", "score", "AGENTMEM_FUSION",
             "How the retrievers are combined: `score` (each retriever's score divided by its best, weighted; "
             "every candidate gets its exact cosine) or `rrf` (weighted reciprocal rank fusion)."),
@@ -112,6 +121,8 @@ class Settings:
     embed_model: str
     embed_model_path: Path | None
     embeddings: bool
+    shared_embedder: bool
+    embed_idle_seconds: int
     fusion: str
     weight_bm25: float
     weight_vector: float
@@ -178,7 +189,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "rrf_k": (1, None), "search_budget_tokens": (1, None), "context_budget_tokens": (0, None),
     "prompt_budget_tokens": (0, None), "prompt_min_score": (0, 1), "supersede_jaccard": (0, 1),
     "supersede_cosine": (0, 1), "busy_timeout_ms": (0, 3_600_000), "max_output_chars": (100, None),
-    "llm_daily_tokens": (0, None),
+    "llm_daily_tokens": (0, None), "embed_idle_seconds": (1, 7 * 86400),
 }  # fmt: skip
 _ABOVE_ZERO = ("supersede_jaccard", "supersede_cosine")  # 0 itself is not allowed
 _CHOICES = {"fusion": FUSIONS, "llm": ("off", "anthropic")}
@@ -255,22 +266,80 @@ def _warn(message: str) -> None:
     logging.getLogger("agentmem.config").warning("%s", message)
 
 
-def _read_config_file(config_path: Path) -> dict[str, Any]:
+CONFIG_CACHE = "config.cache.json"  # in the home: config.toml as JSON, so that a hook need not import tomllib
+_CACHE_SCALARS = (str, int, float, bool)
+
+
+def _file_key(st: os.stat_result) -> list[int]:
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _cached_config(config_path: Path, cache_path: Path, key: list[int]) -> dict[str, Any] | None:
+    """config.toml's values as last parsed, if the cache describes this very file (same inode, size, times) and
+    only this user can have written the cache; None otherwise."""
+    import json
+
     from .files import check_private_file
 
-    if not config_path.is_file():
+    try:
+        cached = json.loads(cache_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(cached, dict) or cached.get("path") != str(config_path) or cached.get("key") != key:
+        return None
+    values = cached.get("values")
+    if not isinstance(values, dict) or check_private_file(cache_path):
+        return None
+    return values
+
+
+def _store_config_cache(config_path: Path, cache_path: Path, key: list[int], values: dict[str, Any]) -> None:
+    """Write the cache (0600, atomically) into a home agentmem owns; values other than scalars are not cached."""
+    import json
+
+    from .files import is_owned
+
+    if not all(isinstance(v, _CACHE_SCALARS) for v in values.values()) or not is_owned(cache_path.parent):
+        return
+    tmp = cache_path.with_name(f"{cache_path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump({"path": str(config_path), "key": key, "values": values}, out)
+        os.replace(tmp, cache_path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _read_config_file(config_path: Path, home: Path) -> dict[str, Any]:
+    from .files import check_private_file
+
+    try:
+        st = os.stat(config_path)
+    except OSError:
+        return {}
+    if not os.path.isfile(config_path):
         return {}
     problem = check_private_file(config_path)
     if problem:
         raise ConfigError(f"{problem}; agentmem does not read a config file someone else could have written")
+    cache_path, key = home / CONFIG_CACHE, _file_key(st)
+    cached = _cached_config(config_path, cache_path, key)
+    if cached is not None:
+        return cached
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
     try:
-        return tomllib.loads(config_path.read_text(encoding="utf-8"))
+        values = tomllib.loads(config_path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read {config_path}: {exc}. Fix or remove the file.") from None
+    _store_config_cache(config_path, cache_path, key, values)
+    return values
 
 
 def load_settings(env: Mapping[str, str] | None = None, *, on_warning: Callable[[str], None] | None = None,
@@ -288,7 +357,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, on_warning: Callable[
     home_raw = overrides.get("home") or env.get("AGENTMEM_HOME")
     home = Path(os.path.expanduser(str(home_raw))).absolute() if home_raw else default_home()
     config_path = Path(env["AGENTMEM_CONFIG"]) if env.get("AGENTMEM_CONFIG") else home / "config.toml"
-    file_values = _read_config_file(config_path)
+    file_values = _read_config_file(config_path, home)
     known = {f.name: f for f in SETTINGS}
     by_env = {f.env: f.name for f in SETTINGS}
     for key in file_values:

@@ -27,7 +27,7 @@ _MARKER_TEXT = "This folder was created by agentmem, which may change or delete 
 # one of the folders only a home has, is adopted as an older home.
 HOME_NAMES = frozenset({"agentmem.db", "agentmem.db-wal", "agentmem.db-shm", "agentmem.db-journal", "fulltext",
                         "logs", "spool", "config.toml", MARKER, "agentmem.db.audit-key",
-                        "agentmem.db.audit-head", "agentmem.db.audit-head.lock"})
+                        "agentmem.db.audit-head", "agentmem.db.audit-head.lock", "config.cache.json"})
 _HOME_ONLY = ("fulltext", "logs", "spool")
 
 

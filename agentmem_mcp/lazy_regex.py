@@ -8,7 +8,10 @@ for `re.compile(...)` at module level and compiles when a method is first called
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class LazyPattern:

@@ -66,7 +66,7 @@ class AppState:
                 from .store import Store
 
                 self._store = Store.open(self.settings, project=self.project, load_embedder=False,
-                                         index_in_background=True)
+                                         index_in_background=True, embedder=_embedder(self.settings))
                 if not self.stopping.is_set():
                     self._store.embedder.announce_loading()
                     self._model_thread = threading.Thread(target=self._load_model, args=(self._store,),
@@ -94,6 +94,16 @@ class AppState:
             if self._store is not None:
                 self._store.close()
                 self._store = None
+
+
+def _embedder(settings: Settings) -> Any:
+    """The shared embedding process's model (index/embed_service.py), or None: the store loads its own."""
+    if not (settings.shared_embedder and settings.embeddings):
+        return None
+    from .index.embed_service import SharedEmbedder
+
+    return SharedEmbedder(settings.home, settings.embed_model, settings.embed_model_path,
+                          idle_seconds=settings.embed_idle_seconds)
 
 
 async def _resolve_project(state: AppState, ctx: Context | None) -> None:

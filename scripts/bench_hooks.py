@@ -1,12 +1,16 @@
 """Benchmark what the agent waits for: hook processes and server start-up.
 
-    python scripts/bench_hooks.py [--runs 40] [--memories 10000] [--model PATH] [--json OUT]
+    python scripts/bench_hooks.py [--runs 40] [--memories 10000] [--model PATH] [--baseline BIN] [--json OUT]
 
 - PostToolUse hook, whole process (`agentmem hook PostToolUse` as installed), 8 kB payload, beside bare
-  `python -c pass` on the same machine in the same run;
+  `python -c pass` on the same machine in the same run; again with a config.toml (AGENTMEM_CONFIG);
 - SessionStart hook with N memories in the project (context built and printed);
 - UserPromptSubmit hook (BM25 in the hook process) with the same store;
-- `agentmem serve`: spawn to the `initialize` response, and RSS once the embedding model has loaded.
+- `agentmem serve`: spawn to the `initialize` response, and RSS once the embedding model has loaded (the
+  server's, and the shared embedding process's when the server uses one).
+
+--baseline BIN times another install's `agentmem` (e.g. a checkout of main in its own venv) in the same loop,
+each of its calls right after the same call of this one, so that load changes hit both alike.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,13 +59,21 @@ def payload_8k(n: int, project: Path) -> bytes:
     }).encode()
 
 
-def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
+def _children_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes, float]:
+    """Wall time of the whole process (ms), its stdout, and the CPU time it used (user + system, ms: less
+    sensitive than wall time to other jobs on a busy machine)."""
+    cpu = _children_cpu_ms()
     started = time.perf_counter()
     done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, check=False)
     elapsed = (time.perf_counter() - started) * 1000
     if done.returncode != 0:
         raise SystemExit(f"{cmd} failed: {done.stderr.decode()[-500:]}")
-    return elapsed, done.stdout
+    return elapsed, done.stdout, _children_cpu_ms() - cpu
 
 
 def stats(values: list[float]) -> dict:
@@ -68,10 +81,22 @@ def stats(values: list[float]) -> dict:
             "p95_ms": round(percentile(values, 0.95), 1)}
 
 
+def embedding_process_rss(home: Path, model: Path) -> float | None:
+    from agentmem_mcp.index.embed_service import ServiceClient, ServiceUnavailable
+
+    try:
+        client = ServiceClient(home, MODEL_NAME, model)
+    except ServiceUnavailable:
+        return None
+    client.close()
+    status = Path(f"/proc/{client.pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
+
+
 def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
     init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
-    spawn_ms, rss_mb = [], []
+    spawn_ms, rss_mb, shared_mb = [], [], None
     for run in range(runs):
         started = time.perf_counter()
         proc = subprocess.Popen([*agentmem_bin(), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -97,12 +122,14 @@ def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
             time.sleep(1.0)
             status = Path(f"/proc/{proc.pid}/status").read_text()
             rss_mb.append(int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024)
+            shared_mb = embedding_process_rss(Path(env["AGENTMEM_HOME"]), Path(env["AGENTMEM_EMBED_MODEL_PATH"]))
         proc.stdin.close()
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
-    return {"spawn_to_initialize": stats(spawn_ms), "rss_after_model_mb": round(rss_mb[-1], 1) if rss_mb else None}
+    return {"spawn_to_initialize": stats(spawn_ms), "rss_after_model_mb": round(rss_mb[-1], 1) if rss_mb else None,
+            "shared_embedding_process_rss_mb": round(shared_mb, 1) if shared_mb else None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, default=10000)
     parser.add_argument("--serve-runs", type=int, default=7)
     parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH", DEFAULT_MODEL)))
+    parser.add_argument("--baseline", type=Path, help="another install's agentmem executable, timed in turn")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
@@ -134,27 +162,45 @@ def main(argv: list[str] | None = None) -> int:
                     (project / name).parent.mkdir(parents=True, exist_ok=True)
                     (project / name).touch()
 
-        hook = [*agentmem_bin(), "hook", "--client", "claude-code"]
-        bare, post, start, prompt = [], [], [], []
+        config = Path(tmp) / "config.toml"
+        config.write_text("max_output_chars = 12000\nprompt_budget_tokens = 300\n")
+        config.chmod(0o600)
+        with_config = dict(env, AGENTMEM_CONFIG=str(config))
+        versions = {"": [*agentmem_bin(), "hook", "--client", "claude-code"]}
+        if args.baseline:
+            versions["baseline_"] = [str(args.baseline), "hook", "--client", "claude-code"]
+        series: dict[str, list[float]] = {}
+
+        def run(name: str, cmd: list[str], stdin: bytes, run_env: dict[str, str]) -> bytes:
+            elapsed, out, cpu = timed(cmd, stdin, run_env)
+            series.setdefault(name, []).append(elapsed)
+            series.setdefault(f"{name}_cpu", []).append(cpu)
+            return out
+
         for n in range(args.runs):  # interleaved, so load changes hit every series alike
-            bare.append(timed([sys.executable, "-c", "pass"], b"", env)[0])
-            post.append(timed([*hook, "PostToolUse"], payload_8k(n, project), env)[0])
+            run("bare_python", [sys.executable, "-c", "pass"], b"", env)
             start_payload = json.dumps({"session_id": f"s{n}", "cwd": str(project), "source": "startup",
                                         "hook_event_name": "SessionStart"}).encode()
-            elapsed, out = timed([*hook, "SessionStart"], start_payload, env)
-            start.append(elapsed)
-            if n == 0:
-                context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
-                results["session_start_context_chars"] = len(context)
             prompt_payload = json.dumps({"session_id": f"s{n}", "cwd": str(project), "hook_event_name":
                                          "UserPromptSubmit", "prompt": "how do I run the api tests?"}).encode()
-            prompt.append(timed([*hook, "UserPromptSubmit"], prompt_payload, env)[0])
-        results["bare_python"] = stats(bare)
-        results["post_tool_use_8kb"] = stats(post)
-        results["session_start"] = {**stats(start), "memories": args.memories}
-        results["user_prompt_submit"] = stats(prompt)
-        results["post_minus_bare_p50_ms"] = round(
-            results["post_tool_use_8kb"]["p50_ms"] - results["bare_python"]["p50_ms"], 1)
+            for prefix, hook in versions.items():
+                run(f"{prefix}post_tool_use_8kb", [*hook, "PostToolUse"], payload_8k(n, project), env)
+                run(f"{prefix}post_tool_use_8kb_with_config", [*hook, "PostToolUse"], payload_8k(n, project),
+                    with_config)
+                out = run(f"{prefix}session_start", [*hook, "SessionStart"], start_payload, env)
+                if n == 0:
+                    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+                    results[f"{prefix}session_start_context_chars"] = len(context)
+                run(f"{prefix}user_prompt_submit", [*hook, "UserPromptSubmit"], prompt_payload, env)
+        for name, values in series.items():
+            results[name] = {**stats(values), "memories": args.memories} if "session_start" in name else stats(values)
+        bare = results["bare_python"]["p50_ms"]
+        for prefix in versions:
+            post = results[f"{prefix}post_tool_use_8kb"]["p50_ms"]
+            results[f"{prefix}post_minus_bare_p50_ms"] = round(post - bare, 1)
+            results[f"{prefix}post_over_bare_p50"] = round(post / bare, 2)
+            results[f"{prefix}post_minus_bare_cpu_p50_ms"] = round(
+                results[f"{prefix}post_tool_use_8kb_cpu"]["p50_ms"] - results["bare_python_cpu"]["p50_ms"], 1)
         results["serve"] = bench_serve(env, project, args.serve_runs)
     print(json.dumps(results, indent=2))
     if args.json:

@@ -162,7 +162,7 @@ class Run:
         return conn
 
     def sample_listeners(self) -> None:
-        self.listeners.extend(network_listeners(processes_of(self.home)))
+        self.listeners.extend(network_listeners(processes_of(self.home), self.home))
 
 
 def ids(found: dict[str, Any]) -> list[str]:
@@ -230,6 +230,9 @@ def offline_checks(run: Run) -> None:
     """With every process gone: SQLite and tantivy agree with the ledger; audit, doctor and file modes."""
     from agentmem_mcp.index.fulltext import FulltextIndex
 
+    deadline = time.monotonic() + 15  # the shared embedding process leaves a few seconds after its last server
+    while processes_of(run.home) and time.monotonic() < deadline:
+        time.sleep(0.2)
     expect(not processes_of(run.home), "a process of the run is still alive")
     with run.db() as conn:
         present = {r[0] for r in conn.execute("SELECT id FROM memories")}

@@ -173,7 +173,7 @@ def kill9(pid: int) -> None:
         time.sleep(0.02)
 
 
-def _inodes(path: str, listening_only: bool) -> set[str]:
+def _inodes(path: str, listening_only: bool, allowed: tuple[str, ...] = ()) -> set[str]:
     found = set()
     try:
         lines = Path(path).read_text().splitlines()[1:]
@@ -183,20 +183,22 @@ def _inodes(path: str, listening_only: bool) -> set[str]:
         parts = line.split()
         if path.endswith("unix"):
             # Num RefCount Protocol Flags Type St Inode Path: __SO_ACCEPTCON (0x10000) marks a listener
-            if len(parts) >= 7 and int(parts[3], 16) & 0x10000:
+            if len(parts) >= 7 and int(parts[3], 16) & 0x10000 and (len(parts) < 8 or parts[7] not in allowed):
                 found.add(parts[6])
         elif len(parts) > 9 and (not listening_only or parts[3] == "0A"):
             found.add(parts[9])
     return found
 
 
-def network_listeners(pids: list[int]) -> list[str]:
-    """Sockets the processes listen on (TCP listen, any UDP socket, a listening Unix socket): should be none."""
+def network_listeners(pids: list[int], home: Path | None = None) -> list[str]:
+    """Sockets the processes listen on (TCP listen, any UDP socket, a listening Unix socket): should be none, but
+    for the shared embedding process's socket in `home` (index/embed_service.py: 0600, in the private home)."""
+    allowed = (str(home / "embed.sock"),) if home is not None else ()
     table = {}
     for name in ("tcp", "tcp6"):
         table.update({inode: name for inode in _inodes(f"/proc/net/{name}", True)})
     for name in ("udp", "udp6", "unix"):
-        table.update({inode: name for inode in _inodes(f"/proc/net/{name}", False)})
+        table.update({inode: name for inode in _inodes(f"/proc/net/{name}", False, allowed)})
     found = []
     for pid in pids:
         try:

@@ -126,7 +126,7 @@ async def agent_loop(serve: Serve, n: int, pause: float, hooks_done: threading.E
 
 def sample_listeners(home: Path, stop: threading.Event, tally: Tally) -> None:
     while not stop.wait(1.0):
-        tally.listeners.extend(network_listeners(processes_of(home)))
+        tally.listeners.extend(network_listeners(processes_of(home), home))
 
 
 def backlog(db: Path) -> dict[str, int]:

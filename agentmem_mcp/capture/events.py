@@ -23,7 +23,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+
+from ..lazy_regex import lazy
+
+TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 try:  # the interpreter's own SHA-256: hashlib would load OpenSSL first (~3 ms of every hook's start-up)
     from _sha2 import sha256  # CPython >= 3.12
@@ -84,8 +89,9 @@ CURSOR_EVENTS = {
     "sessionEnd": "session_end",
 }
 
-_SESSION_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,200}")
-_EXIT_CODE_RE = re.compile(r"\A\s*(?:Error:\s*)?Exit code:?\s+(-?\d{1,9})\b")
+# what a session id may be as it is (anything else is hashed): a set, not a regex, for the hook's start-up
+_SESSION_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-")
+_EXIT_CODE_RE = lazy(r"\A\s*(?:Error:\s*)?Exit code:?\s+(-?\d{1,9})\b")
 _PATH_KEYS = ("file_path", "notebook_path", "path", "filePath", "target_file", "target_notebook")
 _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "returnCode", "return_code")
 _BULKY_KEYS = frozenset({"originalFile", "structuredPatch", "usage"})
@@ -155,7 +161,7 @@ def decode_payload(raw: bytes) -> Any:
     return _clean(value, 0)
 
 
-_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+_JSON_TOKEN = lazy(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 
 
 def _prune_deep(text: str, limit: int) -> str:
@@ -271,7 +277,7 @@ def _session_id(payload: dict, keys: tuple[str, ...]) -> str:
         value = payload.get(key)
         if isinstance(value, str) and value.strip():
             value = value.strip()
-            if _SESSION_ID_RE.fullmatch(value):
+            if len(value) <= 200 and _SESSION_ID_CHARS.issuperset(value):
                 return value
             return sha256(value.encode("utf-8")).hexdigest()[:32]
         if value is not None and not isinstance(value, str):

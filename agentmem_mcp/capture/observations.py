@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any
 
 from ..db.connection import Connection, IntegrityError, write_transaction
+from ..lazy_regex import lazy
 from .events import HookEvent, event_fingerprint
 from .redact import (
     decodes_secrets,
@@ -24,13 +24,17 @@ from .redact import (
     without_sensitive_lines,
 )
 
+TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms
+if TYPE_CHECKING:
+    from typing import Any
+
 WITHHELD = "[content of a sensitive file, not recorded]"
 DECODED = "[output of a decoding command, not recorded]"
 _CONTENT_KEYS = ("content", "new_string", "old_string", "edits", "new_source", "contents", "text")
 MAX_INPUT_CHARS = 8000
 MAX_PROMPT_CHARS = 8000
 EDIT_TWIN_SECONDS = 120
-_EDIT_TOOL = re.compile(r"edit|write|replace|patch|apply", re.IGNORECASE)
+_EDIT_TOOL = lazy(r"edit|write|replace|patch|apply", re.IGNORECASE)
 
 
 def _withhold_content(value: Any) -> Any:

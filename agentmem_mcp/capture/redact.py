@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Any
 
 from ..lazy_regex import lazy
 from .secret_scan import Finding, find_secrets
+
+TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MAX_DEPTH", "PRIVATE", "REDACTED", "TRUNCATED_DEPTH", "decodes_secrets", "is_sensitive_key",
            "is_sensitive_path", "names_sensitive_file", "redact", "redact_value", "truncate_middle",
@@ -111,6 +114,7 @@ _SENSITIVE_KEY = lazy(
     r"(?:key|value|hash|b64|base64|hex|str|string|plain|data|id|base|bytes|\d{1,2})?\Z"
 )
 _SENSITIVE_EXACT = frozenset({"auth", "_auth", "pass", "pwd", "pw", "sig", "signature"})
+_SENSITIVE_KEY_WORDS = ("pass", "secret", "token", "key", "auth", "cookie", "credential", "connectionstring", "pwd")
 
 
 def is_sensitive_key(key: str) -> bool:
@@ -119,9 +123,12 @@ def is_sensitive_key(key: str) -> bool:
     Counters and settings about secrets ("max_tokens", "token_type", "secret_name") are not sensitive.
     """
     norm = re.sub(r"[\s\-.]", "", key.lower())
+    if norm in _SENSITIVE_EXACT:
+        return True
+    if not any(word in norm for word in _SENSITIVE_KEY_WORDS):  # every _SENSITIVE_KEY match has one: skip compiling it
+        return False
     return (
-        norm in _SENSITIVE_EXACT
-        or _SENSITIVE_KEY.search(norm.replace("_", "")) is not None
+        _SENSITIVE_KEY.search(norm.replace("_", "")) is not None
         or _SENSITIVE_KEY.search(norm) is not None
     )
 
@@ -203,6 +210,7 @@ def names_sensitive_file(command: str) -> bool:
                or word in _SENSITIVE_NAMES)
 
 
+_DECODER_WORDS = ("base64", "openssl", "gpg", "sops", "age", "xxd")
 _DECODER = lazy(
     r"(?i)(?:\bbase64\b[^|;&\n]{0,80}?(?:\s-d\b|\s--decode\b|\s-D\b)|\bopenssl\b[^|;&\n]{0,80}?\s-d\b|"
     r"\b(?:gpg|gpg2|sops|age)\b[^|;&\n]{0,80}?(?:\s-d\b|\s--decrypt\b)|\bxxd\b[^|;&\n]{0,40}?\s-r\b)"
@@ -212,7 +220,9 @@ _DECODER = lazy(
 def decodes_secrets(command: str) -> bool:
     """True when a shell command decodes or decrypts something (`base64 -d`, `openssl enc -d`, `gpg --decrypt`,
     `sops -d`, `xxd -r`): its output is plaintext that no pattern recognises, so it is not recorded."""
-    return _DECODER.search(command[:20_000]) is not None
+    command = command[:20_000]
+    low = command.lower()
+    return any(word in low for word in _DECODER_WORDS) and _DECODER.search(command) is not None
 
 
 _SEARCH_LINE = lazy(r"(?m)^[ \t]*([^\s:]{1,4096}?)(?::\d+[:\-]|:|-\d+-)[^\n]*")

@@ -13,29 +13,29 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections import Counter
-from collections.abc import Callable, Iterator
-from typing import NamedTuple
+from collections import Counter, namedtuple
 
 from ..lazy_regex import lazy
 
-
-class Finding(NamedTuple):
-    """A secret in a text: its kind (e.g. "github_token") and its span `text[start:end]`."""
-
-    kind: str
-    start: int
-    end: int
+TYPE_CHECKING = False  # importing typing (NamedTuple) costs each hook process ~5 ms: plain namedtuples here
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 
-class _Rule(NamedTuple):
-    kind: str
-    pattern: str
-    hint: str | None  # a lower-case literal every match contains: without it in the text, skip the rule
-    group: int  # the capture group that holds the secret
-    check: Callable[[str], bool] | None  # extra test on the secret
-    lower: bool  # the pattern is written in lower case and runs on the lower-cased text
-    on_line: tuple[str, ...]  # one of these words must come earlier on the same line (a command name)
+class Finding(namedtuple("Finding", ("kind", "start", "end"))):
+    """A secret in a text: its kind (str, e.g. "github_token") and its span `text[start:end]` (ints)."""
+
+    __slots__ = ()
+
+
+class _Rule(namedtuple("_Rule", ("kind", "pattern", "hint", "group", "check", "lower", "on_line", "needs"))):
+    """kind and pattern (str); hint: a lower-case literal every match contains (without it in the text, the rule is
+    skipped) or None; group: the capture group that holds the secret; check: an extra test on the secret (str ->
+    bool) or None; lower: the pattern is written in lower case and runs on the lower-cased text; on_line: words one
+    of which must come earlier on the same line (a command name); needs: literals one of which every match contains,
+    as the rule sees the text (case-sensitive unless `lower`): without any, the rule is skipped, uncompiled."""
+
+    __slots__ = ()
 
 
 def _rule(
@@ -45,8 +45,9 @@ def _rule(
     check: Callable[[str], bool] | None = None,
     lower: bool = False,
     on_line: tuple[str, ...] = (),
+    needs: tuple[str, ...] = (),
 ) -> _Rule:
-    return _Rule(kind, pattern, _literal_prefix(pattern), group, check, lower, on_line)
+    return _Rule(kind, pattern, _literal_prefix(pattern), group, check, lower, on_line, needs)
 
 
 _COMPILED: dict[str, re.Pattern[str]] = {}
@@ -119,7 +120,8 @@ _ANY = ""  # no right boundary: the body's own length limit ends the token
 _FORMAT_RULES: tuple[_Rule, ...] = (
     _rule("private_key", r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?"
           r"(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)", check=_has_key_body),
-    _rule("aws_access_key_id", _token("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", "[A-Z0-9]{16}", "(?![A-Za-z0-9])")),
+    _rule("aws_access_key_id", _token("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", "[A-Z0-9]{16}", "(?![A-Za-z0-9])"),
+          needs=("AKIA", "ASIA", "ABIA", "ACCA", "A3T")),
     _rule("aws_secret_access_key", r"secret_?(?:access_?)?key[\"']?[ \t]{0,5}(?:[:=]{1,2}[ \t]{0,5})?[\"']?"
           r"([a-z0-9/+]{40})(?![a-z0-9/+=])", 1, lower=True),
     _rule("gcp_api_key", _token("AIza", r"[0-9A-Za-z_\-]{35}")),
@@ -128,9 +130,11 @@ _FORMAT_RULES: tuple[_Rule, ...] = (
     _rule("azure_storage_key", r"accountkey=([a-z0-9+/]{20,200}={0,2})", 1, lower=True),
     _rule("azure_storage_key", r"sharedaccesskey=([a-z0-9+/]{20,200}={0,2})", 1, lower=True),
     _rule("azure_sas", r"sig=(?<=[?&]sig=)([A-Za-z0-9%+/]{20,200}(?:%3D|=){0,2})", 1),
-    _rule("github_token", _token("gh[pousr]_", "[A-Za-z0-9]{36,251}")),
+    _rule("github_token", _token("gh[pousr]_", "[A-Za-z0-9]{36,251}"), needs=("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
     _rule("github_token", _token("github_pat_", "[A-Za-z0-9_]{40,240}")),
-    _rule("gitlab_token", _token("gl", r"(?:pat|dt|rt|ptt|cbt|imt|soat|ft|agent|oas|wt)-[A-Za-z0-9_\-]{20,80}", _ANY)),
+    _rule("gitlab_token", _token("gl", r"(?:pat|dt|rt|ptt|cbt|imt|soat|ft|agent|oas|wt)-[A-Za-z0-9_\-]{20,80}", _ANY),
+          needs=("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glimt-", "glsoat-", "glft-", "glagent-", "gloas-",
+                 "glwt-")),
     _rule("slack_token", _token("xox[abposre]-", r"[A-Za-z0-9\-]{10,250}", _ANY)),
     _rule("slack_token", _token("xapp-", r"[A-Za-z0-9\-]{10,250}", _ANY)),
     _rule("slack_webhook", r"hooks\.slack\.com/((?:services|workflows|triggers)/[A-Za-z0-9_/\-]{10,200})", 1),
@@ -145,13 +149,15 @@ _FORMAT_RULES: tuple[_Rule, ...] = (
     _rule("huggingface_token", _token("api_org_", "[A-Za-z0-9]{30,40}", "(?![A-Za-z0-9])"), check=_mixed_case),
     _rule("npm_token", _token("npm_", "[A-Za-z0-9]{36}", "(?![A-Za-z0-9])"), check=_mixed_case),
     _rule("pypi_token", _token("pypi-Ag", r"[A-Za-z0-9_\-]{50,400}", _ANY)),
-    _rule("twilio", _token("AC", "[0-9a-f]{32}", "(?![A-Za-z0-9])")),
-    _rule("twilio", _token("SK", "[0-9a-f]{32}", "(?![A-Za-z0-9])")),
-    _rule("sendgrid_api_key", _token(r"SG\.", r"[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}", _ANY)),
+    _rule("twilio", _token("AC", "[0-9a-f]{32}", "(?![A-Za-z0-9])"), needs=("AC",)),
+    _rule("twilio", _token("SK", "[0-9a-f]{32}", "(?![A-Za-z0-9])"), needs=("SK",)),
+    _rule("sendgrid_api_key", _token(r"SG\.", r"[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}", _ANY),
+          needs=("SG.",)),
     _rule("mailgun_api_key", _token("key-", "[0-9a-f]{32}", "(?![A-Za-z0-9])")),
-    _rule("telegram_bot_token", r":(?<=[0-9]{8}:)(AA[A-Za-z0-9_\-]{33})(?![A-Za-z0-9_\-])", 1),
-    _rule("vault_token", _token(r"hv[sbr]\.", r"[A-Za-z0-9_\-]{24,200}", _ANY)),
-    _rule("digitalocean_token", _token("do[por]_v1_", "[a-f0-9]{64}", _ANY)),
+    _rule("telegram_bot_token", r":(?<=[0-9]{8}:)(AA[A-Za-z0-9_\-]{33})(?![A-Za-z0-9_\-])", 1,
+          needs=(":AA",)),
+    _rule("vault_token", _token(r"hv[sbr]\.", r"[A-Za-z0-9_\-]{24,200}", _ANY), needs=("hvs.", "hvb.", "hvr.")),
+    _rule("digitalocean_token", _token("do[por]_v1_", "[a-f0-9]{64}", _ANY), needs=("_v1_",)),
     _rule("shopify_token", _token("shp(?:at|ss|ca|pa)_", "[a-fA-F0-9]{32}", _ANY)),
     _rule("databricks_token", _token("dapi", r"[a-f0-9]{32}(?:-\d)?", "(?![A-Za-z0-9])")),
     _rule("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}"),
@@ -159,7 +165,8 @@ _FORMAT_RULES: tuple[_Rule, ...] = (
     _rule("pgpass", r"(?m)^[^\s:#][^\s:]{0,252}:(?:\d{1,5}|\*):[^\s:]{1,128}:[^\s:]{1,128}:([^\s]{1,256})$", 1,
           _not_reference),
     _rule("url_signature", r"[?&](?:x-amz-signature|x-amz-security-token|x-goog-signature|x-goog-credential|signature|"
-          r"access_token|api_key|apikey|client_secret|token)=([^&#\s\"'<>]{16,4096})", 1, _not_reference, lower=True),
+          r"access_token|api_key|apikey|client_secret|token)=([^&#\s\"'<>]{16,4096})", 1, _not_reference, lower=True,
+          needs=("signature", "token", "credential", "api_key", "apikey", "client_secret")),
     _rule("jwt", _token("eyJ", r"[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{0,2000}", _ANY)),
 )
 
@@ -175,12 +182,13 @@ _CONTEXT_RULES: tuple[_Rule, ...] = (
           on_line=("mysql", "mariadb")),
     _rule("cli_password", r"--(?:[a-z0-9]{1,20}-){0,4}(?:password|passwd|passphrase|token|secret|api-?key|"
           r"access-key|secret-key|private-key|client-secret)[ \t]+[\"']?([^\s\"'\-$\[{<][^\s\"']{2,255})", 1,
-          lambda s: not (s.isalpha() and s.islower()), lower=True),
+          lambda s: not (s.isalpha() and s.islower()), lower=True, needs=("pass", "token", "secret", "key")),
     _rule("base64_secret", r"echo[ \t]+(?:-[a-z]{1,2}[ \t]+)?[\"']?([A-Za-z0-9+/\-_]{8,4096}={0,2})[\"']?[ \t]*\|[ \t]*"
           r"(?:base64|openssl[ \t]+(?:enc[ \t]+)?base64)[ \t]+(?:-d|--decode|-D)", 1),
     _rule("base64_secret", r"base64[ \t]+(?:-d|--decode|-D)[ \t]*<<<[ \t]*[\"']?([A-Za-z0-9+/\-_]{8,4096}={0,2})", 1),
     _rule("xml_secret", r"<[a-z0-9_.:\-]{0,40}(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)>"
-          r"([^<\n]{1,1000})</", 1, _not_reference, lower=True),
+          r"([^<\n]{1,1000})</", 1, _not_reference, lower=True,
+          needs=("password>", "passwd>", "secret>", "token>", "key>")),
 )
 
 # A name that says "secret", then its separator; matched on the lower-cased text at the places that
@@ -565,7 +573,12 @@ def _find_secrets(text: str) -> list[Finding]:
     for rank, rule in enumerate(_FORMAT_RULES + _CONTEXT_RULES):
         if rule.hint is not None and rule.hint not in low:
             continue
-        for m in _regex(rule).finditer(low if rule.lower else text):
+        subject = low if rule.lower else text
+        if rule.needs and not any(literal in subject for literal in rule.needs):
+            continue
+        if rule.on_line and not any(word in low for word in rule.on_line):  # _on_line would refuse every match
+            continue
+        for m in _regex(rule).finditer(subject):
             start, end = m.span(rule.group)
             if end == start or (rule.check is not None and not rule.check(text[start:end])):
                 continue

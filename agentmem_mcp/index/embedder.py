@@ -51,7 +51,11 @@ def without_spinning(model: Any) -> Any:
 
 def session_like(session: Any, *, spinning: bool) -> Any:
     """A new onnxruntime session of the same model file, providers and thread counts as `session`, made as
-    fastembed makes it, with threads that spin after each inference (onnxruntime's default) or not."""
+    fastembed makes it, with threads that spin after each inference (onnxruntime's default) or not.
+
+    Without spinning, the session also has no CPU memory arena: the arena keeps the peak of every batch it has
+    run (64 passages of ~200 tokens took a process from 188 to 963 MB, and it stayed there); without it the
+    memory goes back after the batch, at the same speed (docs/benchmarks.md, issue 22)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -63,6 +67,7 @@ def session_like(session: Any, *, spinning: bool) -> Any:
     if not spinning:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        options.enable_cpu_mem_arena = False
     return ort.InferenceSession(session._model_path, sess_options=options, providers=session.get_providers())
 
 
@@ -256,7 +261,10 @@ class Embedder:
         """Normalised float32 vectors for passages, or None when the model is not ready."""
         if not self.ready or not texts:
             return None if not self.ready else []
-        return [v.astype("float32") for v in self._model.embed(list(texts), batch_size=32)]
+        vectors = [v.astype("float32") for v in self._model.embed(list(texts), batch_size=32)]
+        if len(texts) > 32:  # a big batch's working memory goes back to the system (no arena keeps it)
+            _release_freed_memory()
+        return vectors
 
     def embed_query(self, text: str) -> Any | None:
         if not self.ready:

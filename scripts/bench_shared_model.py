@@ -1,0 +1,191 @@
+"""Memory and search latency of several `agentmem serve` sessions, with one shared model or a model each.
+
+    python scripts/bench_shared_model.py [--sessions 4] [--memories 2000] [--searches 30] [--rounds 2] [--json OUT]
+
+Starts N real servers over stdio with the MCP SDK's client (as N Claude Code sessions would), in one home on
+a store of M memories, waits until every one searches with vectors, then runs searches round-robin through
+all of them (`memory_search`, p50 / p95 of the call as the client sees it) and sums the memory of every
+agentmem process (the servers and, when shared, the embedding process): VmRSS from /proc/PID/status, and PSS
+from /proc/PID/smaps_rollup (shared library pages counted once). Modes alternate, round by round:
+`shared` (the default) and `own` (AGENTMEM_SHARED_EMBEDDER=0). In each shared round the embedding process is
+killed halfway through the searches: every later search must still answer, with vectors ("hybrid").
+The store's memories get hashed vectors (the model would take minutes to embed them); queries use the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+import anyio  # noqa: E402
+from bench_core import DEFAULT_MODEL, MODEL_NAME, QUERIES, build, percentile  # noqa: E402
+from machine import describe_machine  # noqa: E402
+from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+from agentmem_mcp.config import load_settings  # noqa: E402
+from agentmem_mcp.index.embed_service import ServiceClient, ServiceUnavailable  # noqa: E402
+from agentmem_mcp.index.embedder import Embedder  # noqa: E402
+from agentmem_mcp.store import Store  # noqa: E402
+
+
+def agentmem_processes(home: Path) -> list[int]:
+    """Every process started with AGENTMEM_HOME=home or serving it (`--home home`): servers, embedding process."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if not any(b"agentmem" in part for part in cmdline):
+            continue
+        if f"AGENTMEM_HOME={home}".encode() in environ or str(home).encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """(RSS, PSS) of a process, in MB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
+    rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    pss = int(next(line for line in rollup.splitlines() if line.startswith("Pss:")).split()[1])
+    return rss / 1024, pss / 1024
+
+
+def service_pid(home: Path, model: Path) -> int | None:
+    try:
+        client = ServiceClient(home, MODEL_NAME, model)
+    except ServiceUnavailable:
+        return None
+    client.close()
+    return client.pid
+
+
+async def run_round(mode: str, sessions: int, searches: int, env: dict[str, str], project: Path, home: Path,
+                    model: Path, seed: int) -> dict:
+    env = dict(env, AGENTMEM_SHARED_EMBEDDER="1" if mode == "shared" else "0")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "agentmem_mcp", "serve"], env=env,
+                                   cwd=str(project))
+    rng = random.Random(seed)
+    result: dict = {"mode": mode}
+    async with AsyncExitStack() as stack:
+        clients = []
+        started = time.perf_counter()
+        for _ in range(sessions):
+            read, write = await stack.enter_async_context(stdio_client(params))
+            session = await stack.enter_async_context(ClientSession(read, write))
+            await session.initialize()
+            clients.append(session)
+
+        async def search(session: ClientSession, query: str) -> dict:
+            answer = await session.call_tool("memory_search", {"query": query})
+            if answer.is_error:
+                raise RuntimeError(answer.content[0].text)
+            return json.loads(answer.content[0].text)
+
+        for session in clients:  # every session's model (or its link to the shared one) is ready
+            while (await search(session, "warm up"))["mode"] != "hybrid":
+                await anyio.sleep(0.25)
+        result["all_hybrid_after_s"] = round(time.perf_counter() - started, 1)
+        await anyio.sleep(1.0)
+        pids = agentmem_processes(home)
+        memory = [memory_mb(pid) for pid in pids]
+        result.update(processes=len(pids), rss_sum_mb=round(sum(m[0] for m in memory), 1),
+                      pss_sum_mb=round(sum(m[1] for m in memory), 1),
+                      rss_each_mb=sorted(round(m[0], 1) for m in memory))
+        timings, modes, killed = [], [], None
+        for n in range(searches * sessions):
+            if mode == "shared" and n == searches * sessions // 2:
+                killed = service_pid(home, model)
+                if killed is not None:
+                    os.kill(killed, signal.SIGKILL)
+            query = rng.choice(QUERIES)
+            begin = time.perf_counter()
+            found = await search(clients[n % sessions], query)
+            timings.append((time.perf_counter() - begin) * 1000)
+            modes.append(found["mode"])
+        half = len(timings) // 2
+        result["search_ms"] = {"n": len(timings), "p50": round(statistics.median(timings), 1),
+                               "p95": round(percentile(timings, 0.95), 1)}
+        result["search_first_half_ms"] = {"p50": round(statistics.median(timings[:half]), 1),
+                                          "p95": round(percentile(timings[:half], 0.95), 1)}
+        if mode == "shared":
+            after = timings[half:]
+            result["killed_embedding_process"] = killed
+            result["after_kill"] = {"searches": len(after), "answered": len(after),
+                                    "hybrid": sum(m == "hybrid" for m in modes[half:]),
+                                    "first_ms": [round(t, 1) for t in after[:sessions + 2]],
+                                    "max_ms": round(max(after), 1),
+                                    "p50_ms": round(statistics.median(after), 1)}
+            result["embedding_process_after"] = service_pid(home, model)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=4)
+    parser.add_argument("--memories", type=int, default=2000)
+    parser.add_argument("--searches", type=int, default=30, help="per session and round")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of each mode, alternated")
+    parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH", DEFAULT_MODEL)))
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    report: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+                    "command": "python scripts/bench_shared_model.py " + " ".join(argv if argv is not None
+                                                                                 else sys.argv[1:]),
+                    "rounds": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        home, project = Path(tmp) / "home", Path(tmp) / "project"
+        (project / ".git").mkdir(parents=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+        env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(args.model))
+        embedder = Embedder(MODEL_NAME, args.model)
+        embedder.load()
+        settings = load_settings(env={}, home=home, embed_model_path=args.model)
+        with Store.open(settings, project=str(project), embedder=embedder) as store:
+            print(f"building {args.memories:,} memories", file=sys.stderr)
+            build(store, args.memories, seed=7, synthetic_vectors=True)
+        del embedder
+        modes = ["shared", "own"]
+        for n in range(args.rounds):
+            for mode in modes if n % 2 == 0 else modes[::-1]:
+                print(f"round {n + 1}: {mode}", file=sys.stderr, flush=True)
+                outcome = anyio.run(run_round, mode, args.sessions, args.searches, env, project, home, args.model,
+                                    n)
+                print(json.dumps(outcome), file=sys.stderr, flush=True)
+                report["rounds"].append(outcome)
+                deadline = time.time() + 30  # the embedding process leaves once its servers have gone
+                while agentmem_processes(home) and time.time() < deadline:
+                    time.sleep(0.5)
+    by_mode = {mode: [r for r in report["rounds"] if r["mode"] == mode] for mode in ("shared", "own")}
+    report["summary"] = {mode: {"rss_sum_mb": [r["rss_sum_mb"] for r in rounds],
+                                "pss_sum_mb": [r["pss_sum_mb"] for r in rounds],
+                                "search_p50_ms": [r["search_ms"]["p50"] for r in rounds],
+                                "search_p95_ms": [r["search_ms"]["p95"] for r in rounds],
+                                "search_p95_first_half_ms": [r["search_first_half_ms"]["p95"] for r in rounds]}
+                         for mode, rounds in by_mode.items()}
+    print(json.dumps(report, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,190 @@
+"""The shared embedding process (index/embed_service.py): real servers over stdio, the real process and model.
+
+Every test starts its own process in its own home; each exits by itself once its servers are gone."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import sys
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from agentmem_mcp.files import ensure_private_dir
+from agentmem_mcp.index.embed_service import (
+    EmbedService,
+    ServiceClient,
+    ServiceUnavailable,
+    SharedEmbedder,
+    connect_or_start,
+    socket_path,
+)
+from tests.conftest import MODEL_NAME
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "State:\tZ" not in status
+
+
+def _wait_for(condition, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _servers_of(home: Path) -> list[int]:
+    """The `agentmem serve` processes whose AGENTMEM_HOME is `home`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in cmdline and b"agentmem_mcp" in cmdline and f"AGENTMEM_HOME={home}".encode() in environ:
+            found.append(int(entry.name))
+    return found
+
+
+def _has_model_loaded(pid: int) -> bool:
+    return "onnxruntime" in Path(f"/proc/{pid}/maps").read_text()
+
+
+@pytest.fixture
+def private_home(home: Path) -> Path:
+    ensure_private_dir(home)
+    return home
+
+
+def _shared(home: Path, model_path: Path, **kwargs) -> SharedEmbedder:
+    return SharedEmbedder(home, MODEL_NAME, model_path, **kwargs)
+
+
+def test_servers_share_one_model_and_search_on_when_it_is_killed(cli_env, private_home, model_path, tmp_path):
+    project = tmp_path / "webapp"
+    (project / ".git").mkdir(parents=True)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "agentmem_mcp", "serve"], env=cli_env,
+                                   cwd=str(project))
+
+    async def search(session: ClientSession, query: str) -> dict:
+        result = await session.call_tool("memory_search", {"query": query})
+        assert not result.is_error, result.content
+        return json.loads(result.content[0].text)
+
+    async def until_hybrid(session: ClientSession) -> dict:
+        for _ in range(240):
+            found = await search(session, "which package manager installs dependencies")
+            if found["mode"] == "hybrid":
+                return found
+            await anyio.sleep(0.25)
+        raise AssertionError(f"search never used vectors: {found}")
+
+    async def scenario() -> None:
+        async with stdio_client(params) as (read_a, write_a), stdio_client(params) as (read_b, write_b):
+            async with ClientSession(read_a, write_a) as a, ClientSession(read_b, write_b) as b:
+                await a.initialize()
+                await b.initialize()
+                saved = await a.call_tool("memory_save", {"content": "We install dependencies with pnpm, never yarn",
+                                                          "type": "decision"})
+                memory_id = json.loads(saved.content[0].text)["id"]
+                for session in (a, b):
+                    found = await until_hybrid(session)
+                    assert found["hits"][0]["id"] == memory_id
+
+                client = ServiceClient(private_home, MODEL_NAME, model_path)
+                service = client.pid
+                client.close()
+                servers = _servers_of(private_home)
+                assert len(servers) == 2 and service not in servers
+                assert _has_model_loaded(service)
+                assert not any(_has_model_loaded(pid) for pid in servers)  # one model for both
+                assert stat.S_IMODE(os.stat(socket_path(private_home)).st_mode) == 0o600
+
+                os.kill(service, signal.SIGKILL)
+                assert _wait_for(lambda: not _alive(service), 10)
+                for session in (a, b):  # each reaches a new shared process or embeds on its own: vectors go on
+                    found = await search(session, "which package manager installs dependencies")
+                    assert found["mode"] == "hybrid" and found["hits"][0]["id"] == memory_id
+                client = ServiceClient(private_home, MODEL_NAME, model_path)
+                assert client.pid != service and _alive(client.pid)
+                client.close()
+
+    anyio.run(scenario)
+
+
+def test_a_request_cut_by_the_death_of_the_shared_process_is_embedded_here(private_home, model_path, embedder):
+    shared = _shared(private_home, model_path)
+    assert shared.load() and shared.shared
+    service = shared.service_pid
+    texts = [f"passage {i}: the deploy script copies the build to the staging host and restarts it" * 4
+             for i in range(600)]
+    answer: dict = {}
+    worker = threading.Thread(target=lambda: answer.update(vectors=shared.embed(texts)))
+    worker.start()
+    time.sleep(0.5)  # the shared process is in the middle of the batch
+    os.kill(service, signal.SIGKILL)
+    worker.join(180)
+    vectors = answer["vectors"]
+    assert vectors is not None and len(vectors) == len(texts)
+    for got, want in zip(vectors[:5] + vectors[-5:], embedder.embed(texts[:5] + texts[-5:]), strict=True):
+        assert np.allclose(got, want, atol=1e-5)
+    assert not shared.shared  # it embedded on its own, and tries the shared process again in the background
+    assert shared.embed_query("restart the staging host") is not None
+    assert _wait_for(lambda: shared.embed_query("staging") is not None and shared.shared, 90)
+    assert shared.service_pid != service
+    shared.close()
+
+
+def test_the_shared_process_exits_when_idle_and_a_server_starts_another(private_home, model_path):
+    client = connect_or_start(private_home, MODEL_NAME, model_path, idle_seconds=2)
+    first = client.pid
+    assert len(client.embed("query", ["hello"])) == 1
+    assert _wait_for(lambda: not _alive(first), 20)  # idle for 2 s
+    assert not socket_path(private_home).exists()
+    client.close()
+
+    shared = _shared(private_home, model_path, idle_seconds=600)
+    assert shared.load() and shared.service_pid != first
+    second = shared.service_pid
+    shared.close()  # its last server went: the process exits after its short grace
+    assert _wait_for(lambda: not _alive(second), 30)
+
+
+def test_a_home_others_can_enter_gets_no_socket_and_the_server_embeds_itself(home, model_path):
+    home.mkdir(mode=0o755)
+    os.chmod(home, 0o755)
+    assert EmbedService(home, MODEL_NAME, model_path, 60).run() == 1
+    shared = _shared(home, model_path)
+    assert shared.load() and not shared.shared
+    assert shared.embed_query("hello") is not None
+    assert not socket_path(home).exists()
+    with pytest.raises(ServiceUnavailable, match="open to other users"):
+        ServiceClient(home, MODEL_NAME, model_path)
+
+
+def test_the_shared_process_answers_only_for_its_own_model(private_home, model_path):
+    client = connect_or_start(private_home, MODEL_NAME, model_path, idle_seconds=5)
+    with pytest.raises(ServiceUnavailable, match="another model"):
+        ServiceClient(private_home, "BAAI/bge-small-en-v1.5", None)
+    with pytest.raises(ServiceUnavailable, match="another model"):  # nor starts a second process over it
+        connect_or_start(private_home, "BAAI/bge-small-en-v1.5", None, 5)
+    assert _alive(client.pid)
+    client.close()
