@@ -185,7 +185,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
     dry_run = args.dry_run or (by_filter and not args.yes)
     reason = args.reason or "forgotten from the command line"
     with _open(args, load_embedder=False) as store:
-        from .maintenance import erase_forgotten, forget_session
+        from .lifecycle.forget import forget_session
+        from .maintenance import erase_forgotten
 
         derived: list[str] = []
         if args.session and not dry_run and not args.ids and (

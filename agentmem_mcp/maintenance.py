@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Callable
@@ -68,25 +67,6 @@ def erase_forgotten(store: Store, memories_deleted: bool = True, attempts: int =
         busy = True
         time.sleep(min(0.05 * (attempt + 1), 0.5))
     return Erasure(memories_deleted, emptied, busy and not emptied)
-
-
-def forget_session(store: Store, session_id: str, reason: str) -> tuple[Any, list[str]]:
-    """`store.forget(session_id=...)` and what else holds that session's text: the summariser's state for it, and
-    the memories consolidation derived from its observations or its summaries (they are forgotten too; the worker
-    derives again what the remaining sessions still support). Returns the forget result and the derived ids."""
-    conn = store.conn
-    cited = {f"obs:{row[0]}" for row in conn.execute("SELECT id FROM observations WHERE session_id = ?",
-                                                      (session_id,))}
-    cited |= {row[0] for row in conn.execute("SELECT id FROM memories WHERE session_id = ?", (session_id,))}
-    result = store.forget(session_id=session_id, reason=reason)
-    derived = [row[0] for row in conn.execute(
-        "SELECT DISTINCT m.id FROM memories m, json_each(m.source_ids) s WHERE s.value IN (SELECT value FROM "
-        "json_each(?))", (json.dumps(sorted(cited)),))] if cited else []
-    if derived:
-        store.forget(ids=derived, reason=f"derived from forgotten session {session_id[:80]}")
-    with store.transaction() as tx:
-        tx.execute("DELETE FROM meta WHERE key = ?", (f"summary-state:{session_id}",))
-    return result, derived
 
 
 def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
