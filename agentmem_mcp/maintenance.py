@@ -20,11 +20,7 @@ def rebuild_bm25(store: Store, progress: Progress | None = None) -> int:
     """Empty the BM25 index folder (its segment files are deleted) and index every memory again from SQLite;
     returns how many memories there are."""
     total = store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-    store.fulltext.reset()
-    with store.transaction() as tx:
-        tx.execute("DELETE FROM index_outbox")
-        tx.execute("INSERT INTO index_outbox (memory_id, op, created_at) SELECT id, 'upsert', ? FROM memories",
-                   (store.now(),))
+    store.reset_fulltext()
     done = 0
     while True:
         applied = store.drain_outbox(limit=500)

@@ -271,11 +271,23 @@ def build_server(settings: Settings | None = None) -> MCPServer:
                             "exactly one of these")
 
         def run(store: Any) -> dict[str, Any]:
+            from .lifecycle.forget import forget_session
+            from .maintenance import erase_forgotten
+
             by_filter = ids is None and session_id is None
             preview = dry_run if dry_run is not None else by_filter
-            answer = store.forget(ids=ids, session_id=session_id, type=type, older_than_days=older_than_days,
-                                  dry_run=preview, reason=reason or "forgotten by the agent",
-                                  within=_within(store)).to_dict()
+            why = reason or "forgotten by the agent"
+            derived: list[str] = []
+            if session_id is not None and not preview:
+                result, derived = forget_session(store, session_id, why, within=_within(store))
+            else:
+                result = store.forget(ids=ids, session_id=session_id, type=type, older_than_days=older_than_days,
+                                      dry_run=preview, reason=why, within=_within(store))
+            if not result.dry_run and (result.count or result.observations):  # the CLI's erasure, the same
+                erase_forgotten(store, memories_deleted=bool(result.count or derived))
+            answer = result.to_dict()
+            if derived:
+                answer["derived"] = derived
             for memory in answer["memories"]:
                 memory["title"] = neutralize(memory["title"])
             return answer

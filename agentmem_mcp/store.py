@@ -129,6 +129,13 @@ class Store:
             conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) "
                          "SELECT id, 'upsert', ? FROM memories", (time.time(),))
 
+    def reset_fulltext(self) -> None:
+        """Empty the BM25 index (its segment files are deleted) and queue every memory to be indexed again, while
+        no drain of the outbox runs in this process."""
+        with self._drain_lock:
+            self.fulltext.reset()
+            self._queue_every_memory()
+
     def heal_fulltext(self, error: BaseException) -> None:
         """A BM25 search failed: a segment damaged where opening the index does not look (a term dictionary)
         makes tantivy panic at query time. Rebuild the index from SQLite, at most once a minute."""
@@ -140,9 +147,7 @@ class Store:
         log.warning("BM25 search failed (%s: %s); rebuilding the index from SQLite", type(error).__name__,
                     str(error)[:300])
         try:
-            with self._drain_lock:
-                self.fulltext.reset()
-                self._queue_every_memory()
+            self.reset_fulltext()
             if not self.sync_index:
                 self._catching_up.set()  # searches meanwhile use what is indexed so far
             self.index_soon()

@@ -105,15 +105,17 @@ def forget(store: Store, *, ids: Sequence[str] | str | None = None, session_id: 
     return result
 
 
-def forget_session(store: Store, session_id: str, reason: str) -> tuple[ForgetResult, list[str]]:
+def forget_session(store: Store, session_id: str, reason: str, within: Sequence[str | None] | None = None
+                   ) -> tuple[ForgetResult, list[str]]:
     """`store.forget(session_id=...)` and what else holds that session's text: the summariser's state for it, and
     the memories consolidation derived from its observations or its summaries (they are forgotten too; the worker
-    derives again what the remaining sessions still support). Returns the forget result and the derived ids."""
+    derives again what the remaining sessions still support). Returns the forget result and the derived ids.
+    within: as in `forget` (a session of another project is not found)."""
     conn = store.conn
     cited = {f"obs:{row[0]}" for row in conn.execute("SELECT id FROM observations WHERE session_id = ?",
                                                       (session_id,))}
     cited |= {row[0] for row in conn.execute("SELECT id FROM memories WHERE session_id = ?", (session_id,))}
-    result = store.forget(session_id=session_id, reason=reason)
+    result = store.forget(session_id=session_id, reason=reason, within=within)
     derived = [row[0] for row in conn.execute(
         "SELECT DISTINCT m.id FROM memories m, json_each(m.source_ids) s WHERE s.value IN (SELECT value FROM "
         "json_each(?))", (json.dumps(sorted(cited)),))] if cited else []
