@@ -125,6 +125,8 @@ async def _call(state: AppState, ctx: Context | None, fn: Any) -> Any:
     except AgentmemError as exc:
         raise ToolError(str(exc)) from None
     except Exception as exc:  # left to the SDK, the agent would read only "Error executing tool ..."
+        if problem := getattr(state._store, "files_problem", None):  # its files changed: said once, in the log
+            raise ToolError(f"agentmem cannot use its database: {problem}") from None
         log.exception("tool call failed")
         from .preflight import explain
 

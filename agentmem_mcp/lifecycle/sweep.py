@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..db import audit
-from ..models import InvalidInput
+from ..models import InvalidInput, StoreDamaged
 from .forget import delete_memories
 from .forgetting import (
     P0_REASON,
@@ -398,6 +398,8 @@ def maybe_sweep(store: Store, *, count_threshold: int = 10000, interval_hours: f
         if hours is not None and hours < min_interval_hours:
             return None
         return sweep(store, now=now, **options)
+    except StoreDamaged:  # the database's files changed under this process: it writes no more (logged once)
+        raise
     except Exception:
         log.exception("the forgetting sweep failed (saves and searches are unaffected); it will be retried")
         return None
