@@ -87,6 +87,33 @@ def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
     return {"memories": total, "indexed": store.fulltext.count(), "embedded": embedded}
 
 
+def database_error_line(exc: BaseException) -> str:
+    """The one line a command prints when SQLite cannot use the database: what failed and what to do."""
+    text = str(exc)
+    if "disk I/O error" in text:
+        return (f"the memory database could not be read ({text}): its write-ahead log (agentmem.db-wal) may have been "
+                "deleted or replaced while an agentmem process had it open. Nothing was changed. A running agentmem "
+                "server notices it and saves what it holds within seconds: retry in a moment, and restart the MCP "
+                "server; `agentmem doctor` checks the database. Hooks keep their events in the spool meanwhile")
+    return (f"the memory database cannot be used ({text}). Nothing was changed. Keep a copy of the home folder, then "
+            "run `agentmem doctor`: if the database is damaged, `agentmem doctor --recover` copies what is readable "
+            "into a new file beside it. Hooks keep their events in the spool meanwhile")
+
+
+def recover_database(database: Any) -> str:
+    """`agentmem doctor --recover`: what is readable of `database` copied into a new file beside it (the damaged
+    one is only read), and what to do next."""
+    from .db.recovery import check, recover
+
+    report = recover(database)
+    problem = check(report.database)
+    return (f"{report.describe()}.\nThe new file's integrity check: {problem or 'ok'}. {database} was only read. To "
+            "use the new file: stop agentmem (close the coding agents), move the damaged file aside with its -wal and "
+            f"-shm files, rename {report.database.name} to {database.name} (and its .audit-key and .audit-head "
+            "files likewise), then run `agentmem reindex`; or import the export into a new home with `agentmem "
+            f"import {report.export}`")
+
+
 @dataclass
 class Check:
     name: str

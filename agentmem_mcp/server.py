@@ -127,6 +127,13 @@ async def _call(state: AppState, ctx: Context | None, fn: Any) -> Any:
     except Exception as exc:  # left to the SDK, the agent would read only "Error executing tool ..."
         if problem := getattr(state._store, "files_problem", None):  # its files changed: said once, in the log
             raise ToolError(f"agentmem cannot use its database: {problem}") from None
+        from .db.connection import DatabaseError
+
+        if isinstance(exc, DatabaseError):  # a damaged or vanished database: one line, no traceback
+            from .maintenance import database_error_line
+
+            log.warning("tool call failed: %s", exc)
+            raise ToolError(f"agentmem: {database_error_line(exc)}. Carry on without memory for this step.") from None
         log.exception("tool call failed")
         from .preflight import explain
 

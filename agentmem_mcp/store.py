@@ -24,6 +24,7 @@ from .config import Settings, load_settings
 from .db import audit
 from .db.connection import (
     Connection,
+    DatabaseError,
     FileWatch,
     checkpoint,
     connect,
@@ -119,6 +120,9 @@ class Store:
                 self.index_soon()
             else:
                 self.drain_outbox()
+        except DatabaseError:  # a damaged database: the caller says so, in one line
+            self.close()
+            raise
         except Exception:  # e.g. a full disk: the outbox keeps the work, and the store still answers
             log.exception("could not update the BM25 index at open; the changes stay queued")
 
@@ -244,6 +248,8 @@ class Store:
         try:
             if self._watch is None or self._watch.problem is None:  # else it may write nothing
                 self.drain_outbox(limit=BIG_BACKLOG)  # a bigger rest (a rebuild cut short) waits for the next one
+        except DatabaseError as exc:  # a damaged database: the outbox keeps the work, the next command says so
+            log.debug("could not update the BM25 index at close: %s", exc)
         except Exception:  # the outbox keeps what is not indexed; the next open drains it
             log.exception("could not update the BM25 index at close")
         if self._pool is not None:
