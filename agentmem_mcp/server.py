@@ -281,7 +281,6 @@ def build_server(settings: Settings | None = None) -> MCPServer:
 
         def run(store: Any) -> dict[str, Any]:
             from .lifecycle.forget import forget_session
-            from .maintenance import erase_forgotten
 
             by_filter = ids is None and session_id is None
             preview = dry_run if dry_run is not None else by_filter
@@ -292,8 +291,8 @@ def build_server(settings: Settings | None = None) -> MCPServer:
             else:
                 result = store.forget(ids=ids, session_id=session_id, type=type, older_than_days=older_than_days,
                                       dry_run=preview, reason=why, within=_within(store))
-            if not result.dry_run and (result.count or result.observations):  # the CLI's erasure, the same
-                erase_forgotten(store, memories_deleted=bool(result.count or derived))
+            if not result.dry_run and (result.count or result.observations):  # the CLI's erasure, in the background
+                store.erase_soon(memories_deleted=bool(result.count or derived))
             answer = result.to_dict()
             if derived:
                 answer["derived"] = derived

@@ -92,6 +92,8 @@ class Store:
         self._closing = False
         self._closed = threading.Event()
         self._healed_at = float("-inf")
+        self._erase_pending: bool | None = None  # an erasure asked for (`erase_soon`): whether memories went
+        self._erase_lock = threading.Lock()
         self.word_matrix = words.WordMatrix()  # the word vectors searches have met (index/words.py)
         self.query_word_cache: dict[str, Any] = {}  # vectors of query words no memory has, embedded by search
         ensure_private_dir(settings.home)
@@ -245,6 +247,11 @@ class Store:
             self._index_wanted.set()
             self._indexer.join(timeout=60)
             self._indexer = None
+        if self._erase_pending is not None and (self._watch is None or self._watch.problem is None):
+            try:
+                self._run_erasure()  # forgotten text must not outlive the process that forgot it
+            except Exception as exc:
+                log.warning("could not erase what was forgotten from the index and the WAL: %s", exc)
         try:
             if self._watch is None or self._watch.problem is None:  # else it may write nothing
                 self.drain_outbox(limit=BIG_BACKLOG)  # a bigger rest (a rebuild cut short) waits for the next one
@@ -409,6 +416,27 @@ class Store:
             self._indexer.start()
         self._index_wanted.set()
 
+    def erase_soon(self, memories_deleted: bool = True) -> None:
+        """After a forget: run `maintenance.erase_forgotten` (BM25 rebuilt, WAL truncated) on the indexer thread, so
+        the caller does not wait for a rebuild (at once with sync_index; at the latest when the store closes)."""
+        with self._erase_lock:
+            self._erase_pending = bool(self._erase_pending) or memories_deleted
+        if self.sync_index:
+            self._run_erasure()
+        else:
+            self.index_soon()
+
+    def _run_erasure(self) -> None:
+        with self._erase_lock:
+            memories_deleted, self._erase_pending = self._erase_pending, None
+        if memories_deleted is None:
+            return
+        from .maintenance import erase_forgotten
+
+        erased = erase_forgotten(self, memories_deleted=memories_deleted)
+        if erased.busy_readers:
+            log.info("another process was reading: the WAL still holds forgotten pages until the next checkpoint")
+
     def _checkpoint(self, busy_timeout_ms: int) -> bool:
         """Copy the WAL into the database file and empty it, waiting at most `busy_timeout_ms` for other
         processes; not when the files changed under this process (the watch refuses it). Never raises."""
@@ -468,6 +496,8 @@ class Store:
             try:
                 self.drain_outbox(stop=self._closed)
                 unfinished = self._catching_up.is_set() and self.index_backlog() > BIG_BACKLOG
+                if not unfinished and not self._closing:
+                    self._run_erasure()
             except StoreDamaged:  # the database's files changed under this process (logged once)
                 return
             except Exception:

@@ -86,9 +86,10 @@ def test_memory_forget_over_mcp_leaves_nothing_on_disk(cli_env, home, tmp_path):
                 assert all(files_holding(home, v) for v in vectors)
                 answer = await session.call_tool("memory_forget", {"ids": [memory_id], "reason": "test"})
                 assert not answer.is_error and json.loads(answer.content[0].text)["count"] == 1
-                assert files_holding(home, secret.encode()) == []  # database and WAL
-                assert bm25_doc_freq(home, secret) == 0  # the BM25 segments
-                assert [v for v in vectors if files_holding(home, v)] == []  # chunk vectors and vec0 chunk blobs
+                # erased on the server's indexer thread, within seconds: the database file and WAL, the BM25
+                # segments, the chunk vectors and the binary codes in sqlite-vec's chunk blobs
+                wait_for(lambda: files_holding(home, secret.encode()) == [] and bm25_doc_freq(home, secret) == 0
+                         and [v for v in vectors if files_holding(home, v)] == [], timeout=30)
                 found = await session.call_tool("memory_search", {"query": "install dependencies"})
                 assert kept in found.content[0].text
 

@@ -235,9 +235,7 @@ def sweep(store: Store, *, strategy: str = "composite", dry_run: bool = False, t
         detail = {key: value for key, value in report.record().items() if key not in ("at", "duration_s")}
         audit.append(conn, "sweep", None, None, detail, at=now)
     if report.expired or report.deleted or report.low_confidence or prunable:
-        from ..maintenance import erase_forgotten
-
-        erase_forgotten(store)  # what the sweep forgot leaves the BM25 segments and the WAL too
+        store.erase_soon()  # what the sweep forgot leaves the BM25 segments and the WAL too
     return report
 
 
