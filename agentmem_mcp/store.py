@@ -444,8 +444,8 @@ class Store:
             return False
         try:
             return checkpoint(self.conn, "TRUNCATE", busy_timeout_ms=busy_timeout_ms)
-        except Exception as exc:  # a damaged database: the commands say so; closing goes on
-            log.warning("could not checkpoint the database: %s", exc)
+        except DatabaseError as exc:  # a damaged database: the commands say so, in their one line
+            log.debug("could not checkpoint the database: %s", exc)
             return False
 
     @property
