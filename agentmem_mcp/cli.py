@@ -275,8 +275,13 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .config import load_settings
     from .maintenance import Check, doctor, recover_database
+    from .models import AgentmemError
+    from .preflight import home_problem
 
-    database = load_settings().database
+    settings = load_settings()
+    if problem := home_problem(settings):  # an unusable home (read-only, foreign) is not a damaged database
+        raise AgentmemError(problem)
+    database = settings.database
     if args.recover:
         print(recover_database(database))
         return 0
