@@ -186,7 +186,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
     dry_run = args.dry_run or (by_filter and not args.yes)
     reason = args.reason or "forgotten from the command line"
     with _open(args, load_embedder=False) as store:
-        from .maintenance import erase_forgotten, forget_session
+        from .lifecycle.forget import forget_session
+        from .maintenance import erase_forgotten
 
         derived: list[str] = []
         if args.session and not dry_run and not args.ids and (
@@ -273,10 +274,28 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from .maintenance import doctor
+    from .config import load_settings
+    from .maintenance import Check, doctor, recover_database
+    from .models import AgentmemError
+    from .preflight import home_problem
 
-    with _open(args) as store:
-        checks = doctor(store)
+    settings = load_settings()
+    if problem := home_problem(settings):  # an unusable home (read-only, foreign) is not a damaged database
+        raise AgentmemError(problem)
+    database = settings.database
+    if args.recover:
+        print(recover_database(database))
+        return 0
+    from .db.recovery import check
+
+    problem = check(database) if database.exists() else None
+    if problem is not None:  # the store cannot be opened safely: say so, and how to save what is readable
+        checks = [Check("database", False, f"{database} is damaged: {problem}",
+                        "`agentmem doctor --recover` copies what is readable into a new file beside it (this one is "
+                        "only read) and exports its memories; keep a copy of the home folder first")]
+    else:
+        with _open(args) as store:
+            checks = [Check("database", True, "integrity check ok"), *doctor(store)]
     if args.json:
         _print_json([c.to_dict() for c in checks])
     else:
@@ -486,6 +505,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = scoped(sub.add_parser("doctor", help="check the installation and say how to fix problems"))
     p.add_argument("--json", action="store_true", help=json_help)
+    p.add_argument("--recover", action="store_true",
+                   help="copy what is readable of a damaged database into a new file beside it, and export it")
     p.set_defaults(func=cmd_doctor)
 
     p = scoped(sub.add_parser("audit", help="check the audit log"))
@@ -554,10 +575,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .db.connection import DatabaseError
 
         if isinstance(exc, DatabaseError):
-            print(f"agentmem: the memory database cannot be used ({exc}). Nothing was changed. Keep a copy of the "
-                  "home folder; if the database is damaged, `sqlite3 agentmem.db .recover | sqlite3 recovered.db` "
-                  "saves what is readable (then point AGENTMEM_DB at recovered.db); hooks keep their events in the "
-                  "spool meanwhile", file=sys.stderr)
+            from .maintenance import database_error_line
+
+            print(f"agentmem: {database_error_line(exc)}", file=sys.stderr)
             return 3
         message = _explain(exc) if isinstance(exc, (OSError, ValueError)) else None
         if message is None:

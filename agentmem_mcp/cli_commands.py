@@ -39,6 +39,7 @@ def forget_by_strategy_in_project(args: argparse.Namespace) -> int:
             for start in range(0, len(gone), 100):
                 store.forget(ids=gone[start:start + 100], all_projects=True,
                              reason=f"{args.reason or 'forgotten from the command line'} ({args.strategy} sweep)")
+            store.erase_soon()
         scope = store.project or "global memories"
     if args.json:
         ids = {d: [e.id for e in entries if e.decision == d] for d in REMOVALS}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Callable
@@ -21,11 +20,7 @@ def rebuild_bm25(store: Store, progress: Progress | None = None) -> int:
     """Empty the BM25 index folder (its segment files are deleted) and index every memory again from SQLite;
     returns how many memories there are."""
     total = store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-    store.fulltext.reset()
-    with store.transaction() as tx:
-        tx.execute("DELETE FROM index_outbox")
-        tx.execute("INSERT INTO index_outbox (memory_id, op, created_at) SELECT id, 'upsert', ? FROM memories",
-                   (store.now(),))
+    store.reset_fulltext()
     done = 0
     while True:
         applied = store.drain_outbox(limit=500)
@@ -70,25 +65,6 @@ def erase_forgotten(store: Store, memories_deleted: bool = True, attempts: int =
     return Erasure(memories_deleted, emptied, busy and not emptied)
 
 
-def forget_session(store: Store, session_id: str, reason: str) -> tuple[Any, list[str]]:
-    """`store.forget(session_id=...)` and what else holds that session's text: the summariser's state for it, and
-    the memories consolidation derived from its observations or its summaries (they are forgotten too; the worker
-    derives again what the remaining sessions still support). Returns the forget result and the derived ids."""
-    conn = store.conn
-    cited = {f"obs:{row[0]}" for row in conn.execute("SELECT id FROM observations WHERE session_id = ?",
-                                                      (session_id,))}
-    cited |= {row[0] for row in conn.execute("SELECT id FROM memories WHERE session_id = ?", (session_id,))}
-    result = store.forget(session_id=session_id, reason=reason)
-    derived = [row[0] for row in conn.execute(
-        "SELECT DISTINCT m.id FROM memories m, json_each(m.source_ids) s WHERE s.value IN (SELECT value FROM "
-        "json_each(?))", (json.dumps(sorted(cited)),))] if cited else []
-    if derived:
-        store.forget(ids=derived, reason=f"derived from forgotten session {session_id[:80]}")
-    with store.transaction() as tx:
-        tx.execute("DELETE FROM meta WHERE key = ?", (f"summary-state:{session_id}",))
-    return result, derived
-
-
 def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
     """Rebuild the BM25 index and every vector from SQLite, the source of truth."""
     total = rebuild_bm25(store, progress)
@@ -109,6 +85,33 @@ def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
             if progress:
                 progress("words", looked, total)
     return {"memories": total, "indexed": store.fulltext.count(), "embedded": embedded}
+
+
+def database_error_line(exc: BaseException) -> str:
+    """The one line a command prints when SQLite cannot use the database: what failed and what to do."""
+    text = str(exc)
+    if "disk I/O error" in text:
+        return (f"the memory database could not be read ({text}): its write-ahead log (agentmem.db-wal) may have been "
+                "deleted or replaced while an agentmem process had it open. Nothing was changed. A running agentmem "
+                "server notices it and saves what it holds within seconds: retry in a moment, and restart the MCP "
+                "server; `agentmem doctor` checks the database. Hooks keep their events in the spool meanwhile")
+    return (f"the memory database cannot be used ({text}). Nothing was changed. Keep a copy of the home folder, then "
+            "run `agentmem doctor`: if the database is damaged, `agentmem doctor --recover` copies what is readable "
+            "into a new file beside it. Hooks keep their events in the spool meanwhile")
+
+
+def recover_database(database: Any) -> str:
+    """`agentmem doctor --recover`: what is readable of `database` copied into a new file beside it (the damaged
+    one is only read), and what to do next."""
+    from .db.recovery import check, recover
+
+    report = recover(database)
+    problem = check(report.database)
+    return (f"{report.describe()}.\nThe new file's integrity check: {problem or 'ok'}. {database} was only read. To "
+            "use the new file: stop agentmem (close the coding agents), move the damaged file aside with its -wal and "
+            f"-shm files, rename {report.database.name} to {database.name} (and its .audit-key and .audit-head "
+            "files likewise), then run `agentmem reindex`; or import the export into a new home with `agentmem "
+            f"import {report.export}`")
 
 
 @dataclass

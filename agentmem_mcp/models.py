@@ -35,6 +35,10 @@ class StoreFull(AgentmemError):
     """The disk holding the database has no room for a write."""
 
 
+class StoreDamaged(AgentmemError):
+    """The database file or its write-ahead log was deleted or replaced under this process: it writes no more."""
+
+
 def check_memory_id(memory_id: Any) -> str:
     if not isinstance(memory_id, str) or not MEMORY_ID.match(memory_id):
         raise InvalidInput(f"{str(memory_id)[:80]!r} is not a memory id: ids look like m_0123456789abcdef")

@@ -135,6 +135,15 @@ async def _call(state: AppState, ctx: Context | None, fn: Any) -> Any:
     except AgentmemError as exc:
         raise ToolError(str(exc)) from None
     except Exception as exc:  # left to the SDK, the agent would read only "Error executing tool ..."
+        if problem := getattr(state._store, "files_problem", None):  # its files changed: said once, in the log
+            raise ToolError(f"agentmem cannot use its database: {problem}") from None
+        from .db.connection import DatabaseError
+
+        if isinstance(exc, DatabaseError):  # a damaged or vanished database: one line, no traceback
+            from .maintenance import database_error_line
+
+            log.warning("tool call failed: %s", exc)
+            raise ToolError(f"agentmem: {database_error_line(exc)}. Carry on without memory for this step.") from None
         log.exception("tool call failed")
         from .preflight import explain
 
@@ -281,11 +290,22 @@ def build_server(settings: Settings | None = None) -> MCPServer:
                             "exactly one of these")
 
         def run(store: Any) -> dict[str, Any]:
+            from .lifecycle.forget import forget_session
+
             by_filter = ids is None and session_id is None
             preview = dry_run if dry_run is not None else by_filter
-            answer = store.forget(ids=ids, session_id=session_id, type=type, older_than_days=older_than_days,
-                                  dry_run=preview, reason=reason or "forgotten by the agent",
-                                  within=_within(store)).to_dict()
+            why = reason or "forgotten by the agent"
+            derived: list[str] = []
+            if session_id is not None and not preview:
+                result, derived = forget_session(store, session_id, why, within=_within(store))
+            else:
+                result = store.forget(ids=ids, session_id=session_id, type=type, older_than_days=older_than_days,
+                                      dry_run=preview, reason=why, within=_within(store))
+            if not result.dry_run and (result.count or result.observations):  # the CLI's erasure, in the background
+                store.erase_soon(memories_deleted=bool(result.count or derived))
+            answer = result.to_dict()
+            if derived:
+                answer["derived"] = derived
             for memory in answer["memories"]:
                 memory["title"] = neutralize(memory["title"])
             return answer

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -20,13 +21,23 @@ from typing import Any
 
 from .config import Settings, load_settings
 from .db import audit
-from .db.connection import Connection, connect, ensure_private_dir, make_private, write_transaction
+from .db.connection import (
+    Connection,
+    DatabaseError,
+    FileWatch,
+    checkpoint,
+    connect,
+    ensure_private_dir,
+    make_private,
+    watch_files,
+    write_transaction,
+)
 from .db.migrations import migrate
 from .index import neighbours, vectors, words
 from .index.embedder import Embedder
-from .index.fulltext import FulltextDoc, FulltextIndex, IndexBusyError
+from .index.fulltext import FulltextDoc, FulltextIndex, IndexBusyError, IndexDamagedError
 from .index.neighbours import turn_contexts
-from .models import Memory, NotFound, check_memory_id
+from .models import Memory, NotFound, StoreDamaged, check_memory_id
 
 log = logging.getLogger("agentmem")
 
@@ -42,6 +53,10 @@ HEAL_EVERY_S = 60.0
 # long-running server answers at once (searching what is indexed so far, and saying so) instead of making its
 # first tool call wait; and close() leaves at most this much for the next process to apply.
 BIG_BACKLOG = 2000
+# With no write for this long, the indexer thread checkpoints the WAL (and notices files changed under it); a
+# checkpoint waits at most CHECKPOINT_BUSY_MS for other processes' readers, which holds off writers meanwhile.
+IDLE_CHECKPOINT_S = 5.0
+CHECKPOINT_BUSY_MS = 200
 OPENING_CHARS = 48  # how much of a long first line `memory_text` repeats
 
 
@@ -76,6 +91,8 @@ class Store:
         self._closing = False
         self._closed = threading.Event()
         self._healed_at = float("-inf")
+        self._erase_pending: bool | None = None  # an erasure asked for (`erase_soon`): whether memories went
+        self._erase_lock = threading.Lock()
         self.word_matrix = words.WordMatrix()  # the word vectors searches have met (index/words.py)
         self.query_word_cache: dict[str, Any] = {}  # vectors of query words no memory has, embedded by search
         ensure_private_dir(settings.home)
@@ -83,7 +100,10 @@ class Store:
         self._local = threading.local()
         self._connections: list[Connection] = []
         self._conn_lock = threading.Lock()
+        self._watch: FileWatch | None = None
         migrate(self.conn)
+        self._watch = FileWatch(self.db_path)  # the files as opened: a WAL deleted under us stops our writes
+        watch_files(self.conn, self._watch)
         self.fulltext = self._open_fulltext()
         self.embedder = embedder or Embedder(settings.embed_model, settings.embed_model_path,
                                              enabled=settings.embeddings)
@@ -92,6 +112,8 @@ class Store:
             self.embedder.wait()
             self.prepare_vectors()
         try:
+            if index_in_background and not sync_index:
+                self.index_soon()  # the indexer thread also checkpoints when idle (_idle)
             if index_in_background and not sync_index and (backlog := self.index_backlog()) > BIG_BACKLOG:
                 log.warning("BM25 index: %d changes to apply; applying them in the background (search uses "
                             "what is indexed so far meanwhile)", backlog)
@@ -99,6 +121,9 @@ class Store:
                 self.index_soon()
             else:
                 self.drain_outbox()
+        except DatabaseError:  # a damaged database: the caller says so, in one line
+            self.close()
+            raise
         except Exception:  # e.g. a full disk: the outbox keeps the work, and the store still answers
             log.exception("could not update the BM25 index at open; the changes stay queued")
 
@@ -128,20 +153,43 @@ class Store:
             conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) "
                          "SELECT id, 'upsert', ? FROM memories", (time.time(),))
 
+    def reset_fulltext(self) -> None:
+        """Empty the BM25 index (its segment files are deleted) and queue every memory to be indexed again, while
+        no drain of the outbox runs in this process."""
+        with self._drain_lock:
+            self.fulltext.reset()
+            self._queue_every_memory()
+
+    def _rebuild_damaged(self, error: BaseException) -> None:
+        """The index's files were damaged under this process (IndexDamagedError): empty the index, dropping every
+        mapping of the old files, and queue every memory again (the caller holds the drain lock)."""
+        log.warning("BM25 index damaged (%s); rebuilding it from SQLite", str(error)[:300])
+        self.fulltext.reset()
+        self._queue_every_memory()
+
     def heal_fulltext(self, error: BaseException) -> None:
         """A BM25 search failed: a segment damaged where opening the index does not look (a term dictionary)
         makes tantivy panic at query time. Rebuild the index from SQLite, at most once a minute."""
-        if isinstance(error, IndexBusyError) or time.monotonic() - self._healed_at < HEAL_EVERY_S:
+        damaged = isinstance(error, IndexDamagedError)  # seen before anything was read: rebuild, whenever
+        if isinstance(error, IndexBusyError) or not damaged and time.monotonic() - self._healed_at < HEAL_EVERY_S:
             return
         if self._catching_up.is_set():  # a rebuild is under way: waiting for its lock would stall this search
             return
         self._healed_at = time.monotonic()
-        log.warning("BM25 search failed (%s: %s); rebuilding the index from SQLite", type(error).__name__,
-                    str(error)[:300])
         try:
             with self._drain_lock:
-                self.fulltext.reset()
-                self._queue_every_memory()
+                if damaged:
+                    try:
+                        self.fulltext.check_files()
+                        return  # the indexer thread rebuilt it meanwhile
+                    except IndexDamagedError:
+                        pass
+                    self._rebuild_damaged(error)
+                else:
+                    log.warning("BM25 search failed (%s: %s); rebuilding the index from SQLite",
+                                type(error).__name__, str(error)[:300])
+                    self.fulltext.reset()
+                    self._queue_every_memory()
             if not self.sync_index:
                 self._catching_up.set()  # searches meanwhile use what is indexed so far
             self.index_soon()
@@ -171,7 +219,12 @@ class Store:
         """This thread's connection (sqlite connections are not shared between threads)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
+            if self._watch is not None and self._connections:
+                # a connection opened after the WAL was deleted would read the new, empty one: refuse instead
+                self._watch.check(self._connections[0])
             conn = connect(self.db_path, busy_timeout_ms=self.settings.busy_timeout_ms)
+            if self._watch is not None:
+                watch_files(conn, self._watch)
             self._local.conn = conn
             with self._conn_lock:
                 self._connections.append(conn)
@@ -193,13 +246,23 @@ class Store:
             self._index_wanted.set()
             self._indexer.join(timeout=60)
             self._indexer = None
+        if self._erase_pending is not None and (self._watch is None or self._watch.problem is None):
+            try:
+                self._run_erasure()  # forgotten text must not outlive the process that forgot it
+            except Exception as exc:
+                log.warning("could not erase what was forgotten from the index and the WAL: %s", exc)
         try:
-            self.drain_outbox(limit=BIG_BACKLOG)  # a bigger rest (a rebuild cut short) waits for the next process
+            if self._watch is None or self._watch.problem is None:  # else it may write nothing
+                self.drain_outbox(limit=BIG_BACKLOG)  # a bigger rest (a rebuild cut short) waits for the next one
+        except DatabaseError as exc:  # a damaged database: the outbox keeps the work, the next command says so
+            log.debug("could not update the BM25 index at close: %s", exc)
         except Exception:  # the outbox keeps what is not indexed; the next open drains it
             log.exception("could not update the BM25 index at close")
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        self._checkpoint(busy_timeout_ms=CHECKPOINT_BUSY_MS)
+        last = self._last_connection()
         with self._conn_lock:
             for conn in self._connections:
                 try:
@@ -207,6 +270,8 @@ class Store:
                 except Exception:  # closing from another thread is best effort
                     pass
             self._connections.clear()
+        if last is not None:
+            last.close()
         self._local = threading.local()
         make_private(self.db_path)
 
@@ -350,12 +415,79 @@ class Store:
             self._indexer.start()
         self._index_wanted.set()
 
+    def erase_soon(self, memories_deleted: bool = True) -> None:
+        """After a forget: run `maintenance.erase_forgotten` (BM25 rebuilt, WAL truncated) on the indexer thread, so
+        the caller does not wait for a rebuild (at once with sync_index; at the latest when the store closes)."""
+        with self._erase_lock:
+            self._erase_pending = bool(self._erase_pending) or memories_deleted
+        if self.sync_index:
+            self._run_erasure()
+        else:
+            self.index_soon()
+
+    def _run_erasure(self) -> None:
+        with self._erase_lock:
+            memories_deleted, self._erase_pending = self._erase_pending, None
+        if memories_deleted is None:
+            return
+        from .maintenance import erase_forgotten
+
+        erased = erase_forgotten(self, memories_deleted=memories_deleted)
+        if erased.busy_readers:
+            log.info("another process was reading: the WAL still holds forgotten pages until the next checkpoint")
+
+    def _checkpoint(self, busy_timeout_ms: int) -> bool:
+        """Copy the WAL into the database file and empty it, waiting at most `busy_timeout_ms` for other
+        processes; not when the files changed under this process (the watch refuses it). Never raises."""
+        if self._watch is not None and self._watch.problem is not None:
+            return False
+        try:
+            return checkpoint(self.conn, "TRUNCATE", busy_timeout_ms=busy_timeout_ms)
+        except DatabaseError as exc:  # a damaged database: the commands say so, in their one line
+            log.debug("could not checkpoint the database: %s", exc)
+            return False
+
+    @property
+    def files_problem(self) -> str | None:
+        """What changed under this process among the database's files (then it writes no more), or None."""
+        return None if self._watch is None else self._watch.problem
+
+    def _last_connection(self) -> Connection | None:
+        """When the WAL was replaced under this process: a connection on the files as they are now, to be closed
+        after this process's own. The last connection to close checkpoints the WAL and deletes it; closed last,
+        that one checkpoints the current WAL (what other processes wrote since) instead of this process's
+        unlinked one, and nothing they wrote is deleted with it."""
+        if self.files_problem is None:
+            return None
+        try:
+            return connect(self.db_path, busy_timeout_ms=CHECKPOINT_BUSY_MS, load_vec=False)
+        except Exception as exc:
+            log.warning("could not open the database to close it cleanly: %s", exc)
+            return None
+
+    def _idle(self) -> None:
+        """No write for IDLE_CHECKPOINT_S: notice database files changed under this process (`FileWatch`, which
+        logs it), and checkpoint a WAL that holds anything (any process's writes)."""
+        if self._watch is None:
+            return
+        try:
+            self._watch.check(self.conn)
+        except StoreDamaged:
+            return
+        try:
+            size = os.path.getsize(f"{self.db_path}-wal")
+        except OSError:
+            return
+        if size:
+            self._checkpoint(busy_timeout_ms=CHECKPOINT_BUSY_MS)
+
     def _index_loop(self) -> None:
         while not self._closing:
-            self._index_wanted.wait(timeout=5.0)
+            self._index_wanted.wait(timeout=IDLE_CHECKPOINT_S)
             if self._closing:
                 return
             if not self._index_wanted.is_set():
+                self._idle()
                 continue
             if not self._catching_up.is_set():
                 self._closed.wait(INDEX_DEBOUNCE_S)  # close() cuts the wait short
@@ -363,6 +495,10 @@ class Store:
             try:
                 self.drain_outbox(stop=self._closed)
                 unfinished = self._catching_up.is_set() and self.index_backlog() > BIG_BACKLOG
+                if not unfinished and not self._closing:
+                    self._run_erasure()
+            except StoreDamaged:  # the database's files changed under this process (logged once)
+                return
             except Exception:
                 log.exception("background BM25 indexing failed; the outbox keeps the work")
                 unfinished = False  # searches go back to applying the outbox themselves
@@ -400,6 +536,7 @@ class Store:
 
     def _drain(self, limit: int | None, stop: threading.Event | None) -> int:
         applied = 0
+        rebuilt = False
         while (limit is None or applied < limit) and not (stop is not None and stop.is_set()):
             rows = self.conn.execute(
                 "SELECT seq, memory_id FROM index_outbox ORDER BY seq LIMIT ?", (OUTBOX_BATCH,)).fetchall()
@@ -421,6 +558,12 @@ class Store:
             except IndexBusyError as exc:
                 log.warning("%s", exc)
                 break
+            except IndexDamagedError as exc:
+                if rebuilt:  # damaged again right after a rebuild: leave the work queued
+                    raise
+                rebuilt = True
+                self._rebuild_damaged(exc)
+                continue
             seqs = [row[0] for row in rows]
             with self.transaction() as conn:
                 conn.execute(f"DELETE FROM index_outbox WHERE seq IN ({','.join('?' * len(seqs))})", seqs)

@@ -26,6 +26,7 @@ from .capture.compress import CompressedObservation, compress
 from .lifecycle import consolidate, summarize
 from .lifecycle.consolidate import prepare_saves, write_saves
 from .llm import LLM, need, need_text, need_unit
+from .models import StoreDamaged
 
 if TYPE_CHECKING:
     from .db.connection import Connection
@@ -417,6 +418,8 @@ async def serve_worker_loop(state: Any) -> None:
                     idle = IDLE_SLEEP[0] if report.busy else min(idle * 2, IDLE_SLEEP[1])
                 else:
                     idle = 0.5  # another process works; look again soon (the keeper retries every renewal)
+            except StoreDamaged:  # the database's files changed under this server (logged once): it writes no more
+                return
             except Exception:
                 log.exception("worker pass failed; retrying later")
                 idle = IDLE_SLEEP[1]
@@ -436,7 +439,7 @@ def run_cli(args: Any) -> int:
     from .logs import setup_logging
     from .store import Store
 
-    store = Store.open(project=None)
+    store = Store.open(project=None, index_in_background=bool(getattr(args, "forever", False)))  # idle checkpoints
     setup_logging(store.settings)
     with store:
         worker = Worker(store, llm=LLM.from_store(store))

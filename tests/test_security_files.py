@@ -271,7 +271,7 @@ def test_a_damaged_database_gives_one_clear_line_and_hooks_spool(cli_env, home, 
         wal.unlink(missing_ok=True)
     done = agentmem(cli_env | {"AGENTMEM_EMBEDDINGS": "0"}, "stats", cwd=project)
     assert done.returncode == 3 and "Traceback" not in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1 and ".recover" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "agentmem doctor --recover" in done.stderr
     answer = hook(cli_env, "UserPromptSubmit", prompt_event(project, "remember the deploy window"), project)
     assert answer.returncode == 0 and answer.stdout == "" and answer.stderr == ""
     spooled = list((home / "spool").glob("*.json"))

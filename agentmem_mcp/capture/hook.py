@@ -101,9 +101,9 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
 
         if conn is not None and close:
             conn.close()
-        if not isinstance(exc, (AgentmemError, DatabaseError)):
+        if not isinstance(exc, (AgentmemError, DatabaseError, OSError)):
             raise
-        # locked past our wait, a full disk, a damaged or missing database: keep the event for later
+        # locked past our wait, a full disk, a damaged, missing or unreadable database: keep the event for later
         where = spool_event(settings.home, scrubbed, project)
         _log_failure(client, event_name, RuntimeError(f"{exc}; the event waits in {where}"))
         return _output(ev.client, ev.event, ev.raw_event, "")

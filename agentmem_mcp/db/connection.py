@@ -5,7 +5,9 @@ The database's folder is created 0700 when missing; an existing folder agentmem 
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,10 +16,107 @@ import sqlean
 
 from ..files import ensure_private_dir, make_private
 
-Connection = sqlean.Connection
 DatabaseError = sqlean.DatabaseError
 OperationalError = sqlean.OperationalError
 IntegrityError = sqlean.IntegrityError
+
+log = logging.getLogger("agentmem")
+
+
+class Connection(sqlean.Connection):
+    """A sqlean connection that may carry the `FileWatch` of the process that opened it (see `watch_files`)."""
+
+    watch: FileWatch | None = None
+
+
+FileId = tuple[int, int] | None  # (device, inode) of a file, None: missing
+
+
+def _file_id(path: str) -> FileId:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+class FileWatch:
+    """The database file, its WAL and its shared-memory index as this process opened them.
+
+    While a process has the database open, SQLite keeps the same three files (it deletes the WAL only when the last
+    connection closes). A WAL deleted or replaced under a running process makes SQLite go on writing into the old,
+    unlinked file, which no other process sees and which is lost when this one exits; a replaced database file takes
+    every later write with it. `check` notices either: the first time, if only the WAL changed, it copies what this
+    process's WAL holds into the database file (a checkpoint, so nothing acknowledged is lost), logs one line, and
+    from then on every write transaction on a watched connection raises StoreDamaged."""
+
+    def __init__(self, database: Path) -> None:
+        self.database = str(database)
+        self.seen = self._ids()
+        self.problem: str | None = None
+        self._lock = threading.Lock()
+
+    def _ids(self) -> tuple[FileId, FileId, FileId]:
+        return _file_id(self.database), _file_id(self.database + "-wal"), _file_id(self.database + "-shm")
+
+    def check(self, conn: Connection) -> None:
+        """Raise StoreDamaged if the files changed since they were opened (now or before)."""
+        if self.problem is None:
+            with self._lock:
+                self._look(conn)
+        if self.problem is not None:
+            from ..models import StoreDamaged
+
+            raise StoreDamaged(f"nothing was saved: {self.problem}")
+
+    def _look(self, conn: Connection) -> None:
+        if self.problem is None:
+            changed = {name: is_ for name, was, is_ in zip(("database", "write-ahead log", "shared-memory file"),
+                                                            self.seen, self._ids()) if was is not None and was != is_}
+            if not changed:
+                return
+            gone = ", ".join(f"{name} {'deleted' if is_ is None else 'replaced'}" for name, is_ in changed.items())
+            kept = self._rescue(conn) if list(changed) == ["write-ahead log"] else ""
+            self.problem = (f"the memory database's files changed under this agentmem process ({gone}: "
+                            f"{self.database}){kept}. This process writes nothing more, so nothing is acknowledged "
+                            "that would be lost: restart it (reconnect the MCP server), then run `agentmem doctor`")
+            log.error("%s", self.problem)
+
+    def _rescue(self, conn: Connection) -> str:
+        """Copy every page this process's (unlinked) WAL holds into the database file."""
+        try:
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except DatabaseError as exc:
+            return f"; what it held could not be copied into the database file ({exc})"
+        if busy:
+            return "; what it held could not all be copied into the database file (another process was reading)"
+        return "; everything saved before was copied into the database file"
+
+
+def watch_files(conn: Connection, watch: FileWatch) -> None:
+    """Make every write transaction on `conn` check `watch` first and after its commit."""
+    conn.watch = watch
+
+
+def checkpoint(conn: Connection, mode: str = "TRUNCATE", busy_timeout_ms: int | None = None) -> bool:
+    """Copy the WAL into the database file (`PRAGMA wal_checkpoint(mode)`; TRUNCATE also empties the WAL file).
+    busy_timeout_ms: how long to wait for other processes' readers and writers (the connection's own timeout
+    otherwise). Returns whether it completed (False: another process was busy; the next checkpoint does it)."""
+    if mode not in ("PASSIVE", "FULL", "RESTART", "TRUNCATE"):
+        raise ValueError(f"unknown checkpoint mode {mode!r}")
+    previous = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    if busy_timeout_ms is not None:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    try:
+        busy, _, _ = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+    except OperationalError as exc:
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            raise
+        busy = 1
+    finally:
+        if busy_timeout_ms is not None:
+            conn.execute(f"PRAGMA busy_timeout = {int(previous)}")
+    return not busy
 
 
 class VectorExtensionError(RuntimeError):
@@ -46,7 +145,7 @@ def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True, 
     old_umask = os.umask(0o077)
     try:
         conn = sqlean.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None,
-                              check_same_thread=False)
+                              check_same_thread=False, factory=Connection)
     finally:
         os.umask(old_umask)
     conn.row_factory = sqlean.Row
@@ -91,7 +190,13 @@ def _run_after_commit(conn: Connection, committed: bool) -> None:
 @contextmanager
 def write_transaction(conn: Connection) -> Iterator[Connection]:
     """BEGIN IMMEDIATE ... COMMIT, rolling back on any error. A lock held by another process past the
-    busy timeout raises StoreBusy, a full disk StoreFull (nothing was written in either case)."""
+    busy timeout raises StoreBusy, a full disk StoreFull (nothing was written in either case). On a watched
+    connection (`watch_files`), database files changed under the process raise StoreDamaged, before anything is
+    written or, when they changed during the transaction, after its commit (which then went to a file no other
+    process sees)."""
+    watch = getattr(conn, "watch", None)
+    if watch is not None:
+        watch.check(conn)
     try:
         conn.execute("BEGIN IMMEDIATE")
     except OperationalError as exc:
@@ -119,4 +224,10 @@ def write_transaction(conn: Connection) -> Iterator[Connection]:
             raise StoreFull("the disk holding the memory database is full; nothing was saved. Free some space, "
                             "then retry") from exc
         raise
+    if watch is not None:
+        try:
+            watch.check(conn)
+        except BaseException:
+            _AFTER_COMMIT.pop(id(conn), None)
+            raise
     _run_after_commit(conn, True)

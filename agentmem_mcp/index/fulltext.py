@@ -34,8 +34,16 @@ _INDEX_FILE = re.compile(r"[0-9a-f]{32}(?:\.\d+)?\.(?:idx|pos|term|store|fast|fi
                          r"\.managed\.json|\.tantivy-(?:meta|writer)\.lock|" + re.escape(SCHEMA_MARKER))
 
 
+_SEGMENT_FILE = re.compile(r"[0-9a-f]{32}(?:\.\d+)?\.(?:idx|pos|term|store|fast|fieldnorm|del)")
+
+
 class IndexBusyError(RuntimeError):
     """Another process held the index writer for too long."""
+
+
+class IndexDamagedError(RuntimeError):
+    """The index's files were changed under this process (a segment file truncated in place) or tantivy found them
+    damaged: the index must be rebuilt from SQLite before it is read again."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +132,12 @@ class FulltextIndex:
         marker = self.path / SCHEMA_MARKER
         if marker.exists() and needs_rebuild(marker.read_text()):
             self._wipe_dir()
+        self._mapped: dict[str, tuple[int, int]] = {}
+        self._note_files()
         self.index = tantivy.Index(_schema(), path=str(self.path), reuse=True)
+        # tantivy's default reader reloads on a thread of its own when meta.json changes, reading segment files at
+        # any moment, even ones truncated under it (SIGBUS); `_searcher` reloads instead, after `check_files`
+        self.index.config_reader(reload_policy="Manual")
         self._meta_file = str(self.path / "meta.json")
         self._seen: tuple[int, int, int] | None = None
         self.analyzer = build_analyzer()
@@ -132,6 +145,32 @@ class FulltextIndex:
         if not marker.exists():
             marker.write_text(SCHEMA_VERSION)
         self._make_private()
+
+    def _note_files(self) -> None:
+        """Remember the inode and size of every segment file now in the folder: the files tantivy may map into
+        memory from here on (segment files never change once written)."""
+        for entry in os.scandir(self.path):
+            if _SEGMENT_FILE.fullmatch(entry.name) and entry.name not in self._mapped:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                self._mapped[entry.name] = (st.st_ino, st.st_size)
+
+    def check_files(self) -> None:
+        """Raise IndexDamagedError if a segment file tantivy may have mapped was truncated in place since: reading
+        the part of a mapping past the end of its file kills the process with SIGBUS, so this runs before every
+        read and write of the index. A file deleted or replaced (a merge, another process's rebuild) is harmless:
+        the mapping keeps the old file."""
+        for name, (inode, size) in list(self._mapped.items()):
+            try:
+                st = os.stat(os.path.join(self.path, name))
+            except FileNotFoundError:
+                del self._mapped[name]
+                continue
+            if st.st_ino == inode and st.st_size < size:
+                raise IndexDamagedError(f"{name} in the BM25 index folder {self.path} shrank from {size:,} to "
+                                        f"{st.st_size:,} bytes while the index was open")
 
     def _make_private(self) -> None:
         """tantivy creates its files with the process umask (often 0644): make them 0600 like the database."""
@@ -185,6 +224,7 @@ class FulltextIndex:
         if not delete_ids:
             return 0
         with self._lock:
+            self.check_files()
             writer = self._writer()
             try:
                 for memory_id in delete_ids:
@@ -197,16 +237,21 @@ class FulltextIndex:
                 pause("index-commit")
                 writer.commit()
                 writer.wait_merging_threads()
+            except ValueError as exc:  # tantivy's error for a file it cannot read (e.g. "Footer magic byte mismatch")
+                _rollback(writer)
+                raise IndexDamagedError(f"the BM25 index at {self.path} cannot be written: {exc}") from exc
             except BaseException:
-                writer.rollback()
+                _rollback(writer)
                 raise
             finally:
                 del writer
+            self._note_files()
             self._make_private()
         return len(delete_ids)
 
     def clear(self) -> None:
         with self._lock:
+            self.check_files()
             writer = self._writer()
             writer.delete_all_documents()
             writer.commit()
@@ -267,13 +312,16 @@ class FulltextIndex:
 
     def _searcher(self) -> tantivy.Searcher:
         """A searcher on the latest commit. Reloading costs ~1-8 ms, so it happens only when meta.json (which
-        every commit, from any process, replaces) has changed since the last reload."""
+        every commit, from any process, replaces) has changed since the last reload. Raises IndexDamagedError,
+        before anything is read, if a mapped file was truncated (`check_files`)."""
+        self.check_files()
         try:
             st = os.stat(self._meta_file)
             seen = (st.st_ino, st.st_mtime_ns, st.st_size)
         except OSError:
             seen = None
         if seen is None or seen != self._seen:
+            self._note_files()
             self.index.reload()
             self._seen = seen
         return self.index.searcher()
@@ -291,7 +339,15 @@ class FulltextIndex:
         return self._searcher().num_docs
 
     def reset(self) -> None:
-        """Remove the index directory entirely and start empty (used when it is corrupt)."""
+        """Delete the index files and start empty (used when they are damaged): the old index, and its mappings of
+        the old files, are dropped."""
         with self._lock:
             self._wipe_dir()
             self._open()
+
+
+def _rollback(writer: tantivy.IndexWriter) -> None:
+    try:
+        writer.rollback()
+    except ValueError:  # the writer of a damaged index may fail to roll back too; it is dropped either way
+        pass

@@ -8,6 +8,7 @@ The turns after it in its session, which were indexed with its opening and may h
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -102,6 +103,27 @@ def forget(store: Store, *, ids: Sequence[str] | str | None = None, session_id: 
                          {"session_id": session_id, "observations": session_observations,
                           "memories": len(rows), "reason": reason}, at=now)
     return result
+
+
+def forget_session(store: Store, session_id: str, reason: str, within: Sequence[str | None] | None = None
+                   ) -> tuple[ForgetResult, list[str]]:
+    """`store.forget(session_id=...)` and what else holds that session's text: the summariser's state for it, and
+    the memories consolidation derived from its observations or its summaries (they are forgotten too; the worker
+    derives again what the remaining sessions still support). Returns the forget result and the derived ids.
+    within: as in `forget` (a session of another project is not found)."""
+    conn = store.conn
+    cited = {f"obs:{row[0]}" for row in conn.execute("SELECT id FROM observations WHERE session_id = ?",
+                                                      (session_id,))}
+    cited |= {row[0] for row in conn.execute("SELECT id FROM memories WHERE session_id = ?", (session_id,))}
+    result = store.forget(session_id=session_id, reason=reason, within=within)
+    derived = [row[0] for row in conn.execute(
+        "SELECT DISTINCT m.id FROM memories m, json_each(m.source_ids) s WHERE s.value IN (SELECT value FROM "
+        "json_each(?))", (json.dumps(sorted(cited)),))] if cited else []
+    if derived:
+        store.forget(ids=derived, reason=f"derived from forgotten session {session_id[:80]}")
+    with store.transaction() as tx:
+        tx.execute("DELETE FROM meta WHERE key = ?", (f"summary-state:{session_id}",))
+    return result, derived
 
 
 def _session_outside(conn: Any, session_id: str, within: Sequence[str | None]) -> bool:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..db import audit
-from ..models import InvalidInput
+from ..models import InvalidInput, StoreDamaged
 from .forget import delete_memories
 from .forgetting import (
     P0_REASON,
@@ -234,6 +234,8 @@ def sweep(store: Store, *, strategy: str = "composite", dry_run: bool = False, t
                      (json.dumps(report.record()),))
         detail = {key: value for key, value in report.record().items() if key not in ("at", "duration_s")}
         audit.append(conn, "sweep", None, None, detail, at=now)
+    if report.expired or report.deleted or report.low_confidence or prunable:
+        store.erase_soon()  # what the sweep forgot leaves the BM25 segments and the WAL too
     return report
 
 
@@ -394,6 +396,8 @@ def maybe_sweep(store: Store, *, count_threshold: int = 10000, interval_hours: f
         if hours is not None and hours < min_interval_hours:
             return None
         return sweep(store, now=now, **options)
+    except StoreDamaged:  # the database's files changed under this process: it writes no more (logged once)
+        raise
     except Exception:
         log.exception("the forgetting sweep failed (saves and searches are unaffected); it will be retried")
         return None

@@ -1,0 +1,112 @@
+"""The WAL under a running server (issue 18 item 9): deleting `agentmem.db-wal` under a running server let it go on
+acknowledging saves (into the unlinked file), other processes met raw `disk I/O error` tracebacks, and once it
+stopped the database was empty. Now the server notices, copies what its WAL held into the database file, refuses
+every later write with a clear error, and nothing acknowledged is lost. It also checkpoints when idle and at exit.
+The real server over stdio, the real CLI and hook command, on a real home."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from agentmem_mcp.db.connection import connect
+
+
+def run(env: dict[str, str], cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agentmem_mcp", *args], env=env, cwd=cwd, input=stdin,
+                          capture_output=True, text=True, timeout=180)
+
+
+def serve(env: dict[str, str], project: Path) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "agentmem_mcp", "serve"], env=env,
+                                 cwd=str(project))
+
+
+def no_raw_error(done: subprocess.CompletedProcess) -> bool:
+    return "Traceback" not in done.stderr and "disk I/O error" not in done.stderr
+
+
+def test_a_wal_deleted_under_a_running_server_stops_its_writes_and_loses_nothing(cli_env, home, tmp_path):
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    env = cli_env | {"AGENTMEM_EMBEDDINGS": "0"}
+    wal = home / "agentmem.db-wal"
+
+    async def scenario() -> None:
+        async with stdio_client(serve(env, project)) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                saved = await session.call_tool("memory_save", {"content": "The release train leaves on Thursdays"})
+                assert not saved.is_error, saved.content[0].text
+                assert wal.stat().st_size > 0  # what was saved is in the WAL only
+                wal.unlink()
+                refused = await session.call_tool("memory_save", {"content": "Staging deploys need a ticket"})
+                assert refused.is_error, refused.content[0].text
+                text = refused.content[0].text
+                assert "nothing was saved" in text and "write-ahead log deleted" in text and "restart" in text
+                again = await session.call_tool("memory_save", {"content": "Use ruff for linting"})
+                assert again.is_error and "nothing was saved" in again.content[0].text  # and stays refused
+                # other processes meanwhile: the first save was copied into the database file
+                found = run(env, project, "search", "release train")
+                assert found.returncode == 0 and no_raw_error(found), found.stdout + found.stderr
+                assert "Thursdays" in found.stdout
+                prompt = {"session_id": "s-1", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
+                          "prompt": "when does the release train leave?"}
+                hooked = run(env, project, "hook", "UserPromptSubmit", stdin=json.dumps(prompt))
+                assert hooked.returncode == 0 and hooked.stderr == ""
+
+    anyio.run(scenario)
+    found = run(env, project, "search", "release train")  # after the server stopped: nothing acknowledged is lost
+    assert "Thursdays" in found.stdout, found.stdout + found.stderr
+    assert "Staging deploys" not in run(env, project, "search", "staging deploys ticket").stdout
+    conn = connect(home / "agentmem.db", load_vec=False)
+    try:
+        prompts = conn.execute("SELECT COUNT(*) FROM observations WHERE prompt LIKE '%release train%'").fetchone()[0]
+    finally:
+        conn.close()
+    spooled = list((home / "spool").glob("*.json")) if (home / "spool").exists() else []
+    assert prompts + len(spooled) == 1  # the hook's event was recorded or kept in the spool
+    doctor = run(cli_env, project, "doctor")
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    log = (home / "logs" / "agentmem.log").read_text()
+    assert log.count("ERROR the memory database's files changed under this agentmem process") == 1, log[-3000:]
+    assert "Traceback" not in log, log[-3000:]
+
+
+def test_the_server_checkpoints_when_idle_and_at_exit(cli_env, home, tmp_path):
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    env = cli_env | {"AGENTMEM_EMBEDDINGS": "0"}
+    wal = home / "agentmem.db-wal"
+
+    async def scenario() -> None:
+        async with stdio_client(serve(env, project)) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                for fact in ("The release train leaves on Thursdays", "Staging deploys need a ticket"):
+                    assert not (await session.call_tool("memory_save", {"content": fact})).is_error
+                assert wal.stat().st_size > 0
+                holders.append(connect(home / "agentmem.db", load_vec=False))  # another process's connection
+                assert holders[0].execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 2
+                deadline = time.monotonic() + 30
+                while wal.stat().st_size:  # idle: the server copies the WAL into the database and empties it
+                    assert time.monotonic() < deadline, wal.stat().st_size
+                    await anyio.sleep(0.5)
+                assert not (await session.call_tool("memory_save", {"content": "Use ruff for linting"})).is_error
+                assert wal.stat().st_size > 0
+
+    holders: list = []
+    try:
+        anyio.run(scenario)
+        assert wal.stat().st_size == 0  # the server checkpointed at exit, though it was not the last to close
+        assert holders[0].execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 3
+    finally:
+        for holder in holders:
+            holder.close()
