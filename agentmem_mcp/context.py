@@ -23,7 +23,7 @@ from .anchors import FreshRows, missing_files, relative, stale_note
 from .db.connection import Connection
 from .index.tokenize import terms
 from .lifecycle import OUTCOME
-from .lifecycle.digest import digest
+from .lifecycle.digest import pick, ranked_pieces
 from .lifecycle.retention import retention
 from .ranking import PROCEDURE_BOOST, asks_how_to, estimate_tokens, humanize_age
 from .trust import instruction_reason, neutralize
@@ -183,7 +183,10 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
         add("Errors seen, and what fixed them", row, _line(row, _tail(row, now), 200))
     ranked = sorted(summaries, key=lambda r: -_session_weight(r, now))[:RECENT_SESSIONS]
     for rank, row in enumerate(ranked):
-        forms = tuple(_session_line(row, tree, project, now, rank=rank, shown=len(ranked), chars=chars)
+        parts = _summary_parts(row["content"])
+        pieces = ranked_pieces([(parts[OUTCOME], 1.0)]) if OUTCOME in parts else []
+        head = _session_head(row, tree, project, now)
+        forms = tuple(_session_line(head, parts, pieces, rank=rank, shown=len(ranked), chars=chars)
                       for chars in SESSION_OUTCOME_CHARS)
         seen.add(row["id"])
         lines.append(ContextLine("Recent sessions", forms[len(forms) // 2], row["id"], forms))
@@ -199,13 +202,19 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
     return lines
 
 
-def _session_line(row: Any, tree: str | None, project: str | None, now: float, *, rank: int, shown: int,
-                  chars: int) -> str:
-    parts = _summary_parts(row["content"])
+def _session_head(row: Any, tree: str | None, project: str | None, now: float) -> str:
+    """A session's first line in the briefing: its title, age, size, and the files it names that are gone."""
     title = row["title"].removeprefix("Session: ")
     gone = missing_files(row, tree, project)
     stale = f"; {stale_note(gone, row['anchor_commit'], 4)}" if gone else ""
-    out = [f"- {_clip(title, 100)} ({humanize_age(now - row['updated_at'])}, {row['events'] or 0} events{stale})"]
+    return f"- {_clip(title, 100)} ({humanize_age(now - row['updated_at'])}, {row['events'] or 0} events{stale})"
+
+
+def _session_line(head: str, parts: dict[str, str], pieces: list[Any], *, rank: int, shown: int,
+                  chars: int) -> str:
+    """One session of the briefing: `head`, then its parts (`parts` of its summary; `pieces`: its outcome's
+    ranked sentences), the outcome within its share of `chars`."""
+    out = [head]
     shares = _RANK_SHARE[:max(shown, 1)]
     outcome_chars = int(chars * shares[min(rank, len(shares) - 1)] / sum(shares))
     full = rank < 2 or chars >= SESSION_OUTCOME_CHARS[1]  # every part, when the budget has room for it
@@ -215,8 +224,7 @@ def _session_line(row: Any, tree: str | None, project: str | None, now: float, *
              ("Other tool errors", "errors", 200))
     for key, label, limit in order:
         if key in parts and (full or label in ("outcome", "commits", "files")):
-            text = digest([(parts[key], 1.0)], limit) if key == OUTCOME and len(parts[key]) > limit else \
-                _clip(parts[key], limit)
+            text = pick(pieces, limit) if key == OUTCOME and len(parts[key]) > limit else _clip(parts[key], limit)
             out.append(f"  {label}: {text}")
     return "\n".join(out)
 

@@ -100,6 +100,12 @@ def digest(reports: list[tuple[str, float]], limit: int) -> str:
     order they were written: a sentence counts by the things it names (issue and PR numbers, commit hashes,
     files, identifiers, counts, quoted strings) and by its report's weight; praise and headings count little.
     """
+    return pick(ranked_pieces(reports), limit)
+
+
+def ranked_pieces(reports: list[tuple[str, float]]) -> list[tuple[float, int, int, str]]:
+    """The candidate sentences of `digest`, best first: (value per character, report, order, text). Computed
+    once, they can be picked from for several limits."""
     candidates = []
     for rank, (text, weight) in enumerate(reports):
         for order, piece in enumerate(_pieces(text)):
@@ -109,9 +115,15 @@ def digest(reports: list[tuple[str, float]], limit: int) -> str:
                 continue
             value = weight * (1 + 2 * min(names, 5) + min(words, 24) / 12) * (0.4 if _FILLER.match(piece) else 1)
             candidates.append((value / (len(piece) + 20) ** 0.7, rank, order, piece))
-    chosen, used = [], 0
-    for _, rank, order, piece in sorted(candidates, key=lambda c: -c[0]):
-        if used + len(piece) + 2 <= limit and piece not in (c[2] for c in chosen):
+    return sorted(candidates, key=lambda c: -c[0])
+
+
+def pick(candidates: list[tuple[float, int, int, str]], limit: int) -> str:
+    """The best of `ranked_pieces` that fit in `limit` characters, in the order they were written."""
+    chosen, seen, used = [], set(), 0
+    for _, rank, order, piece in candidates:
+        if used + len(piece) + 2 <= limit and piece not in seen:
             chosen.append((rank, order, piece))
+            seen.add(piece)
             used += len(piece) + 2
     return " · ".join(piece for _, _, piece in sorted(chosen))
