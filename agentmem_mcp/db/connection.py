@@ -5,7 +5,6 @@ The database's folder is created 0700 when missing; an existing folder agentmem 
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -20,7 +19,6 @@ DatabaseError = sqlean.DatabaseError
 OperationalError = sqlean.OperationalError
 IntegrityError = sqlean.IntegrityError
 
-log = logging.getLogger("agentmem")
 
 
 class Connection(sqlean.Connection):
@@ -80,7 +78,9 @@ class FileWatch:
             self.problem = (f"the memory database's files changed under this agentmem process ({gone}: "
                             f"{self.database}){kept}. This process writes nothing more, so nothing is acknowledged "
                             "that would be lost: restart it (reconnect the MCP server), then run `agentmem doctor`")
-            log.error("%s", self.problem)
+            import logging  # not at the top: the hooks never need it (~6 ms)
+
+            logging.getLogger("agentmem").error("%s", self.problem)
 
     def _rescue(self, conn: Connection) -> str:
         """Copy every page this process's (unlinked) WAL holds into the database file."""

@@ -155,7 +155,8 @@ def _command_change(old: str, new: str) -> str | None:
     return f"{old} → {new}"
 
 
-def _piece_verdict(a: list[Token], b: list[Token], left: list[Token], right: Token | None) -> Verdict:
+def _piece_verdict(a: list[Token], b: list[Token], left: list[Token], right: Token | None,
+                   alone: bool = True) -> Verdict:
     """The verdict on one differing piece: old tokens `a` became `b`, after the shared tokens `left`, before
     the shared token `right` (None: the end)."""
     changed = a + b
@@ -184,7 +185,7 @@ def _piece_verdict(a: list[Token], b: list[Token], left: list[Token], right: Tok
         change = _command_change(a[0].low, b[0].low)
         return Verdict("supersede", f"command changed: {change}") if change else \
             Verdict(None, f"a command for something else ({said})")
-    if right is None and (cue in END_CUES or any(t.low in VALUE_CUES for t in left[-3:])):
+    if right is None and (cue in END_CUES or alone and any(t.low in VALUE_CUES for t in left[-3:])):
         if len(a) == len(b) == 1 and _sibling_folders(a[0].low, b[0].low):
             return Verdict(None, f"a different folder ({said})")  # apps/web and apps/admin: two places
         return Verdict("supersede", f"value changed: {said}")  # the value that ends the statement
@@ -254,11 +255,12 @@ def decide(old_text: str, new_text: str) -> Verdict:
         return Verdict(None, f"too different (shares {shared} of {max(len(a), len(b))} tokens)")
     changes: list[str] = []
     conflict: Verdict | None = None
+    pieces = sum(op != "equal" for op, *_ in matcher.get_opcodes())
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             continue
         right = old[i2] if i2 < len(old) and j2 < len(new) else None
-        verdict = _piece_verdict(old[i1:i2], new[j1:j2], old[:i1], right)
+        verdict = _piece_verdict(old[i1:i2], new[j1:j2], old[:i1], right, alone=pieces == 1)
         if verdict.kind is None:
             return verdict
         if verdict.kind == "conflict":
