@@ -61,6 +61,29 @@ mistake() {
   echo "ok   $name: $(cut -c1-100 "$err")"
 }
 
+# ui_smoke: `agentmem ui --no-browser` prints its address with the run's token; that page answers 200 (the
+# token's cookie followed), then the viewer is stopped.
+ui_smoke() {
+  local log="$work/ui.log" url="" rc=1 i
+  agentmem ui --no-browser >"$log" 2>&1 </dev/null &
+  local pid=$!
+  for i in $(seq 1 150); do
+    url=$(grep -oE 'http://127\.0\.0\.1:[0-9]+/[^ ]*token=[^ ]*' "$log" | head -1 || true)
+    [ -n "$url" ] && break
+    sleep 0.2
+  done
+  if [ -n "$url" ] && python3 - "$url" <<'PY'
+import http.cookiejar, sys, urllib.request
+opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+with opener.open(sys.argv[1], timeout=20) as answer:
+    sys.exit(0 if answer.status == 200 and b"agentmem" in answer.read().lower() else 1)
+PY
+  then rc=0; else sed 's/^/    /' "$log" >&2; fi
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  return $rc
+}
+
 echo "== a fresh clone in $work"
 git clone -q "$repo" "$work/agentmem"
 git -C "$work/agentmem" checkout -q "$(git -C "$repo" rev-parse HEAD)"  # this commit (CI may be detached)
@@ -98,6 +121,9 @@ check "import" 0 agentmem import mem.jsonl
 check "reindex" 0 agentmem reindex
 check "doctor" - agentmem doctor
 check "audit --verify" 0 agentmem audit --verify
+check "pin" 0 agentmem pin "$id"
+check "quarantine list" 0 agentmem quarantine list
+check "ui --no-browser (its page answers, then it stops)" 0 ui_smoke
 check "worker --once" 0 agentmem worker --once
 check "hook (a real SessionStart)" 0 bash -c \
   "echo '{\"session_id\":\"s1\",\"cwd\":\"$project\",\"hook_event_name\":\"SessionStart\",\"source\":\"startup\"}' \
