@@ -23,7 +23,7 @@ from .anchors import FreshRows, missing_files, relative, stale_note
 from .db.connection import Connection
 from .index.tokenize import terms
 from .lifecycle import OUTCOME
-from .lifecycle.digest import pick, ranked_pieces
+from .lifecycle.digest import clip, pick, ranked_pieces
 from .lifecycle.retention import retention
 from .ranking import PROCEDURE_BOOST, asks_how_to, estimate_tokens, humanize_age
 from .trust import instruction_reason, neutralize
@@ -80,11 +80,6 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _clip(text: str, limit: int) -> str:
-    text = _flat(text)
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def provenance(row: Any) -> str:
     """Where a memory came from, in words."""
     source = row["source"]
@@ -110,7 +105,7 @@ def _body(row: Any, limit: int = SNIPPET_CHARS) -> str:
     title = row["title"].rstrip("…")
     whole = row["tier"] == "procedural" or row["type"] in SELF_CONTAINED_TYPES
     body = content if whole or content.startswith(title) else f"{row['title']}: {content}"
-    return _clip(body, limit)
+    return clip(body, limit)
 
 
 def _line(row: Any, why: str, limit: int = SNIPPET_CHARS) -> str:
@@ -156,7 +151,7 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
     for row in fresh.where(lambda r: r["tier"] == "procedural" and (r["key"] or "").startswith("workflow:"),
                            SECTION_LIMITS["How to build, test and run"]):
         age = humanize_age(now - (row["updated_at"] or row["created_at"]))
-        add("How to build, test and run", row, f"- {_clip(row['content'], 200)} (learned, {age})")
+        add("How to build, test and run", row, f"- {clip(row['content'], 200)} (learned, {age})")
     for row in conn.execute(
         f"SELECT {COLUMNS} FROM memories m WHERE {live} AND (pinned = 1 OR priority = 'P0') "
         f"ORDER BY pinned DESC, importance DESC, created_at DESC LIMIT 30", [*args, now]):
@@ -176,8 +171,8 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
         for key, label in (("Still failing at the end", "still failing"), ("Left open (the agent's words)",
                                                                            "left open")):
             if key in parts:
-                lines.append(ContextLine("Unfinished or broken", f"- {label}: {_clip(parts[key], 220)} (at the end "
-                                         f"of the session \"{_clip(row['title'].removeprefix('Session: '), 60)}\", "
+                lines.append(ContextLine("Unfinished or broken", f"- {label}: {clip(parts[key], 220)} (at the end "
+                                         f"of the session \"{clip(row['title'].removeprefix('Session: '), 60)}\", "
                                          f"{humanize_age(now - row['updated_at'])})"))
     for row in fresh.where(lambda r: r["type"] == "bug" and r["id"] not in seen, 4):
         add("Errors seen, and what fixed them", row, _line(row, _tail(row, now), 200))
@@ -207,7 +202,7 @@ def _session_head(row: Any, tree: str | None, project: str | None, now: float) -
     title = row["title"].removeprefix("Session: ")
     gone = missing_files(row, tree, project)
     stale = f"; {stale_note(gone, row['anchor_commit'], 4)}" if gone else ""
-    return f"- {_clip(title, 100)} ({humanize_age(now - row['updated_at'])}, {row['events'] or 0} events{stale})"
+    return f"- {clip(title, 100)} ({humanize_age(now - row['updated_at'])}, {row['events'] or 0} events{stale})"
 
 
 def _session_line(head: str, parts: dict[str, str], pieces: list[Any], *, rank: int, shown: int,
@@ -224,7 +219,7 @@ def _session_line(head: str, parts: dict[str, str], pieces: list[Any], *, rank: 
              ("Other tool errors", "errors", 200))
     for key, label, limit in order:
         if key in parts and (full or label in ("outcome", "commits", "files")):
-            text = pick(pieces, limit) if key == OUTCOME and len(parts[key]) > limit else _clip(parts[key], limit)
+            text = pick(pieces, limit) if key == OUTCOME and len(parts[key]) > limit else clip(parts[key], limit)
             out.append(f"  {label}: {text}")
     return "\n".join(out)
 
@@ -278,9 +273,9 @@ def _unsummarised(conn: Connection, project: str | None, session_ids: list[str],
                 except (ValueError, AttributeError):
                     command = None
                 if isinstance(command, str) and command.strip():
-                    commands.setdefault(_clip(command, 100), None)
+                    commands.setdefault(clip(command, 100), None)
             if obs["event"] == "prompt" and obs["prompt"] and len(prompts) < 2 and len(obs["prompt"].split()) > 2:
-                prompts.append(_clip(obs["prompt"], 160))
+                prompts.append(clip(obs["prompt"], 160))
         prompts = [p for p in prompts if not instruction_reason(p)]
         commands = {c: None for c in commands if not instruction_reason(c)}
         if not (files or commands or prompts):
@@ -383,7 +378,7 @@ def _matched_window(text: str, wanted: set[str], analyze: Any, limit: int = PROM
         if score > best_score:
             best, best_score = (i, j), score
     window = " ".join(pieces[best[0]:best[1]])
-    return _clip(("… " if best[0] > 0 else "") + window, limit)
+    return clip(("… " if best[0] > 0 else "") + window, limit)
 
 
 def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | None, *, budget_tokens: int,

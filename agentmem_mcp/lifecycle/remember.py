@@ -248,6 +248,7 @@ def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_ch
     it), or None for no vector at all (BM25 and the graph still find it).
     """
     drafts: list[tuple[Draft, str | None, Any] | None] = []
+    commits: dict[str, str | None] = {}  # each project's checked-out commit, read once for the batch
     for item in items:
         if not isinstance(item, dict) or "content" not in item:
             raise InvalidInput("each item needs a content")
@@ -258,6 +259,11 @@ def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_ch
         supersedes = options.pop("supersedes", None)
         created_at = options.pop("created_at", None)
         vector_text = options.pop("vector_text", ...)
+        project = options["project"]
+        if options.get("commit") is None and options.get("files") and isinstance(project, str):
+            if project not in commits:
+                commits[project] = head_commit(project)
+            options["commit"] = commits[project]
         now = store.now() if created_at is None else created_at
         try:
             draft = _validate(store, content, now=now, **options)
@@ -407,8 +413,6 @@ def _validate(store: Store, content: Any, *, now: float, title: Any = None, type
     quarantined = instruction_reason(f"{title}\n{content}") if provenance(source) in QUARANTINED_PROVENANCE \
         else None
     files = _str_list("files", files, limit=200)
-    if commit is None and files and isinstance(project, str):
-        commit = head_commit(project)  # the caller knows better when the files were seen in another worktree
     return Draft(
         title=title, content=content, type=type, tier=tier, project=project, tags=_str_list("tags", tags),
         files=files, source=source, confidence=conf,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from ..anchors import head_commit
@@ -38,7 +38,7 @@ from .consolidate import (
     upsert_derived,
     write_saves,
 )
-from .digest import digest, distinct, left_open, plain, short_urls
+from .digest import clip, digest, distinct, left_open, plain, short_urls
 from .session_log import session_reports, summary_files, transcript_path, turn_memories
 
 if TYPE_CHECKING:
@@ -68,11 +68,6 @@ def outcome_chars(reported: int) -> int:
     return max(low, min(high, 400 + reported // 10))
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
-
-
 _COMMIT = re.compile(r"^\[([\w./+-]+)(?: \(root-commit\))? ([0-9a-f]{7,12})\] (.+)$", re.MULTILINE)
 _CHANGED = re.compile(r"\d+ files? changed")
 _CREATED = re.compile(r"^\s*(?:create|delete) mode \d+ (\S.*?)\s*$", re.MULTILINE)
@@ -94,7 +89,6 @@ class SessionState:
     files: dict[str, int] = field(default_factory=dict)
     commands: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: dict[str, dict[str, Any]] = field(default_factory=dict)
-    tool_errors: int = 0
     saved: list[str] = field(default_factory=list)
     sources: list[int] = field(default_factory=list)
     last_at: float = 0.0
@@ -104,8 +98,9 @@ class SessionState:
     @classmethod
     def from_json(cls, text: str | None) -> SessionState:
         try:
-            return cls(**json.loads(text)) if text else cls()
-        except (TypeError, ValueError):
+            known = {f.name for f in fields(cls)}  # a field an older version kept is dropped
+            return cls(**{k: v for k, v in json.loads(text).items() if k in known}) if text else cls()
+        except (TypeError, ValueError, AttributeError):
             return cls()
 
     def to_json(self) -> str:
@@ -118,16 +113,15 @@ class SessionState:
         if record.kind == "prompt":
             text = record.facts[0] if record.facts else record.title.removeprefix("Prompt: ")
             if len(text.split()) >= 3 and len(self.prompts) < 3 and not is_noise(text):
-                self.prompts.append(_clip(text, 200))
+                self.prompts.append(clip(text, 200))
         elif record.key:
             if not record.refused:
                 self._command(record)
             if record.key == "git commit" and not record.failed and not record.refused:
                 self._commits(record.output)
         elif record.failed:
-            self.tool_errors += 1
             what = record.title.split(" failed", 1)[0] if " failed" in record.title else record.tool or "a tool"
-            failure = _clip(f"{what}: {record.reason}" if record.reason else record.title, 200)
+            failure = clip(f"{what}: {record.reason}" if record.reason else record.title, 200)
             if len(self.failures) < 4 and failure not in self.failures and not _CLIENT_MECHANICS.search(failure):
                 self.failures.append(failure)
         if record.is_edit:
@@ -136,7 +130,7 @@ class SessionState:
         if record.extra and len(self.saved) < 5:
             said = record.extra.get("title") or record.extra.get("content")
             if isinstance(said, str) and said.strip():
-                self.saved.append(_clip(said, 80))
+                self.saved.append(clip(said, 80))
         if record.importance >= 0.4 and len(self.sources) < MAX_SOURCES:
             self.sources.append(record.id)
 
@@ -145,10 +139,10 @@ class SessionState:
         entry["runs"] += record.count
         entry["ok"] = not record.failed
         result = next((f.removeprefix("result: ") for f in record.facts if f.startswith("result: ")), "")
-        entry["result"] = _clip(result or record.reason, 80)
+        entry["result"] = clip(result or record.reason, 80)
         if record.failed:
             entry["fails"] += 1
-            self.errors[record.key] = {"reason": _clip(record.reason or record.title, 110), "fixed": False}
+            self.errors[record.key] = {"reason": clip(record.reason or record.title, 110), "fixed": False}
         elif record.key in self.errors:
             self.errors[record.key]["fixed"] = True
 
@@ -157,7 +151,7 @@ class SessionState:
             changed = _CHANGED.search(output, match.end())
             end = _COMMIT.search(output, match.end())
             body = output[match.end():end.start() if end else len(output)]
-            commit = {"hash": match.group(2), "branch": match.group(1), "message": _clip(match.group(3), 90),
+            commit = {"hash": match.group(2), "branch": match.group(1), "message": clip(match.group(3), 90),
                       "changed": changed.group(0) if changed else "",
                       "files": [m.group(1) for m in _CREATED.finditer(body)][:20]}
             if all(c["hash"] != commit["hash"] for c in self.commits) and len(self.commits) < 10:
@@ -190,18 +184,18 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
                     key=lambda item: -item[1]["runs"])
     lines = []
     if asked:
-        lines.append(_clip("Asked: " + " / ".join(_clip(a, 160) for a in asked), 360))
+        lines.append(clip("Asked: " + " / ".join(clip(a, 160) for a in asked), 360))
     report = next((t.final for t in reversed(turns) if len(t.final) >= 40), "")
     reports = session_reports(turns)
     outcome = digest(reports, outcome_chars(sum(len(text) for text, _ in reports)))
     if outcome:
         lines.append(f"{OUTCOME}: {outcome}")
     if state.commits:
-        lines.append(_clip("Commits: " + "; ".join(
+        lines.append(clip("Commits: " + "; ".join(
             f"{c['hash']} {c['message']}" + (f" ({c['changed']})" if c["changed"] else "") for c in state.commits),
             300))
     if tests:
-        lines.append(_clip("Tests: " + "; ".join(
+        lines.append(clip("Tests: " + "; ".join(
             f"`{k}` run {v['runs']}x, last run {'passed' if v['ok'] else 'failed'}"
             + (f" ({v['result']})" if v["result"] else "") for k, v in tests.items()), 240))
     if files:
@@ -214,33 +208,33 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
         more = f", and {len(files) - len(shown)} more" if len(files) > len(shown) else ""
         lines.append("Files changed: " + ", ".join(shown) + more)
     if others:
-        lines.append(_clip("Commands: " + ", ".join(f"`{k}` x{v['runs']}" for k, v in others[:8]), 180))
+        lines.append(clip("Commands: " + ", ".join(f"`{k}` x{v['runs']}" for k, v in others[:8]), 180))
     open_items = distinct([item for t in turns[-2:] for item in left_open(t.final)])[:4]
     if open_items:
-        lines.append(_clip("Left open (the agent's words): " + "; ".join(open_items), 320))
+        lines.append(clip("Left open (the agent's words): " + "; ".join(open_items), 320))
     decisions = [(q, a) for t in turns for q, a in t.answers]
     if decisions:
-        lines.append(_clip("Decisions: " + "; ".join(f"asked \"{_clip(q, 120)}\", the user answered \"{a}\""
+        lines.append(clip("Decisions: " + "; ".join(f"asked \"{clip(q, 120)}\", the user answered \"{a}\""
                                                      for q, a in decisions[:3]), 360))
     still = [f"`{k}` ({e['reason']})" for k, e in state.errors.items() if not e["fixed"] and k not in INSPECTIONS]
     fixed = [f"`{k}`" for k, e in state.errors.items() if e["fixed"]]
     if still:
-        lines.append(_clip("Still failing at the end: " + "; ".join(still), 300))
+        lines.append(clip("Still failing at the end: " + "; ".join(still), 300))
     if fixed:
-        lines.append(_clip("Failed, then passed later in the session: " + ", ".join(fixed), 160))
+        lines.append(clip("Failed, then passed later in the session: " + ", ".join(fixed), 160))
     if state.failures:
-        lines.append(_clip("Other tool errors: " + "; ".join(state.failures), 360))
+        lines.append(clip("Other tool errors: " + "; ".join(state.failures), 360))
     named = list(dict.fromkeys([*state.saved, *saved]))
     if named:
-        lines.append(_clip("Memories saved: " + "; ".join(named), 150))
+        lines.append(clip("Memories saved: " + "; ".join(named), 150))
     if asked:
-        title = "Session: " + _clip(asked[0], 90)
+        title = "Session: " + clip(asked[0], 90)
     elif files:
         title = "Session: edited " + ", ".join(rel(p).rsplit("/", 1)[-1] for p, _ in files[:3])
     elif state.commands:
         title = "Session: ran " + ", ".join(f"`{k}`" for k in list(state.commands)[:3])
     else:
-        title = "Session: " + _clip(plain(report), 90)
+        title = "Session: " + clip(plain(report), 90)
     lines = [_withheld_line(relative_to(line, cwd)) for line in lines]
     return _withheld_line(title), "\n".join(lines)[:SUMMARY_MAX_CHARS]
 
