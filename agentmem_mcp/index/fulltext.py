@@ -289,9 +289,17 @@ class FulltextIndex:
         # the best score in fusion
         clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
         clauses += [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
-        searcher = self._searcher()
-        result = searcher.search(tantivy.Query.boolean_query(clauses), limit=limit, count=False)
-        return [(searcher.doc(address)["id"][0], float(score)) for score, address in result.hits]
+        query = tantivy.Query.boolean_query(clauses)
+        for attempt in range(2):
+            try:
+                searcher = self._searcher()
+                result = searcher.search(query, limit=limit, count=False)
+                return [(searcher.doc(address)["id"][0], float(score)) for score, address in result.hits]
+            except ValueError as exc:  # a file of the commit read was removed by a newer one: read the newer one
+                if "FileDoesNotExist" not in str(exc) or attempt:
+                    raise
+                self._seen = None
+        return []
 
     def term_weights(self, query_terms: list[str]) -> dict[str, float]:
         """Weight of each analysed term in 0.5..1: 0.5 + half its IDF relative to an unseen term's, so rare
@@ -322,7 +330,14 @@ class FulltextIndex:
             seen = None
         if seen is None or seen != self._seen:
             self._note_files()
-            self.index.reload()
+            for attempt in range(3):
+                try:
+                    self.index.reload()
+                    break
+                except ValueError as exc:  # another process's commit removed a file of the commit being opened
+                    if "FileDoesNotExist" not in str(exc) or attempt == 2:
+                        raise
+                    time.sleep(0.05)
             self._seen = seen
         return self.index.searcher()
 
