@@ -31,6 +31,7 @@ from .ranking import (
     PROCEDURE_BOOST,
     Fused,
     asks_how_to,
+    asks_which_file,
     estimate_tokens,
     fuse_rankings,
     fuse_scores,
@@ -91,8 +92,8 @@ def _stale(row: Any) -> str:
 
 def _stem(term: str) -> str:
     """A query word cut to the part its other forms share ("models" meets "model_comparison.py", "compares"
-    meets "comparison"), for finding it in text."""
-    for suffix in ("ing", "es", "ed", "s"):
+    meets "comparison", "simpler" meets "useSimpleTodos"), for finding it in text."""
+    for suffix in ("ing", "es", "ed", "er", "s"):
         if term.endswith(suffix) and len(term) - len(suffix) >= 4:
             return term[:-len(suffix)]
     return term
@@ -425,6 +426,7 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
     rarity = store.fulltext.word_idf(query_terms)
     window = time_window(query, now)
     how_to = asks_how_to(query)
+    which_file = asks_which_file(query)
     hits: list[tuple[float, SearchHit]] = []
     for row in rows:
         if projects is not None and row["project"] not in projects:
@@ -453,13 +455,30 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
             score *= PROCEDURE_BOOST
         hits.append((score, SearchHit(
             id=row["id"], title=row["title"], type=row["type"], tier=row["tier"], project=row["project"],
-            snippet=snippet(row["content"], query_terms, weights=rarity), score=round(score, 4),
+            snippet=_with_files(snippet(row["content"], query_terms, weights=rarity), row["files"], which_file),
+            score=round(score, 4),
             age=humanize_age(now - row["created_at"]),
             why=_why(entry, reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"])) + _stale(row),
             confidence=round(row["confidence"], 3), version=row["version"], is_latest=bool(row["is_latest"]),
         )))
     hits.sort(key=lambda item: -item[0])
     return [hit for _, hit in hits]
+
+
+FILES_IN_SNIPPET = 3
+
+
+def _with_files(text: str, files_json: str | None, which_file: bool) -> str:
+    """A snippet, followed by the files its memory names that it does not show, when the query asks which
+    file holds something."""
+    if not which_file or not files_json:
+        return text
+    try:
+        files = [f for f in json.loads(files_json) if isinstance(f, str)]
+    except ValueError:
+        return text
+    missing = [f for f in files if f not in text][:FILES_IN_SNIPPET]
+    return f"{text} [files: {', '.join(missing)}]" if missing else text
 
 
 def _why(entry: Fused, graph_reason: str | None, row: Any, in_window: bool = False,
