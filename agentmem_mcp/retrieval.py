@@ -99,6 +99,17 @@ def _stem(term: str) -> str:
     return term
 
 
+FAILURE_STEMS = ("fail", "error", "refus", "block", "denied", "reject", "crash", "broke")
+
+
+def _needle(stem: str) -> str:
+    """How a query word is looked for in text: a two-letter word as a whole word (`rm`, `pr`), a three-letter
+    stem as a word's start (`fix` in "fixes"), a longer one anywhere (`model` in "model_comparison.py")."""
+    if len(stem) <= 2:
+        return rf"\b{re.escape(stem)}\b"
+    return rf"\b{re.escape(stem)}" if len(stem) == 3 else re.escape(stem)
+
+
 def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS,
             weights: dict[str, float] | None = None) -> str:
     """The part of the content that holds the most distinct query words, each counted by its weight (its
@@ -109,13 +120,16 @@ def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS
     lowered = text.lower()
     found: list[tuple[int, str]] = []
     weight: dict[str, float] = {}
-    for word in {t for t in query_terms if len(t) > 2 and t not in _SNIPPET_STOP}:
-        term = _stem(word)
+    for word in {t for t in query_terms if len(t) > 1 and t not in _SNIPPET_STOP}:
+        stem = _stem(word)
+        failure = stem.startswith(FAILURE_STEMS)
+        term = "(failure)" if failure else stem  # a question about a failure meets the error, however worded
         weight[term] = max(weight.get(term, 0.0), (weights or {}).get(word, 1.0))
-        at = lowered.find(term)
-        while at != -1 and len(found) < 400:
-            found.append((at, term))
-            at = lowered.find(term, at + 1)
+        for needle in (FAILURE_STEMS if failure else (stem,)):
+            for match in re.finditer(_needle(needle), lowered):
+                if len(found) >= 400:
+                    break
+                found.append((match.start(), term))
     start, best = 0, 0.0
     for at, _ in sorted(found):
         begin = max(0, at - limit // 4)

@@ -100,3 +100,15 @@ def test_a_which_file_question_is_shown_the_files_a_memory_names():
     assert _with_files("see diverse_musical_ai.py", files, True) == (
         "see diverse_musical_ai.py [files: test_diverse_simple.py]")
     assert _with_files("Solved it", files, False) == "Solved it"
+
+
+def test_a_question_about_a_failure_is_shown_the_error_and_short_words_match_whole_words():
+    from agentmem_mcp.retrieval import snippet
+
+    text = ("Asked: tidy the logs folder. " + "Outcome: the agent looked at every file and reported. " * 8
+            + "Other tool errors: Bash operation blocked by hook: BLOCKED: Dangerous rm command detected.")
+    shown = snippet(text, "rm is refused in this repo - why".lower().split(), limit=160)
+    assert "Dangerous rm command" in shown
+    # "pr" is a word of its own, never the start of "prevents" or "properly"
+    text = "It prevents this and properly handles that. " * 6 + "The PR #389 branch is fix/pr-389-critical-issues."
+    assert "fix/pr-389" in snippet(text, ["pr", "389", "branch"], limit=120)
