@@ -275,8 +275,8 @@ def _bugs(by_session: dict[str, list[ObsRecord]]) -> list[Derived]:
         out.append(Derived(
             key=f"bug:{hashlib.sha256(signature.encode()).hexdigest()[:16]}", tier="semantic", type="bug",
             title=f"Bug: {fix['reason'][:90]}",
-            content=f"`{fix['command']}` failed with: {fix['reason']}. This error recurs. What fixed it: editing "
-                    f"{shown}, after which `{fix['command']}` passed.",
+            content=f"`{fix['command']}` failed with: {fix['reason'].rstrip(' .:')}. This error recurs. What fixed it: "
+                    f"editing {shown}, after which `{fix['command']}` passed.",
             sessions=list(fix["sessions"]), obs_ids=list(fix["sessions"].values()), files=files, importance=0.6))
     return out
 
@@ -338,7 +338,7 @@ def _fixes(by_session: dict[str, list[ObsRecord]], known: set[str]) -> list[Deri
                   if fix["between"] else f"`{fix['worked']}`")
         out.append(Derived(
             key=key, tier="semantic", type="bug", title=f"Fix: `{fix['form']}` failed ({fix['reason'][:70]})",
-            content=f"`{fix['form']}` failed: {fix['reason'][:160]}. What worked: {worked}{after}.",
+            content=f"`{fix['form']}` failed: {fix['reason'][:160].rstrip(' .:')}. What worked: {worked}{after}.",
             sessions=[fix["session"]], obs_ids=[fix["id"]], files=files, importance=0.55))
     return out
 
