@@ -249,14 +249,27 @@ def test_a_post_without_the_csrf_token_is_refused(viewer):
     assert shown["pinned"] is False
 
 
+def _search_mode(viewer: dict[str, object], wanted: str = "hybrid", timeout: float = 90) -> str:
+    """The viewer's search mode (#mode's data-search) once it is `wanted`, or whatever it is after `timeout`
+    (the shared embedding process loads the model on its first start)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _, _, body = _request(viewer["port"], "GET", "/health", headers={"Cookie": f"agentmem_ui={viewer['token']}"})
+        mode = re.search(r'id="mode" data-search="(\w+)"', body).group(1)
+        if mode == wanted or time.monotonic() > deadline:
+            return mode
+        time.sleep(0.5)
+
+
 def test_every_page_renders_without_errors(browser, viewer):
+    assert _search_mode(viewer) == "hybrid"
     for path, heading in (("/search", "Search"), ("/memories", "Memories"), ("/sessions", "Sessions"),
                           ("/knowledge", "Project knowledge"), ("/lifecycle", "Lifecycle"),
                           ("/quarantine", "Quarantine"), ("/audit", "Audit log"), ("/health", "Health"),
                           (f"/memory/{viewer['ids']['pnpm']}", "We install")):
         _open(browser, viewer, path)
         assert browser.find_element(*_by("h1")).text.startswith(heading), path
-        assert "BM25 + the entity graph" in browser.find_element(*_by("#mode")).text
+        assert "BM25 + vectors + the entity graph" in browser.find_element(*_by("#mode")).text
     assert _console_errors(browser) == []
 
 
@@ -271,6 +284,44 @@ def test_search_finds_a_saved_memory_with_its_why(browser, viewer):
     assert "pnpm" in first.find_element(*_by(".hit-head a")).text
     assert "keywords #" in first.find_element(*_by(".why")).text
     assert "score" in first.find_element(*_by(".score")).text
+
+
+MEANING_ONLY = "unreliable checks get rerun"  # no word in common with "Flaky payment tests are retried ..."
+
+
+def test_search_finds_by_meaning_with_the_shared_model_and_no_copy_of_its_own(browser, viewer):
+    assert _search_mode(viewer) == "hybrid"
+    _open(browser, viewer, "/search?q=" + MEANING_ONLY.replace(" ", "+"))
+    assert "(hybrid)" in browser.find_element(*_by("#search-summary")).text
+    first = browser.find_elements(*_by("#hits li.hit"))[0]
+    assert first.find_element(*_by(".hit-head a")).get_attribute("href").endswith(f"/memory/{viewer['ids']['retry']}")
+    assert "meaning #1" in first.find_element(*_by(".why")).text
+    # the model is the shared process's (named on the page), never loaded in the viewer's own process
+    pid = int(re.search(r"pid (\d+)", browser.find_element(*_by("#mode")).text).group(1))
+    assert "agentmem_mcp.index.embed_service" in Path(f"/proc/{pid}/cmdline").read_bytes().decode()
+    viewer_maps = Path(f"/proc/{viewer['proc'].pid}/maps").read_text()
+    assert "onnxruntime" not in viewer_maps and "libonnx" not in viewer_maps
+
+
+def test_without_the_shared_model_search_says_it_runs_on_bm25_and_graph(world, tmp_path):
+    env = {**world["env"], "AGENTMEM_SHARED_EMBEDDER": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "agentmem_mcp", "ui", "--no-browser", "--port", "0"], env=env,
+                            cwd=world["repo"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/search\?token=([\w-]+)", proc.stdout.readline())
+        port, cookie = int(match.group(1)), {"Cookie": f"agentmem_ui={match.group(2)}"}
+        deadline = time.monotonic() + 30
+        while _request(port, "GET", "/search", headers=cookie)[0] != 200:
+            assert time.monotonic() < deadline, "the viewer did not answer in 30 s"
+            time.sleep(0.2)
+        status, _, body = _request(port, "GET", "/search?q=" + MEANING_ONLY.replace(" ", "+"), headers=cookie)
+        assert status == 200 and 'data-search="bm25"' in body
+        assert "BM25 + the entity graph: the shared embedding process is turned off" in body
+        assert "(bm25+graph)" in body and world["ids"]["retry"] not in body  # found by meaning alone: not here
+        assert "onnxruntime" not in Path(f"/proc/{proc.pid}/maps").read_text()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
 
 
 def test_attacker_text_renders_as_text_and_runs_nothing(browser, viewer):
@@ -350,10 +401,32 @@ def test_the_timeline_shows_the_replayed_session_beside_its_summary(browser, vie
     assert browser.find_element(*_by("#summary")).text.strip()
 
 
+DRAWN = """return Array.from(document.querySelectorAll('figure.chart')).map(f => {
+  const canvas = f.querySelector('canvas');
+  const pixels = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+  let ink = 0;
+  for (let i = 3; i < pixels.length; i += 4) if (pixels[i]) ink++;
+  return {id: f.id, data: f.chart.data, names: f.chart.series.slice(1).map(s => s.label), ink: ink};
+});"""
+
+
 def test_the_lifecycle_page_charts_and_its_sweep_dry_run(browser, viewer):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    stats = json.loads(_cli(viewer["env"], viewer["repo"], "stats", "--all-projects", "--json"))
     _open(browser, viewer, "/lifecycle")
-    assert len(browser.find_elements(*_by("svg.chart"))) == 3
-    assert browser.find_elements(*_by("svg.chart rect.bar"))
+    WebDriverWait(browser, 15).until(lambda d: len(d.find_elements(*_by("figure.chart[data-drawn] canvas"))) == 3)
+    charts = {c["id"]: c for c in browser.execute_script(DRAWN)}
+    assert set(charts) == {"chart-confidence", "chart-retention", "chart-tiers"}
+    assert all(c["ink"] > 500 for c in charts.values())  # uPlot drew on every canvas
+    # what was drawn is the store's: every latest memory in one confidence bin and one retention bin, and the
+    # tier lines end at the number of memories of each tier
+    assert sum(charts["chart-confidence"]["data"][1]) == stats["memories"]
+    assert sum(charts["chart-retention"]["data"][1]) == stats["memories"]
+    tiers = charts["chart-tiers"]
+    assert {name: values[-1] for name, values in zip(tiers["names"], tiers["data"][1:])} == stats["by_tier"]
+    assert browser.find_elements(*_by("script[src='/static/uplot/uPlot.iife.min.js']"))
+    assert _console_errors(browser) == []
     _click(browser, "#dry_run-form button")
     assert browser.find_element(*_by("#sweep-summary")).text.startswith("dry run: would remove")
     assert browser.find_element(*_by("#sweep"))

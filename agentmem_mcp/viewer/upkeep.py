@@ -27,16 +27,18 @@ async def lifecycle(request: Request) -> Response:
     """Charts of confidence, retention and memories by tier over time; on request, the next sweep's dry run
     (what it would forget and why), which scores every memory."""
     from ..lifecycle.sweep import sweep
-    from .charts import histogram, lines
+    from .charts import assets, histogram, lines
 
     v = viewer(request)
     strategy = arg.choice(request, "strategy", ("composite", "importance", "age", "capacity")) or "composite"
     figures = await reads.lifecycle_figures(v.db)
     charts = tag("div", tag("div", tag("h3", "Confidence of the latest memories"),
-                            histogram(figures["confidence"], label="confidence histogram")),
-                 tag("div", tag("h3", "Retention now"), histogram(figures["retention"], label="retention histogram")),
+                            histogram(figures["confidence"], label="confidence histogram", id_="chart-confidence")),
+                 tag("div", tag("h3", "Retention now"), histogram(figures["retention"], label="retention histogram",
+                                                            id_="chart-retention")),
                  tag("div", tag("h3", "Memories by tier, by creation week (those stored now)"),
-                     lines(figures["weeks"], figures["by_tier"], label="memories by tier over time")),
+                     lines(figures["weeks"], figures["by_tier"], label="memories by tier over time",
+                           id_="chart-tiers")),
                  class_="cards")
     form = tag("form", views.labelled("strategy", views.select("strategy", [(s, s) for s in (
         "composite", "importance", "age", "capacity")], strategy)), hidden("dry_run", "1"),
@@ -61,7 +63,7 @@ async def lifecycle(request: Request) -> Response:
     body += [tag("h2", "Distributions"), charts,
              tag("p", f"Drawn from every {figures['step']}th memory row ({sampled:,} latest memories in all): the "
                       f"tier counts are estimates." if sampled else "", class_="muted")]
-    return await v.page(request, page="/lifecycle", title="Lifecycle", body=join(body))
+    return await v.page(request, page="/lifecycle", title="Lifecycle", body=join(body), assets=assets())
 
 
 async def quarantine(request: Request) -> Response:
@@ -140,8 +142,9 @@ async def _checks(v: Any) -> Markup:
     rows = []
     for c in found:
         if c.name == "embedding model" and not c.ok:
-            rows.append((tag("span", "n/a", class_="muted"), c.name, "not loaded by the viewer (`agentmem doctor` "
-                         "checks it)", ""))
+            rows.append((tag("span", "n/a", class_="muted"), c.name, f"the viewer loads no model of its own and "
+                         f"the shared embedding process is not in use ({c.detail}); `agentmem doctor` checks the "
+                         "model itself", ""))
             continue
         rows.append((tag("span", "ok" if c.ok else "FAIL", class_="ok" if c.ok else "bad"), c.name, c.detail, c.fix))
     backlog = data["vector_backlog"]
