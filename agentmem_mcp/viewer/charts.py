@@ -22,13 +22,14 @@ def _figure(spec: dict[str, Any], data: Markup, *, label: str, id_: str) -> Mark
                class_="chart", id=id_, data_chart=json.dumps(spec, separators=(",", ":")))
 
 
-def histogram(counts: Sequence[int], *, label: str, id_: str, low: float = 0.0, high: float = 1.0,
+def histogram(counts: Sequence[int], *, label: str, id_: str, axis: str, low: float = 0.0, high: float = 1.0,
               unit: str = "memories") -> Markup:
-    """Bars of `counts` over equal bins from `low` to `high`."""
+    """Bars of `counts` over equal bins of `axis` from `low` to `high`."""
     width = (high - low) / max(len(counts), 1)
     bins = [f"{low + i * width:.1f}-{low + (i + 1) * width:.1f}" for i in range(len(counts))]
-    spec = {"kind": "bars", "label": label, "x": [round(low + (i + 0.5) * width, 6) for i in range(len(counts))],
-            "bins": bins, "series": [{"name": unit, "values": list(counts)}]}
+    centres = [round(low + (i + 0.5) * width, 6) for i in range(len(counts))]
+    spec = {"kind": "bars", "label": label, "axis": axis, "unit": unit, "x": centres, "bins": bins,
+            "series": [{"name": unit, "values": list(counts)}]}
     return _figure(spec, table(("range", unit), zip(bins, counts), class_="list figures"), label=label, id_=id_)
 
 
@@ -37,7 +38,7 @@ def lines(times: Sequence[float], series: Mapping[str, Sequence[int]], *, label:
     if not times:
         return tag("p", "nothing stored yet", class_="muted", id=id_)
     names = sorted(series)
-    spec = {"kind": "lines", "label": label, "x": list(times),
+    spec = {"kind": "lines", "label": label, "unit": "memories", "x": list(times),
             "series": [{"name": name, "values": list(series[name])} for name in names]}
     rows = [(time.strftime("%Y-%m-%d", time.gmtime(t)), *(series[name][i] for name in names))
             for i, t in enumerate(times)]

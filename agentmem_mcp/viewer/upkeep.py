@@ -33,9 +33,10 @@ async def lifecycle(request: Request) -> Response:
     strategy = arg.choice(request, "strategy", ("composite", "importance", "age", "capacity")) or "composite"
     figures = await reads.lifecycle_figures(v.db)
     charts = tag("div", tag("div", tag("h3", "Confidence of the latest memories"),
-                            histogram(figures["confidence"], label="confidence histogram", id_="chart-confidence")),
+                            histogram(figures["confidence"], label="confidence histogram", id_="chart-confidence",
+                                      axis="confidence")),
                  tag("div", tag("h3", "Retention now"), histogram(figures["retention"], label="retention histogram",
-                                                            id_="chart-retention")),
+                                                            id_="chart-retention", axis="retention now")),
                  tag("div", tag("h3", "Memories by tier, by creation week (those stored now)"),
                      lines(figures["weeks"], figures["by_tier"], label="memories by tier over time",
                            id_="chart-tiers")),
@@ -44,8 +45,9 @@ async def lifecycle(request: Request) -> Response:
         "composite", "importance", "age", "capacity")], strategy)), hidden("dry_run", "1"),
         tag("button", "Show what the next sweep would do", type="submit"), method="get", action="/lifecycle",
         class_="filters", id="dry_run-form")
+    asked = bool(arg.text(request, "dry_run"))
     body = [tag("h2", "What the next sweep would do (dry run: nothing changes)"), form]
-    if arg.text(request, "dry_run"):
+    if asked:
         started = time.perf_counter()
         report = await v.call(sweep, v.store, strategy=strategy, dry_run=True)
         removals = [e for e in report.entries() if e.decision in ("expire", "forget", "delete", "over cap")]
@@ -60,9 +62,10 @@ async def lifecycle(request: Request) -> Response:
     else:
         body.append(tag("p", "The dry run scores every memory, so it runs when asked.", class_="muted"))
     sampled = figures["sampled_from"]
-    body += [tag("h2", "Distributions"), charts,
-             tag("p", f"Drawn from every {figures['step']}th memory row ({sampled:,} latest memories in all): the "
-                      f"tier counts are estimates." if sampled else "", class_="muted")]
+    distributions = [tag("h2", "Distributions"), charts,
+                     tag("p", f"Drawn from one memory row in {figures['step']} ({sampled:,} latest memories in all): "
+                              "the tier counts are estimates." if sampled else "", class_="muted")]
+    body = [*body, *distributions] if asked else [*distributions, *body]  # what was asked for comes first
     return await v.page(request, page="/lifecycle", title="Lifecycle", body=join(body), assets=assets())
 
 

@@ -21,20 +21,25 @@
         : { label: s.name, stroke: colour, width: 2, points: { show: spec.x.length < 3, size: 7, fill: colour } });
     });
     const step = spec.x.length > 1 ? spec.x[1] - spec.x[0] : 1;
+    const first = spec.x[0], last = spec.x[spec.x.length - 1];
+    const edges = spec.x.map((x) => x - step / 2).concat([last + step / 2]);
+    const WEEK = 7 * 86400;
     return {
       width: width,
       height: HEIGHT,
       series: series,
       scales: {
-        x: bars ? { time: false, range: [spec.x[0] - step / 2, spec.x[spec.x.length - 1] + step / 2] }
-          : { time: false },
+        x: bars ? { time: false, range: [first - step / 2, last + step / 2] }
+          : { time: false, range: first === last ? [first - WEEK, last + WEEK] : [first, last] },
         y: { range: (u, min, max) => [0, max > 0 ? max * 1.08 : 1] },
       },
       axes: [
-        bars ? { splits: () => spec.x, values: (u, splits) => splits.map((v, i) => i % 2 ? "" : spec.bins[i]) }
-          : { values: (u, splits) => splits.map(dateOf), space: 90 },
-        { size: 56 },
+        bars ? { splits: () => edges, values: (u, splits) => splits.map((v) => v.toFixed(1)), label: spec.axis,
+                 labelSize: 24 }
+          : { values: (u, splits) => splits.map(dateOf), space: 90, label: "week created", labelSize: 24 },
+        { size: 56, label: spec.unit, labelSize: 20 },
       ],
+      padding: [8, 30, 0, 0],
       legend: { show: true },
       cursor: { drag: { x: false, y: false } },
     };
