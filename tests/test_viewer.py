@@ -303,6 +303,49 @@ def test_search_finds_by_meaning_with_the_shared_model_and_no_copy_of_its_own(br
     assert "onnxruntime" not in viewer_maps and "libonnx" not in viewer_maps
 
 
+def test_beside_a_server_the_model_is_loaded_once_for_both(viewer):
+    """`agentmem serve` and the viewer on one home: the server's memory_search is hybrid with the same shared
+    process the viewer names, and neither of them holds a model of its own."""
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    assert _search_mode(viewer) == "hybrid"
+    _, _, page = _request(viewer["port"], "GET", "/health", headers={"Cookie": f"agentmem_ui={viewer['token']}"})
+    service = int(re.search(r"shared embedding process \(pid (\d+)\)", page).group(1))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "agentmem_mcp", "serve"], env=viewer["env"],
+                                   cwd=str(viewer["repo"]))
+
+    async def scenario() -> int:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for _ in range(240):
+                result = await session.call_tool("memory_search", {"query": MEANING_ONLY})
+                found = json.loads(result.content[0].text)
+                if found["mode"] == "hybrid":
+                    break
+                await anyio.sleep(0.25)
+            assert found["mode"] == "hybrid" and viewer["ids"]["retry"] in [h["id"] for h in found["hits"]]
+            servers = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _is_server(p, viewer)]
+            assert len(servers) == 1
+            assert "onnxruntime" not in Path(f"/proc/{servers[0]}/maps").read_text()
+            return servers[0]
+
+    anyio.run(scenario)
+    assert "onnxruntime" in Path(f"/proc/{service}/maps").read_text()  # the one model, in the shared process
+    assert "onnxruntime" not in Path(f"/proc/{viewer['proc'].pid}/maps").read_text()
+
+
+def _is_server(entry: Path, viewer: dict[str, object]) -> bool:
+    try:
+        cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        environ = (entry / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    home = viewer["env"]["AGENTMEM_HOME"]
+    return b"serve" in cmdline and b"agentmem_mcp" in cmdline and f"AGENTMEM_HOME={home}".encode() in environ
+
+
 def test_without_the_shared_model_search_says_it_runs_on_bm25_and_graph(world, tmp_path):
     env = {**world["env"], "AGENTMEM_SHARED_EMBEDDER": "0"}
     proc = subprocess.Popen([sys.executable, "-m", "agentmem_mcp", "ui", "--no-browser", "--port", "0"], env=env,
