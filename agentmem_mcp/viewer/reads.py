@@ -38,9 +38,14 @@ def _scope(project: str | None, everywhere: bool) -> tuple[str, list[Any]]:
 
 
 async def projects(db: aiosqlite.Connection) -> list[str]:
+    """Every project named by a session or a memory. The memories' are found by skipping from one project to the
+    next in the `memories_latest` index (a lookup per project, not a read of every memory's entry)."""
     rows = await db.execute_fetchall(
+        "WITH RECURSIVE named(project) AS (SELECT MIN(project) FROM memories WHERE project IS NOT NULL UNION ALL "
+        "SELECT (SELECT MIN(project) FROM memories WHERE project > named.project) FROM named "
+        "WHERE named.project IS NOT NULL) "
         "SELECT project FROM sessions WHERE project IS NOT NULL UNION "
-        "SELECT DISTINCT project FROM memories WHERE project IS NOT NULL ORDER BY 1")
+        "SELECT project FROM named WHERE project IS NOT NULL ORDER BY 1")
     return [row[0] for row in rows]
 
 
