@@ -9,7 +9,8 @@ leave) and 40 sessions replayed through the hook's own code (prompts, tool calls
 summarised by the worker. The real `agentmem ui --no-browser` serves it; each page is fetched over loopback
 HTTP with the session cookie, once to warm up, then --runs times; the time is from sending the request to the
 last byte of the answer. Prints the median and p95 of each page, and of `context.session_context` called
-in-process on the same store (what the Project knowledge page, and the SessionStart hook, wait for).
+in-process on the same store (what the Project knowledge page, and the SessionStart hook, wait for), then each
+SQL statement that call runs (caught with sqlite's trace callback) with its best time of 5 and the index it uses.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench_lifecycle import build
 from machine import describe_machine
@@ -91,6 +93,29 @@ def fetch(port: int, cookie: str, path: str) -> tuple[int, float]:
         conn.close()
 
 
+def briefing_queries(conn: Any, budget: int) -> None:
+    """Each statement `session_context` runs on `conn`, as sqlite ran it (parameters bound), timed alone."""
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        session_context(conn, PROJECT, budget)
+    finally:
+        conn.set_trace_callback(None)
+    print("# the briefing's statements, each alone: best of 5 (ms), the end of its WHERE clause, its index")
+    for sql in dict.fromkeys(statements):
+        best = min(_timed(conn, sql) for _ in range(5))
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql)]
+        used = next((step.split(" USING ")[1] for step in plan if " USING " in step), "scan")
+        where = " ".join(sql[sql.rfind(" WHERE ") + 7:].split())
+        print(f"{best:8.1f}  …{where[-90:]}  [{used}]")
+
+
+def _timed(conn: Any, sql: str) -> float:
+    started = time.perf_counter()
+    conn.execute(sql).fetchall()
+    return (time.perf_counter() - started) * 1000
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, help="store to build or reuse (default: a temporary directory)")
@@ -144,8 +169,9 @@ def main(argv: list[str] | None = None) -> int:
                 started = time.perf_counter()
                 session_context(store.conn, PROJECT, settings.context_budget_tokens)
                 times.append((time.perf_counter() - started) * 1000)
-        print(f"{'(in-process) context.session_context, the briefing':60} {statistics.median(times):10.1f} "
-              f"{sorted(times)[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]:8.1f}")
+            print(f"{'(in-process) context.session_context, the briefing':60} {statistics.median(times):10.1f} "
+                  f"{sorted(times)[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]:8.1f}")
+            briefing_queries(store.conn, settings.context_budget_tokens)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
