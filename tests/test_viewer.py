@@ -336,6 +336,29 @@ def test_beside_a_server_the_model_is_loaded_once_for_both(viewer):
     assert "onnxruntime" not in Path(f"/proc/{viewer['proc'].pid}/maps").read_text()
 
 
+def test_search_goes_on_when_the_shared_process_dies(viewer):
+    """The shared process killed under the viewer: the next searches start another one, and are hybrid again."""
+    import signal
+
+    cookie = {"Cookie": f"agentmem_ui={viewer['token']}"}
+    assert _search_mode(viewer) == "hybrid"
+    _, _, page = _request(viewer["port"], "GET", "/health", headers=cookie)
+    first = int(re.search(r"shared embedding process \(pid (\d+)\)", page).group(1))
+    os.kill(first, signal.SIGKILL)  # it was started by this module's viewer
+    deadline = time.monotonic() + 90
+    while True:
+        status, _, body = _request(viewer["port"], "GET", "/search?q=" + MEANING_ONLY.replace(" ", "+"),
+                                   headers=cookie)
+        assert status == 200
+        now = re.search(r"shared embedding process \(pid (\d+)\)", body)
+        if now and int(now.group(1)) != first and "meaning #1" in body:
+            break
+        assert time.monotonic() < deadline, re.search(r'<p class="mode".*?</p>', body).group(0)
+        time.sleep(0.5)
+    assert "(hybrid)" in body and f"/memory/{viewer['ids']['retry']}" in body
+    assert "onnxruntime" not in Path(f"/proc/{viewer['proc'].pid}/maps").read_text()
+
+
 def _is_server(entry: Path, viewer: dict[str, object]) -> bool:
     try:
         cmdline = (entry / "cmdline").read_bytes().split(b"\0")
