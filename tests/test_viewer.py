@@ -230,6 +230,11 @@ def test_pages_carry_a_strict_content_security_policy(viewer):
     assert headers["x-frame-options"] == "DENY" and headers["cache-control"] == "no-store"
     assert "<script>" not in body and re.findall(r"<script[^>]*>", body) == ['<script src="/static/viewer.js" defer>']
     assert " style=" not in body  # no inline style: the policy would refuse it
+    _, _, body = _request(viewer["port"], "GET", "/lifecycle", headers={"Cookie": f"agentmem_ui={viewer['token']}"})
+    assert re.findall(r"<script[^>]*>", body) == ['<script src="/static/viewer.js" defer>',  # the charts: uPlot
+                                                  '<script src="/static/uplot/uPlot.iife.min.js" defer>',
+                                                  '<script src="/static/charts.js" defer>']
+    assert " style=" not in body and "<style" not in body
 
 
 def test_a_post_without_the_csrf_token_is_refused(viewer):
