@@ -552,6 +552,26 @@ def test_a_new_memory_appears_without_a_reload(browser, viewer):
     assert _console_errors(browser) == []
 
 
+def test_a_session_that_starts_appears_in_the_list_without_a_reload(browser, viewer):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _open(browser, viewer, f"/sessions?project={viewer['repo']}")
+    late = "viewer-session-late"
+    for name, fields in (("SessionStart", {"source": "startup"}),
+                         ("UserPromptSubmit", {"prompt": "rename the <b>checkout</b> route"})):
+        payload = {"session_id": late, "cwd": str(viewer["repo"]), "hook_event_name": name, **fields}
+        _cli(viewer["env"], viewer["repo"], "hook", name, stdin=json.dumps(payload))
+    row = f"#sessions tbody tr.new[data-session='{late}']"
+    WebDriverWait(browser, 15).until(lambda d: d.find_elements(*_by(row))
+                                     and d.find_element(*_by(f"{row} span.prompts")).text == "1")
+    assert browser.find_element(*_by(f"{row} span.events")).text == "2"
+    assert browser.find_element(*_by("#sessions tbody tr")).get_attribute("data-session") == late  # on top
+    assert browser.find_element(*_by(f"{row} a")).get_attribute("href").endswith(f"/session/{late}")
+    _open(browser, viewer, f"/sessions?project={viewer['repo']}")  # the page itself says the same
+    assert browser.find_element(*_by(f"#sessions tbody tr[data-session='{late}'] span.prompts")).text == "1"
+    assert _console_errors(browser) == []
+
+
 def test_a_busy_port_is_a_one_line_error(tmp_path):
     import socket
 

@@ -167,7 +167,8 @@ async def changes(db: aiosqlite.Connection, *, after_observation: int, after_mem
     where, args = "id > ?", [after_observation]
     if session_id:
         where, args = "id > ? AND session_id = ?", [after_observation, session_id]
-    obs = await db.execute_fetchall(f"SELECT id, session_id, event, tool, prompt, title, status, created_at "
+    obs = await db.execute_fetchall(f"SELECT id, session_id, project, client, event, tool, prompt, title, status, "
+                                    f"created_at "
                                     f"FROM observations WHERE {where} ORDER BY id LIMIT ?", [*args, limit])
     mems = await db.execute_fetchall(f"SELECT rowid AS mark, {MEMORY_LIST_COLUMNS} FROM memories WHERE rowid > ? "
                                      "ORDER BY rowid LIMIT ?", (after_memory, limit))
