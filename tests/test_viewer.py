@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 
@@ -372,6 +372,46 @@ def _is_server(entry: Path, viewer: dict[str, object]) -> bool:
         return False
     home = viewer["env"]["AGENTMEM_HOME"]
     return b"serve" in cmdline and b"agentmem_mcp" in cmdline and f"AGENTMEM_HOME={home}".encode() in environ
+
+
+def _start_viewer(env: dict[str, str], cwd: Path) -> tuple[subprocess.Popen, int, dict[str, str]]:
+    """Another real `agentmem ui` (its process, port and cookie header), once it answers."""
+    proc = subprocess.Popen([sys.executable, "-m", "agentmem_mcp", "ui", "--no-browser", "--port", "0"], env=env,
+                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    match = re.search(r"http://127\.0\.0\.1:(\d+)/search\?token=([\w-]+)", proc.stdout.readline())
+    port, cookie = int(match.group(1)), {"Cookie": f"agentmem_ui={match.group(2)}"}
+    deadline = time.monotonic() + 30
+    while _request(port, "GET", "/search", headers=cookie)[0] != 200:
+        assert time.monotonic() < deadline, "the viewer did not answer in 30 s"
+        time.sleep(0.2)
+    return proc, port, cookie
+
+
+def test_an_edit_in_a_home_that_never_had_vectors_is_saved_with_them(tmp_path, model_path):
+    """Every memory stored without a model, then the viewer with the shared one: an edit gets vectors."""
+    repo = tmp_path / "api"
+    (repo / ".git").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    env.update(AGENTMEM_HOME=str(tmp_path / "home"), AGENTMEM_EMBED_MODEL_PATH=str(model_path))
+    first = _saved_id(_cli({**env, "AGENTMEM_EMBEDDINGS": "0"}, repo, "save", "The release branch is cut on Thursdays"))
+    proc, port, cookie = _start_viewer(env, repo)
+    try:
+        deadline = time.monotonic() + 90
+        while 'data-search="hybrid"' not in _request(port, "GET", "/health", headers=cookie)[2]:
+            assert time.monotonic() < deadline, "the viewer never reached the shared model"
+            time.sleep(0.5)
+        csrf = re.search(r'name="csrf" value="([^"]+)"', _request(port, "GET", f"/memory/{first}/edit",
+                                                                  headers=cookie)[2]).group(1)
+        form = urlencode({"csrf": csrf, "title": "", "type": "fact", "content": "The release branch is cut on Fridays"})
+        status, headers, _ = _request(port, "POST", f"/memory/{first}/edit", body=form, headers={
+            **cookie, "Content-Type": "application/x-www-form-urlencoded", "Origin": f"http://127.0.0.1:{port}"})
+        assert status == 303 and "done=edited" in headers["location"], headers
+        second = headers["location"].split("?")[0].rsplit("/", 1)[1]
+        _, _, body = _request(port, "GET", "/search?q=" + "which+weekday+do+we+branch+for+a+release", headers=cookie)
+        assert f"/memory/{second}" in body and "meaning #1" in body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
 
 
 def test_without_the_shared_model_search_says_it_runs_on_bm25_and_graph(world, tmp_path):

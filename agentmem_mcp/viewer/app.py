@@ -67,7 +67,7 @@ class Viewer:
         self.store = await self.call(Store.open, self.settings, project=None, load_embedder=False,
                                      index_in_background=True, embedder=self.embedder)
         if self.embedder is not None:
-            embedding.start(self.embedder)
+            embedding.start(self.embedder, self.store)
         self.db = await reads.open_reader(self.store.db_path, self.settings.busy_timeout_ms)
 
     async def close(self) -> None:

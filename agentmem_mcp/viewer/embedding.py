@@ -11,15 +11,21 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..config import Settings
+from ..index import vectors
 from ..index.embed_service import RETRY_AFTER_S, ServiceClient, ServiceUnavailable, SharedEmbedder, connect_or_start
 
 
 class BorrowedEmbedder(SharedEmbedder):
     """A `SharedEmbedder` that never loads a model in this process: when the shared process cannot be used, it
-    has no vectors (search says so), and it tries the shared process again, in the background, now and then."""
+    has no vectors (search says so), and it tries the shared process again, in the background, now and then.
+    `on_ready` runs once, when vectors first come."""
+
+    on_ready: Callable[[], None] | None = None
+    _announced_ready = False
 
     def load(self) -> bool:
         """Reach (or start) the shared process; no model of our own when that fails."""
@@ -62,6 +68,9 @@ class BorrowedEmbedder(SharedEmbedder):
     def _set_client(self, client: ServiceClient) -> None:
         super()._set_client(client)
         self._usable = True
+        if self.on_ready is not None and not self._announced_ready:
+            self._announced_ready = True
+            self.on_ready()
 
     def _drop_client(self, client: ServiceClient) -> None:
         super()._drop_client(client)
@@ -84,8 +93,15 @@ def borrowed_model(settings: Settings) -> tuple[BorrowedEmbedder | None, str | N
                             idle_seconds=settings.embed_idle_seconds), None
 
 
-def start(embedder: BorrowedEmbedder) -> threading.Thread:
-    """Reach the shared process on a daemon thread (a cold start loads the model there: seconds)."""
+def start(embedder: BorrowedEmbedder, store: Any) -> threading.Thread:
+    """Reach the shared process on a daemon thread (a cold start loads the model there: seconds); once it answers,
+    `store` has a vector table for the edits the viewer saves (made when missing: a home whose memories were all
+    stored without a model has none; one of another model is left to the server, which re-embeds)."""
+    def vector_table() -> None:
+        with store.transaction() as conn:
+            if not vectors.table_exists(conn):
+                store.ensure_vector_table(conn)
+    embedder.on_ready = vector_table
     thread = threading.Thread(target=embedder.load, name="agentmem-viewer-model", daemon=True)
     thread.start()
     return thread
