@@ -415,16 +415,8 @@ def test_an_edit_in_a_home_that_never_had_vectors_is_saved_with_them(tmp_path, m
 
 
 def test_without_the_shared_model_search_says_it_runs_on_bm25_and_graph(world, tmp_path):
-    env = {**world["env"], "AGENTMEM_SHARED_EMBEDDER": "0"}
-    proc = subprocess.Popen([sys.executable, "-m", "agentmem_mcp", "ui", "--no-browser", "--port", "0"], env=env,
-                            cwd=world["repo"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc, port, cookie = _start_viewer({**world["env"], "AGENTMEM_SHARED_EMBEDDER": "0"}, world["repo"])
     try:
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/search\?token=([\w-]+)", proc.stdout.readline())
-        port, cookie = int(match.group(1)), {"Cookie": f"agentmem_ui={match.group(2)}"}
-        deadline = time.monotonic() + 30
-        while _request(port, "GET", "/search", headers=cookie)[0] != 200:
-            assert time.monotonic() < deadline, "the viewer did not answer in 30 s"
-            time.sleep(0.2)
         status, _, body = _request(port, "GET", "/search?q=" + MEANING_ONLY.replace(" ", "+"), headers=cookie)
         assert status == 200 and 'data-search="bm25"' in body
         assert "BM25 + the entity graph: the shared embedding process is turned off" in body
