@@ -110,13 +110,12 @@ def wal_cut_short(database: str) -> bool:
     checkpoint), and writes frames before it counts them, so a live database never looks like this."""
     try:
         with open(database + "-shm", "rb") as shm:
-            both = shm.read(96)
+            head = shm.read(20)
         size = os.stat(database + "-wal").st_size
     except OSError:
         return False
-    head = both[:48]
-    if len(both) < 96 or both[48:96] != head:
-        return False  # the index's two header copies differ: a writer is updating it (SQLite's readers retry too)
+    if len(head) < 20:
+        return False
     order = sys.byteorder  # the index is in the machine's own byte order
     version, initialised = int.from_bytes(head[0:4], order), head[12]
     page_size, frames = int.from_bytes(head[14:16], order), int.from_bytes(head[16:20], order)
