@@ -549,7 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # the hot path: skip building the whole parser
-        from .capture.hook import main as hook_main
+        from .capture.hook_client import main as hook_main
 
         return hook_main(argv[1:])
     parser = build_parser()
