@@ -159,6 +159,18 @@ def agentmem_command() -> str:
     return _join([sys.executable, "-m", "agentmem_mcp"])
 
 
+def hook_command() -> str | None:
+    """The hooks' command when agentmem is installed beside the running Python: that Python running
+    `capture/hook_client.py` itself. A console script imports `re` and the CLI before anything else (~8 ms of a
+    hook's ~15-40 ms); that file imports almost nothing when the shared process takes the event. None otherwise."""
+    scripts = Path(sys.executable).parent
+    if not any((scripts / name).is_file() for name in ("agentmem", "agentmem.exe")):
+        return None
+    from .capture import hook_client
+
+    return _join([sys.executable, os.path.abspath(hook_client.__file__)])
+
+
 def plan_install(client: str, scope: str = "user", *, home: Path | None = None,
                  project_dir: Path | None = None, command: str | None = None) -> InstallPlan:
     """Compute the changes that register agentmem's MCP server and hooks with `client`.
@@ -175,7 +187,7 @@ def plan_install(client: str, scope: str = "user", *, home: Path | None = None,
     entry: Config = {"command": parts[0], "args": [*parts[1:], "serve"]}
     if client == "claude-code":
         entry = {"type": "stdio", **entry}
-    prefix = _join(parts)
+    prefix = _join(parts) if command else (hook_command() or _join(parts))
     hooks = {event: _hook_entry(client, event, f"{prefix} hook --client {client} {event}")
              for event in CLIENT_EVENTS[client]}
     changes = [

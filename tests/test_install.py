@@ -329,6 +329,32 @@ def test_agentmem_command_points_at_something_runnable():
     assert "agentmem" in command
 
 
+def test_a_default_install_runs_hooks_through_the_hook_client_and_they_record(dirs, tmp_path):
+    import shlex
+    import sys
+
+    if not (Path(sys.executable).parent / "agentmem").is_file():
+        pytest.skip("agentmem is not installed beside this interpreter")
+    apply(plan_install("claude-code", "user", **dirs))
+    hooks_path = config_paths("claude-code", "user", home=dirs["home"])[1]
+    [command] = our_commands("claude-code", load(hooks_path))["PostToolUse"]
+    argv = shlex.split(command)
+    assert argv[:2] == [sys.executable, str(Path(agentmem_mcp.__file__).parent / "capture" / "hook_client.py")]
+    assert argv[2:] == ["hook", "--client", "claude-code", "PostToolUse"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    env["AGENTMEM_HOME"] = str(tmp_path / "agentmem-home")
+    payload = {"session_id": "s1", "cwd": str(dirs["project_dir"]), "hook_event_name": "PostToolUse",
+               "tool_name": "Bash", "tool_input": {"command": "make lint"}, "tool_response": {"stdout": "ok"}}
+    done = subprocess.run(argv, input=json.dumps(payload).encode(), env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == b""
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "agentmem-home" / "agentmem.db") as conn:
+        assert conn.execute("SELECT tool, input FROM observations").fetchall() == [("Bash", '{"command": "make lint"}')]
+    apply(plan_uninstall("claude-code", "user", **dirs))  # and uninstall knows it for ours
+    assert not hooks_path.exists() or our_commands("claude-code", load(hooks_path)) == {}
+
+
 # --- plugin and hook files -------------------------------------------------------------------------
 
 
