@@ -58,6 +58,9 @@ async def main():
     storage = SqliteVecMemoryStorage(os.environ["MCP_MEMORY_SQLITE_PATH"])
     await storage.initialize()
     out = sys.stdout
+    model = type(getattr(storage, "embedding_model", None)).__name__
+    if "onnx" not in model.lower():  # e.g. its hash fallback when onnxruntime is missing: not a fair comparison
+        sys.exit(f"the peer's embedding model is {model}, not its ONNX model")
     for line in sys.stdin:
         request = json.loads(line)
         op = request["op"]
@@ -154,7 +157,9 @@ def peer_venv(args: argparse.Namespace) -> Path:
     check = subprocess.run([str(python), "-c", "import mcp_memory_service, sys; print(mcp_memory_service.__version__)"],
                            capture_output=True, text=True)
     if check.returncode != 0 or check.stdout.strip() != args.version:
-        subprocess.run([str(python), "-m", "pip", "install", "-q", f"{PEER}=={args.version}"], check=True)
+        # its ONNX path needs these two, which its base install leaves out (it falls back to hash vectors)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", f"{PEER}=={args.version}", "onnxruntime",
+                        "tokenizers"], check=True)
     return python
 
 
