@@ -124,6 +124,11 @@ def _fill(store: Store, size: int, rng: random.Random, batch: int) -> None:
             print(f"  built {start + len(items):,}/{size:,}", file=sys.stderr, flush=True)
 
 
+def disk_bytes(home: Path) -> int:
+    """Bytes the store takes on disk: the database, its WAL and the BM25 index (after a checkpoint)."""
+    return sum(f.stat().st_size for f in home.rglob("*") if f.is_file() and f.suffix != ".log")
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -350,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
                 synthetic = size > args.synthetic_above
                 built = build(store, size, seed=size, synthetic_vectors=synthetic)
                 build_s = built["build_s"]
+                store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                on_disk = disk_bytes(settings.home)
                 search = summary(time_searches(store, args.queries, seed=1))
                 save = summary(time_saves(store, args.saves, seed=2))
                 search_after = summary(time_searches(store, args.queries, seed=3))
@@ -360,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
                 threads = {name: summary(values)
                            for name, values in time_model_threads(store, args.queries, 7).items()}
                 results["sizes"][size] = {"build_s": round(build_s, 1), "build_per_s": round(size / build_s),
+                                          "disk_bytes": on_disk, "disk_bytes_per_memory": round(on_disk / size),
                                           "pieces_s": round(built["pieces_s"], 1),
                                           "words_s": round(built["words_s"], 1),
                                           "corpus_vectors": "hashed" if synthetic else "model",
@@ -368,10 +376,12 @@ def main(argv: list[str] | None = None) -> int:
                                           "model_threads_ab": threads}
                 print(json.dumps({size: results["sizes"][size]}), flush=True)
     print(f"\n{results['date']} | {results['machine']}\n{results['command']}")
-    print(f"{'memories':>9} | {'search p50':>10} | {'search p95':>10} | {'save p50':>8} | {'save p95':>8} | build/s")
+    print(f"{'memories':>9} | {'search p50':>10} | {'search p95':>10} | {'save p50':>8} | {'save p95':>8} | build/s"
+          " | disk bytes/memory")
     for size, row in results["sizes"].items():
         print(f"{size:>9,} | {row['search']['p50_ms']:>8} ms | {row['search']['p95_ms']:>8} ms | "
-              f"{row['save']['p50_ms']:>5} ms | {row['save']['p95_ms']:>5} ms | {row['build_per_s']}")
+              f"{row['save']['p50_ms']:>5} ms | {row['save']['p95_ms']:>5} ms | {row['build_per_s']} | "
+              f"{row['disk_bytes_per_memory']:,}")
     for size, row in results["sizes"].items():
         ab = row["fusion_ab"]
         print(f"{size:>9,}: fusion A/B, same store, interleaved: score p50 {ab['score']['p50_ms']} / p95 "
