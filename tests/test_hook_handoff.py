@@ -171,3 +171,27 @@ def test_requests_round_trip_and_paths_are_made_absolute(tmp_path):
         "cursor", "stop", sent, raw)
     with pytest.raises(ValueError):
         hook_client.decode_request(b"GET / HTTP/1.1\r\n\r\n")
+
+
+def test_the_shared_embedding_process_takes_hooks_and_a_killed_one_loses_none(private_home, project, model_path):
+    import signal
+    import time
+
+    from agentmem_mcp.index.embed_service import connect_or_start
+    from tests.conftest import MODEL_NAME
+
+    client = connect_or_start(private_home, MODEL_NAME, model_path, 60)
+    try:
+        assert (os.stat(private_home / hook_client.SOCKET_NAME).st_mode & 0o777) == 0o600
+        env = _env(private_home)
+        assert hook_client.hand_off("claude-code", "PostToolUse", json.dumps(_tool_call(project, 1)).encode(),
+                                    env) == b""  # the shared process answered: recorded there
+        os.kill(client.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and Path(f"/proc/{client.pid}").exists() and \
+                "State:\tZ" not in Path(f"/proc/{client.pid}/status").read_text():
+            time.sleep(0.05)
+        _hook("PostToolUse", _tool_call(project, 2), env)  # a socket file is left, nobody answers
+    finally:
+        client.close()
+    assert _commands(private_home) == [("pytest -q -k case_1", 1), ("pytest -q -k case_2", 1)]
