@@ -125,10 +125,11 @@ def agentmem_driver(home: Path, model: Path) -> int:
 
 
 class Driver:
-    def __init__(self, name: str, command: list[str], env: dict[str, str]) -> None:
-        self.name = name
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
-                                     stderr=subprocess.DEVNULL)
+    def __init__(self, name: str, command: list[str], env: dict[str, str], log: Path) -> None:
+        self.name, self.log = name, log
+        with open(log, "w") as err:
+            self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
+                                         stderr=err)
 
     def call(self, **request) -> dict:
         assert self.proc.stdin and self.proc.stdout
@@ -136,7 +137,8 @@ class Driver:
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
-            raise SystemExit(f"the {self.name} driver died (exit {self.proc.wait()})")
+            raise SystemExit(f"the {self.name} driver died (exit {self.proc.wait()}): "
+                             f"{self.log.read_text(errors='replace')[-2000:]}")
         return json.loads(line)
 
     def close(self) -> None:
@@ -196,8 +198,9 @@ def bench_size(size: int, args: argparse.Namespace, peer_python: Path, tmp: Path
     pairs = json.loads(PARAPHRASES.read_text())["pairs"]
     corpus += [{"content": p["memory"], "type": p["type"], "tags": []} for p in pairs]
     ours = Driver("agentmem", [sys.executable, __file__, "--driver", str(tmp / f"agentmem-home-{size}"),
-                               "--model", str(args.model)], base_env)
-    peer = Driver(PEER, [str(peer_python), "-c", PEER_DRIVER], peer_env(base_env, tmp, args.model, str(size)))
+                               "--model", str(args.model)], base_env, tmp / f"agentmem-{size}.log")
+    peer = Driver(PEER, [str(peer_python), "-c", PEER_DRIVER], peer_env(base_env, tmp, args.model, str(size)),
+                  tmp / f"peer-{size}.log")
     drivers = [ours, peer]
     try:
         build_s = {}
