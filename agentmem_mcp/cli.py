@@ -268,9 +268,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    from .maintenance import reindex
-
     import time
+
+    from .maintenance import reindex
 
     bars = None if args.quiet else _ProgressBars()
     with _open(args) as store:
