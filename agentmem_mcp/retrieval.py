@@ -238,13 +238,6 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
                     similar = _add_similar_words(store, asked, results)
                 except Exception as exc:  # a help to the ranking, never a reason to fail the search
                     log.warning("similar words skipped for this search: %s: %s", type(exc).__name__, exc)
-            if results.get("bm25"):
-                # BM25 is as sure as its best hit is complete: the weighted share of the query's terms it holds. A
-                # question put in other words than its memory's meets a few common words in unrelated memories,
-                # and that best hit's 1.0 (scores are divided by the best) must not outweigh the vectors.
-                best = results["bm25"][0][0]
-                weights["bm25"] *= pending_matches(store, without_relative_time(query), [best], projects,
-                                                   not include_history, tier_list, type_list).get(best, 1.0)
         # a memory no retriever found any evidence for (no keyword, no entity, a cosine below zero) is noise
         fused, top = [f for f in fuse_scores(results, weights, absent) if f.score > 0], 1.0
     hits = _join_and_rerank(store, fused[: max(limit * 4, 40)], projects, not include_history, type_list,
