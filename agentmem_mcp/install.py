@@ -159,16 +159,17 @@ def agentmem_command() -> str:
     return _join([sys.executable, "-m", "agentmem_mcp"])
 
 
+HOOK_ENTRY = "from agentmem_mcp.capture.hook_client import run; run()"
+
+
 def hook_command() -> str | None:
     """The hooks' command when agentmem is installed beside the running Python: that Python running
-    `capture/hook_client.py` itself. A console script imports `re` and the CLI before anything else (~8 ms of a
-    hook's ~15-40 ms); that file imports almost nothing when the shared process takes the event. None otherwise."""
+    `capture.hook_client` directly. A console script imports `re` and the CLI before anything else (~8 ms of a
+    hook's CPU); the hook client imports almost nothing when the shared process takes the event. None otherwise."""
     scripts = Path(sys.executable).parent
     if not any((scripts / name).is_file() for name in ("agentmem", "agentmem.exe")):
         return None
-    from .capture import hook_client
-
-    return _join([sys.executable, os.path.abspath(hook_client.__file__)])
+    return _join([sys.executable, "-c", HOOK_ENTRY])
 
 
 def plan_install(client: str, scope: str = "user", *, home: Path | None = None,

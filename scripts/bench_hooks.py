@@ -5,9 +5,10 @@
 - PostToolUse hook, whole process, 8 kB payload, beside bare `python -c pass` on the same machine in the same
   run, as a live session runs it: the shared embedding process is running (a connected client stands in for
   `agentmem serve`), so the hook hands its event over `<home>/hooks.sock`. Three forms: `agentmem hook` (the
-  console script; series `post_tool_use_8kb`), `<python> .../capture/hook_client.py hook` (what `agentmem
-  install` writes; `*_direct`), and the same with AGENTMEM_HOOK_HANDOFF=0 (the hook records the event itself, as
-  when no shared process runs; `*_alone`); the console form again with a config.toml (AGENTMEM_CONFIG);
+  console script; series `post_tool_use_8kb`), `<python> -c "from agentmem_mcp.capture.hook_client import run;
+  run()" hook` (what `agentmem install` writes; `*_direct`), and the same with AGENTMEM_HOOK_HANDOFF=0 (the hook
+  records the event itself, as when no shared process runs; `*_alone`); the console form again with a config.toml
+  (AGENTMEM_CONFIG);
 - SessionStart hook with N memories in the project (context built and printed), direct and alone;
 - UserPromptSubmit hook (BM25 search) with the same store, direct and alone;
 - `agentmem serve`: spawn to the `initialize` response, and RSS once the embedding model has loaded (the
@@ -39,6 +40,7 @@ from machine import describe_machine  # noqa: E402
 
 from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.index.embedder import Embedder  # noqa: E402
+from agentmem_mcp.install import HOOK_ENTRY  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
 
 PYTEST_LINE = "tests/test_api.py::test_case_{n} PASSED [ {p}%] in 0.0{n}s — checked response schema for /v1/items\n"
@@ -61,13 +63,6 @@ def payload_8k(n: int, project: Path) -> bytes:
         "tool_input": {"command": f"pytest -q tests/test_api.py -k case_{n}", "description": "run tests"},
         "tool_response": {"stdout": "".join(lines), "stderr": "", "interrupted": False},
     }).encode()
-
-
-def hook_client_script() -> str:
-    """The installed `capture/hook_client.py` of this interpreter (not this checkout's, which is on sys.path)."""
-    done = subprocess.run([sys.executable, "-c", "import agentmem_mcp.capture.hook_client as m; print(m.__file__)"],
-                          capture_output=True, check=True, cwd=tempfile.gettempdir())
-    return done.stdout.decode().strip()
 
 
 def _children_cpu_ms() -> float:
@@ -191,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         config.chmod(0o600)
         with_config = dict(env, AGENTMEM_CONFIG=str(config))
         console = [*agentmem_bin(), "hook", "--client", "claude-code"]
-        direct = [sys.executable, hook_client_script(), "hook", "--client", "claude-code"]
+        direct = [sys.executable, "-c", HOOK_ENTRY, "hook", "--client", "claude-code"]  # as `agentmem install` writes
         alone = dict(env, AGENTMEM_HOOK_HANDOFF="0")
         baseline = [str(args.baseline), "hook", "--client", "claude-code"] if args.baseline else None
         series: dict[str, list[float]] = {}

@@ -330,6 +330,8 @@ def test_agentmem_command_points_at_something_runnable():
 
 
 def test_a_default_install_runs_hooks_through_the_hook_client_and_they_record(dirs, tmp_path):
+    """And a hook whose package is gone (a venv rebuilt for another Python) exits 1, which no client reads as
+    blocking the agent (Claude Code blocks on 2, which a missing script file would give)."""
     import shlex
     import sys
 
@@ -339,8 +341,8 @@ def test_a_default_install_runs_hooks_through_the_hook_client_and_they_record(di
     hooks_path = config_paths("claude-code", "user", home=dirs["home"])[1]
     [command] = our_commands("claude-code", load(hooks_path))["PostToolUse"]
     argv = shlex.split(command)
-    assert argv[:2] == [sys.executable, str(Path(agentmem_mcp.__file__).parent / "capture" / "hook_client.py")]
-    assert argv[2:] == ["hook", "--client", "claude-code", "PostToolUse"]
+    assert argv == [sys.executable, "-c", "from agentmem_mcp.capture.hook_client import run; run()", "hook",
+                    "--client", "claude-code", "PostToolUse"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
     env["AGENTMEM_HOME"] = str(tmp_path / "agentmem-home")
     payload = {"session_id": "s1", "cwd": str(dirs["project_dir"]), "hook_event_name": "PostToolUse",
@@ -351,6 +353,9 @@ def test_a_default_install_runs_hooks_through_the_hook_client_and_they_record(di
 
     with sqlite3.connect(tmp_path / "agentmem-home" / "agentmem.db") as conn:
         assert conn.execute("SELECT tool, input FROM observations").fetchall() == [("Bash", '{"command": "make lint"}')]
+    without_package = [argv[0], "-S", *argv[1:]]  # -S: no site-packages, as if the package were gone
+    gone = subprocess.run(without_package, input=b"{}", env=env, capture_output=True, timeout=60, cwd=tmp_path)
+    assert gone.returncode == 1 and b"No module named 'agentmem_mcp'" in gone.stderr
     apply(plan_uninstall("claude-code", "user", **dirs))  # and uninstall knows it for ours
     assert not hooks_path.exists() or our_commands("claude-code", load(hooks_path)) == {}
 

@@ -1,8 +1,10 @@
 """The hook's front door: hand the event to agentmem's running process, or handle it in this one.
 
-    python .../agentmem_mcp/capture/hook_client.py hook [--client claude-code|cursor] EVENT
+    python -c "from agentmem_mcp.capture.hook_client import run; run()" hook [--client claude-code|cursor] EVENT
 
-(what `agentmem install` writes) and `agentmem hook ...` both come here. Starting Python's own libraries (`re`,
+(what `agentmem install` writes) and `agentmem hook ...` both come here. (Not this file's path: when a venv is
+recreated for another Python, that path is gone and Python exits 2, which Claude Code reads as "block"; a missing
+module exits 1, which it does not.) Starting Python's own libraries (`re`,
 `json`, `pathlib`, `sqlean`) costs a hook process more than starting the interpreter; the user's shared agentmem
 process (`index/embed_service.py`, running while agent sessions are) has them loaded already. So this module
 imports only `os`, `sys` and `_socket`: it reads the event, sends it over `<home>/hooks.sock` (0600, in a home
@@ -164,6 +166,11 @@ def main(argv: list) -> int:
 
     return in_process(["--client", client, *([event] if event else []), *(["--help"] if wants_help else [])],
                       stdin=stdin)
+
+
+def run() -> None:
+    """The entry of the command `agentmem install` writes (see the module's docstring)."""
+    raise SystemExit(main(sys.argv[1:]))
 
 
 if __name__ == "__main__":
