@@ -159,7 +159,10 @@ def agentmem_command() -> str:
     return _join([sys.executable, "-m", "agentmem_mcp"])
 
 
-HOOK_ENTRY = "from agentmem_mcp.capture.hook_client import run; run()"
+# `python -c` puts the current directory, the agent's project, first on sys.path: it goes, or a `json.py` there
+# would be imported in place of the standard library's
+HOOK_ENTRY = ("import sys; sys.path[:1] = [p for p in sys.path[:1] if p]; "
+              "from agentmem_mcp.capture.hook_client import run; run()")
 
 
 def hook_command() -> str | None:

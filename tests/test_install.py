@@ -341,14 +341,16 @@ def test_a_default_install_runs_hooks_through_the_hook_client_and_they_record(di
     hooks_path = config_paths("claude-code", "user", home=dirs["home"])[1]
     [command] = our_commands("claude-code", load(hooks_path))["PostToolUse"]
     argv = shlex.split(command)
-    assert argv == [sys.executable, "-c", "from agentmem_mcp.capture.hook_client import run; run()", "hook",
-                    "--client", "claude-code", "PostToolUse"]
+    assert argv[:2] == [sys.executable, "-c"] and "from agentmem_mcp.capture.hook_client import run" in argv[2]
+    assert argv[3:] == ["hook", "--client", "claude-code", "PostToolUse"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
     env["AGENTMEM_HOME"] = str(tmp_path / "agentmem-home")
     payload = {"session_id": "s1", "cwd": str(dirs["project_dir"]), "hook_event_name": "PostToolUse",
                "tool_name": "Bash", "tool_input": {"command": "make lint"}, "tool_response": {"stdout": "ok"}}
-    done = subprocess.run(argv, input=json.dumps(payload).encode(), env=env, capture_output=True, timeout=60)
-    assert done.returncode == 0 and done.stdout == b""
+    (dirs["project_dir"] / "json.py").write_text("raise SystemExit(3)\n")  # the agent's project is the cwd
+    done = subprocess.run(argv, input=json.dumps(payload).encode(), env=env, capture_output=True, timeout=60,
+                          cwd=dirs["project_dir"])
+    assert done.returncode == 0 and done.stdout == b"", done.stderr
     import sqlite3
 
     with sqlite3.connect(tmp_path / "agentmem-home" / "agentmem.db") as conn:
