@@ -47,13 +47,21 @@ class _ProgressBars:
 
     def __init__(self) -> None:
         self.open_stage: str | None = None
+        self.started: dict[str, float] = {}
 
     def __call__(self, stage: str, done: int, total: int) -> None:
+        import time
+
         if self.open_stage not in (None, stage):
             sys.stderr.write("\n")
+        now = time.monotonic()
+        elapsed = now - self.started.setdefault(stage, now)
+        rate = f", {done / elapsed:,.0f}/s" if elapsed > 0.5 and done else ""
+        left = f", {(total - done) * elapsed / done:,.0f} s left" if rate and total > done else ""
         width = 30
         filled = int(width * done / total) if total else width
-        sys.stderr.write(f"\r{stage:8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        speed = f"{rate}{left}".ljust(30) if rate else ""  # padded: a shorter line must cover a longer one
+        sys.stderr.write(f"\r{stage:8} [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,}{speed}")
         self.open_stage = stage
         if done >= total:
             sys.stderr.write("\n")
@@ -260,16 +268,21 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
+    import time
+
     from .maintenance import reindex
 
     bars = None if args.quiet else _ProgressBars()
     with _open(args) as store:
+        started = time.monotonic()
         try:
             result = reindex(store, progress=bars)
         finally:
             if bars is not None:
                 bars.close()
-    print(f"reindexed {result['memories']} memories: {result['indexed']} in BM25, {result['embedded']} embedded")
+        took = time.monotonic() - started
+    print(f"reindexed {result['memories']} memories: {result['indexed']} in BM25, {result['embedded']} embedded, "
+          f"in {took:.1f} s ({result['memories'] / max(took, 1e-9):,.0f} memories/s)")
     return 0
 
 
@@ -549,7 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # the hot path: skip building the whole parser
-        from .capture.hook import main as hook_main
+        from .capture.hook_client import main as hook_main
 
         return hook_main(argv[1:])
     parser = build_parser()
