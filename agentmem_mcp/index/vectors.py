@@ -67,7 +67,10 @@ def memory_pieces(text: str, body: str) -> list[str]:
     return sentence_pieces(body) if len(chunk_text(text)) == 1 else []
 
 
-def summary_pieces(body: str, min_chars: int = PIECE_MIN_CHARS) -> list[str]:
+SUMMARY_PIECE_CHARS = 300  # a summary line's start says what it is about; a long list of files adds little
+
+
+def summary_pieces(body: str, min_chars: int = PIECE_MIN_CHARS, limit: int = SUMMARY_PIECE_CHARS) -> list[str]:
     """The pieces of a session summary, whatever its length: each line ("Commits: ...", "Tests: ...") and
     each item of a line listed with " · " (the outcome's reports; short items join their neighbour), so a
     question about one of the things a session did meets that thing's own vector rather than a chunk of the
@@ -80,10 +83,10 @@ def summary_pieces(body: str, min_chars: int = PIECE_MIN_CHARS) -> list[str]:
             if item:
                 current = f"{current} · {item}" if current else item
                 if len(current) >= min_chars:
-                    own.append(current[:CHUNK_CHARS])
+                    own.append(current[:limit])
                     current = ""
         if current:
-            own = [*own[:-1], f"{own[-1]} · {current}"[:CHUNK_CHARS]] if own else [current]
+            own = [*own[:-1], f"{own[-1]} · {current}"[:limit]] if own else [current[:limit]]
         pieces += own
     return pieces if len(pieces) > 1 else []
 
