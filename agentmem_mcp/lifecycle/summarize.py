@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from ..anchors import head_commit
-from ..capture.transcript import Turn, is_noise, read_turns, relative_to
+from ..capture.transcript import Turn, is_noise, relative_to
+from ..capture.turns import read_turns
 from ..project import worktree_root
 from ..trust import WITHHELD, withhold_instructions
 from . import OUTCOME, remember
