@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import lease
 from .capture.compress import CompressedObservation, compress
+from .db import meta
 from .lifecycle import consolidate, summarize
 from .lifecycle.consolidate import prepare_saves, write_saves
 from .llm import LLM, need, need_text, need_unit
@@ -291,18 +292,18 @@ class Worker:
             except Exception:  # one project's failure must not stop the others; it is tried again next pass
                 log.exception("consolidating project %s failed", project)
                 continue
-            consolidate.set_meta(self.store, consolidate.mark_key(project), mark)
+            consolidate.set_mark(self.store, meta.consolidated(project), mark)
         return written
 
     def maintain(self, *, force: bool = False) -> int:
         """Prune old observations (hourly), run the forgetting sweep when due, embed what lacks vectors and
         flush the index outbox. Returns how many observations were pruned."""
         pruned = 0
-        last = consolidate.get_meta(self.store.conn, "last_prune")
+        last = meta.get(self.store.conn, meta.LAST_PRUNE)
         now = self.store.now()
-        if force or last is None or now - float(last) >= PRUNE_EVERY_SECONDS:
+        if force or last is None or now - last >= PRUNE_EVERY_SECONDS:
             pruned = prune_observations(self.store, now=now)
-            consolidate.set_meta(self.store, "last_prune", repr(now))
+            consolidate.set_mark(self.store, meta.LAST_PRUNE, now)
         if self.sweep:
             from .lifecycle.sweep import maybe_sweep
 
@@ -385,8 +386,7 @@ def prune_observations(store: Store, *, now: float | None = None, days: float = 
         for start in range(0, len(doomed), 500):
             part = doomed[start:start + 500]
             tx.execute(f"DELETE FROM observations WHERE id IN ({','.join('?' * len(part))})", part)
-        tx.execute("DELETE FROM meta WHERE key LIKE 'summary-state:%' AND substr(key, 15) IN (SELECT id FROM "
-                   "sessions WHERE last_event_at < ? AND needs_summary = 0)", (cutoff,))
+        meta.delete_summary_states_before(tx, cutoff)
     return len(doomed)
 
 
