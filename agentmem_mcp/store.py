@@ -117,6 +117,7 @@ class Store:
         return self.db.files_problem
 
     def now(self) -> float:
+        """The clock operations read (tests and evaluations replace it)."""
         return time.time()
 
     def close(self) -> None:
@@ -236,11 +237,13 @@ class Store:
         return forget(self, **options)
 
     def stats(self, **options: Any) -> dict[str, Any]:
+        """What is in the store; see `stats.stats`."""
         from .stats import stats
 
         return stats(self, **options)
 
     def audit(self, action: str, memory_id: str | None = None, project: str | None = None,
               detail: dict[str, Any] | None = None) -> None:
+        """Append a row to the audit chain in its own transaction (`db.audit.append`)."""
         with self.transaction() as conn:
             audit.append(conn, action, memory_id, project, detail)
