@@ -136,10 +136,6 @@ class Store:
 
     # the index and the vectors, for the CLI, the worker and maintenance --------------------------
 
-    def index_soon(self) -> None:
-        """`Indexer.index_soon`: apply the outbox to BM25 now (sync_index) or on the indexer thread."""
-        self.indexer.index_soon()
-
     def erase_soon(self, memories_deleted: bool = True) -> None:
         """`Indexer.erase_soon`: after a forget, rebuild what still holds forgotten text."""
         self.indexer.erase_soon(memories_deleted)
@@ -156,29 +152,13 @@ class Store:
         """Index changes not yet applied to BM25 (by any process)."""
         return self.indexer.backlog()
 
-    def pending_index_ids(self, limit: int = 501) -> list[str]:
-        """Memories written but not yet applied to BM25 (by any process)."""
-        return self.indexer.pending_ids(limit)
-
     def rebuilding(self) -> int:
         """The BM25 backlog while the indexer thread applies a big one (a rebuild), else 0."""
         return self.indexer.rebuilding()
 
-    def reset_fulltext(self) -> None:
-        """Empty the BM25 index and queue every memory to be indexed again."""
-        self.indexer.reset()
-
-    def heal_fulltext(self, error: BaseException) -> None:
-        """A BM25 search failed: rebuild the index from SQLite, at most once a minute."""
-        self.indexer.heal(error)
-
     def prepare_vectors(self) -> None:
         """Once the model is ready: make sure the vector table matches it and embed what lacks vectors."""
         self.backfill.prepare()
-
-    def ensure_vector_table(self, conn: Connection) -> bool:
-        """`VectorBackfill.ensure_table`, inside the caller's transaction."""
-        return self.backfill.ensure_table(conn)
 
     def embed_pending(self, batch: int = 64, progress: Callable[[int, int], None] | None = None) -> int:
         """Give vectors to memories saved before the model was ready (or after a model change)."""
@@ -205,10 +185,6 @@ class Store:
     def history(self, memory_id: str, *, within: Sequence[str | None] | None = None) -> list[Memory]:
         """Every version of the memory's chain, oldest first (`within` as in `get`)."""
         return self.memories.history(memory_id, within=within)
-
-    def latest_version(self, memory_id: str) -> Memory:
-        """The current version of the memory's chain."""
-        return self.memories.latest_version(memory_id)
 
     # the operations, each in its own module ----------------------------------------------------
 
