@@ -160,6 +160,10 @@ class Store:
         """Once the model is ready: make sure the vector table matches it and embed what lacks vectors."""
         self.backfill.prepare()
 
+    def ensure_vector_table(self, conn: Connection) -> bool:
+        """`VectorBackfill.ensure_table`, inside the caller's transaction (the viewer's embedding uses it)."""
+        return self.backfill.ensure_table(conn)
+
     def embed_pending(self, batch: int = 64, progress: Callable[[int, int], None] | None = None) -> int:
         """Give vectors to memories saved before the model was ready (or after a model change)."""
         return self.backfill.embed_pending(batch, progress)

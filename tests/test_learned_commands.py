@@ -125,3 +125,13 @@ def test_a_summary_hit_shows_the_lines_that_answer_even_when_they_lie_far_apart(
     shown = summary_snippet(summary, "why did writing claude md fail in the very first init session".split())
     assert shown.startswith("Asked: /init … ") and "haven't granted it yet" in shown
     assert len(shown) <= 480 + 10
+
+
+def test_inline_code_and_a_bare_interpreter_are_no_command_to_learn_and_sync_is_not_always_an_install():
+    from agentmem_mcp.lifecycle.commands import command_label
+
+    records = [run('python -c "import x; print(x)"', session=s) for s in ("s1", "s2")]
+    records += [run("python --version", session=s) for s in ("s1", "s2")]
+    assert not [d for d in mine(records, "/p") if d.key.startswith("workflow:")]
+    assert command_label("uv sync") == command_label("npm ci") == "Install dependencies"
+    assert command_label("bd sync") == "Run"
