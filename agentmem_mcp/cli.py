@@ -207,16 +207,21 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
+    import time
+
     from .maintenance import reindex
 
     bars = None if args.quiet else _ProgressBars()
     with _open(args) as store:
+        started = time.monotonic()
         try:
             result = reindex(store, progress=bars)
         finally:
             if bars is not None:
                 bars.close()
-    print(f"reindexed {result['memories']} memories: {result['indexed']} in BM25, {result['embedded']} embedded")
+        took = time.monotonic() - started
+    print(f"reindexed {result['memories']} memories: {result['indexed']} in BM25, {result['embedded']} embedded, "
+          f"in {took:.1f} s ({result['memories'] / max(took, 1e-9):,.0f} memories/s)")
     return 0
 
 
@@ -496,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # the hot path: skip building the whole parser
-        from .capture.hook import main as hook_main
+        from .capture.hook_client import main as hook_main
 
         return hook_main(argv[1:])
     parser = build_parser()

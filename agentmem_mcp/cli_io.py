@@ -46,13 +46,21 @@ class _ProgressBars:
 
     def __init__(self) -> None:
         self.open_stage: str | None = None
+        self.started: dict[str, float] = {}
 
     def __call__(self, stage: str, done: int, total: int) -> None:
+        import time
+
         if self.open_stage not in (None, stage):
             sys.stderr.write("\n")
+        now = time.monotonic()
+        elapsed = now - self.started.setdefault(stage, now)
+        rate = f", {done / elapsed:,.0f}/s" if elapsed > 0.5 and done else ""
+        left = f", {(total - done) * elapsed / done:,.0f} s left" if rate and total > done else ""
         width = 30
         filled = int(width * done / total) if total else width
-        sys.stderr.write(f"\r{stage:8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        speed = f"{rate}{left}".ljust(30) if rate else ""  # padded: a shorter line must cover a longer one
+        sys.stderr.write(f"\r{stage:8} [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,}{speed}")
         self.open_stage = stage
         if done >= total:
             sys.stderr.write("\n")
