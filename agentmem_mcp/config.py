@@ -12,13 +12,11 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from .files import ConfigError
+
 TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms
 if TYPE_CHECKING:
     from typing import Any
-
-
-class ConfigError(ValueError):
-    """A setting has a value agentmem cannot use."""
 
 
 def default_home() -> Path:

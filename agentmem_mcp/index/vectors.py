@@ -27,6 +27,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ..db import meta
 from ..db.connection import Connection
 from . import words
 from .tokenize import without_stamp
@@ -134,8 +135,7 @@ def ensure_table(conn: Connection, model_id: str, dimension: int) -> bool:
     Returns True when the table was (re)created, which means every memory must be re-embedded:
     vectors of two models are never mixed.
     """
-    row = conn.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
-    current = row[0] if row else None
+    current = meta.get(conn, meta.EMBEDDING_MODEL)
     wanted = f"{model_id}|{dimension}|bit+f32"
     if current == wanted and table_exists(conn):
         return False
@@ -148,7 +148,7 @@ def ensure_table(conn: Connection, model_id: str, dimension: int) -> bool:
     # '' marks a memory that has no vector by design (see remember.prepare_saves' vector_text)
     conn.execute("UPDATE memories SET embedding_model = NULL, pieces = NULL WHERE embedding_model IS NOT ''")
     words.reset(conn)
-    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedding_model', ?)", (wanted,))
+    meta.put(conn, meta.EMBEDDING_MODEL, wanted)
     return True
 
 
