@@ -183,6 +183,11 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
                             tier_list, since, until, min_confidence, reasons, query, top, similar,
                             include_quarantined)
     hits = [hit for hit in hits if hit.score >= store.settings.search_min_score][:limit]
+    if store.settings.team_url:  # team memory: the server's hits in the same ranking (agentmem_mcp/team/)
+        from .team.recall import merge_hits
+
+        hits = merge_hits(store, query, hits, results, query_vector, limit=limit, notes=notes, project=project,
+                          types=type_list, tiers=tier_list, min_confidence=min_confidence)
     packed, used = [], 0
     for hit in hits:
         cost = estimate_tokens(hit.title + hit.snippet + hit.why) + HIT_OVERHEAD_TOKENS

@@ -1,0 +1,50 @@
+"""Team memory in the MCP server: the `memory_share` tool (registered only when team memory is configured)
+and `memory_save(share=true)`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from ..models import AgentmemError
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+
+def share_saved(store: Store, memory_id: str) -> str:
+    """Share a memory just saved and try to publish it now; the note says what happened (never raises: the save
+    stands whatever the team server does)."""
+    from . import sync
+
+    try:
+        gid = sync.share(store, memory_id)
+    except AgentmemError as exc:
+        return f"not shared: {exc}"
+    report = sync.sync(store, pull_changes=False)
+    if report.error:
+        return f"shared as {gid}: queued, published when the team server answers ({report.error})"
+    return f"shared with the team as {gid}"
+
+
+def register_team_tools(tools: list[Any], state: Any, tool: Any, call: Any) -> None:
+    """Add `memory_share` to the MCP server's tools, and keep a connection pool for team search."""
+    from .recall import use_pool
+
+    use_pool()
+
+    @tool(tools, read_only=False, idempotent=True)
+    async def memory_share(
+        id: Annotated[str, Field(description="Memory id to share")],
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Share a memory of this project with the team (team memory): its author is this user. Only when the
+        user asks for it; working memories never leave this machine."""
+        def run(store: Any) -> dict[str, Any]:
+            store.get(id, within=store.walls())  # this project's and the global memories only
+            return {"id": id, "note": share_saved(store, id)}
+        return await call(state, ctx, run)
+
+
