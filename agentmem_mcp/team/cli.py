@@ -33,7 +33,7 @@ def cmd_share(args: argparse.Namespace) -> int:
     with _open(args) as store:
         _need_team(store)
         gids = [(memory_id, sync.share(store, memory_id)) for memory_id in args.ids]
-        report = sync.sync(store, pull_changes=False)
+        report = sync.sync(store, pull_changes=False, force=True)
         for memory_id, gid in gids:
             print(f"{memory_id}: shared as {gid}")
         print(report.text() if not report.error else f"queued; published when the team server answers "
@@ -94,7 +94,7 @@ def _sync(args: argparse.Namespace) -> int:
                 fcntl.flock(lock, fcntl.LOCK_EX | (fcntl.LOCK_NB if args.quiet else 0))
             except OSError:
                 return 0  # another sync runs: it does the work
-            report = sync.sync(store)
+            report = sync.sync(store, force=not args.quiet)
         if not args.quiet:
             print(report.text())
         return 1 if report.error else 0

@@ -87,6 +87,21 @@ def share(store: Store, memory_id: str) -> str:
         return outbox.mark_shared(conn, row, explicit=True)
 
 
+def share_now(store: Store, memory_id: str) -> str:
+    """Share a memory and try to publish it at once; the answer says what happened (it never raises for the
+    team's sake: a memory that may not be shared says why, one the server cannot take yet waits in the outbox)."""
+    from ..models import AgentmemError
+
+    try:
+        gid = share(store, memory_id)
+    except AgentmemError as exc:
+        return f"not shared: {exc}"
+    report = sync(store, pull_changes=False, force=True)
+    if report.error:
+        return f"shared as {gid}: queued, published when the team server answers ({report.error})"
+    return f"shared with the team as {gid}"
+
+
 def reconcile(store: Store) -> int:
     """Queue what changed here since the last sync: knowledge not yet shared, new versions of shared memories,
     shared memories forgotten here. Returns how many items were queued."""
@@ -148,9 +163,10 @@ def _relative(path: str, root: str | None) -> str:
     return path
 
 
-def publish_due(store: Store, report: SyncReport) -> None:
+def publish_due(store: Store, report: SyncReport, *, force: bool = False) -> None:
     """Send what the outbox holds, batch by batch; an item leaves the outbox only once the server committed it.
-    On failure the batch stays, retried later with backoff (TeamUnreachable / TeamPermissionError re-raised)."""
+    On failure the batch stays, retried later with backoff (TeamUnreachable / TeamPermissionError re-raised);
+    force=True (a sync the user asked for) sends the items still waiting out their backoff too."""
     settings = store.settings
     server = team_server(settings)
     who = author(settings)
@@ -158,7 +174,7 @@ def publish_due(store: Store, report: SyncReport) -> None:
     with write_transaction(conn):
         machine = outbox.machine_id(conn)
     while True:
-        items = outbox.due(conn, time.time(), PUBLISH_BATCH)
+        items = outbox.due(conn, float("inf") if force else time.time(), PUBLISH_BATCH)
         if not items:
             return
         publish, forgets, skipped = [], [], []
@@ -234,16 +250,16 @@ def pull(store: Store, report: SyncReport) -> None:
         outbox.set_state(conn, "pulled_at", str(time.time()))
 
 
-def sync(store: Store, *, publish: bool = True, pull_changes: bool = True) -> SyncReport:
-    """Reconcile, publish what waits and pull what changed; never raises for an unreachable server (the report
-    says so and the outbox keeps everything)."""
+def sync(store: Store, *, publish: bool = True, pull_changes: bool = True, force: bool = False) -> SyncReport:
+    """Reconcile, publish what waits (force: even what waits out a backoff) and pull what changed; never raises
+    for an unreachable server (the report says so and the outbox keeps everything)."""
     report = SyncReport()
     home = store.settings.home
     try:
         if publish:
             report.queued = reconcile(store)
             if not store.settings.team_read_only:
-                publish_due(store, report)
+                publish_due(store, report, force=force)
         if pull_changes:
             pull(store, report)
         reach.mark_reachable(home)

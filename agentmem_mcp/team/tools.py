@@ -8,25 +8,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from ..models import AgentmemError
-
 if TYPE_CHECKING:
     from ..store import Store
 
 
 def share_saved(store: Store, memory_id: str) -> str:
-    """Share a memory just saved and try to publish it now; the note says what happened (never raises: the save
-    stands whatever the team server does)."""
-    from . import sync
+    """`sync.share_now`, for `memory_save(share=true)` and `memory_share`."""
+    from .sync import share_now
 
-    try:
-        gid = sync.share(store, memory_id)
-    except AgentmemError as exc:
-        return f"not shared: {exc}"
-    report = sync.sync(store, pull_changes=False)
-    if report.error:
-        return f"shared as {gid}: queued, published when the team server answers ({report.error})"
-    return f"shared with the team as {gid}"
+    return share_now(store, memory_id)
 
 
 def register_team_tools(tools: list[Any], state: Any, tool: Any, call: Any) -> None:
