@@ -354,9 +354,19 @@ def session_context(conn: Connection, project: str | None, budget_tokens: int, *
 
 def _team_lines(conn: Connection, project: str | None, now: float) -> list[ContextLine]:
     """The team's memories of this project (team memory on: agentmem_mcp/team/recall.py), after the local lines."""
+    from .team import in_use
+
+    if not in_use(conn):
+        return []
     from .team.recall import briefing_lines
 
     return briefing_lines(conn, project, now)
+
+
+def _team_prompt_rows(conn: Connection, prompt: str, project: str | None) -> list[Any]:
+    from .team.recall import prompt_rows
+
+    return prompt_rows(conn, prompt, project)
 
 
 def worth_recalling(prompt: str) -> bool:
@@ -412,9 +422,9 @@ def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | 
     for memory_id, score in fulltext.search(prompt, projects=projects, limit=KNOWLEDGE_CANDIDATES,
                                             tiers=["semantic", "procedural"]):
         hits.setdefault(memory_id, score)  # learned memories compete even when session notes outscore them
-    from .team.recall import prompt_rows  # team memory: the team's memories from this machine's copy
+    from .team import in_use  # team memory: the team's memories from this machine's copy
 
-    team_rows = prompt_rows(conn, prompt, project)
+    team_rows = _team_prompt_rows(conn, prompt, project) if in_use(conn) else []
     if not hits and not team_rows:
         return "", []
     now = time.time()

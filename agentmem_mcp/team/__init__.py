@@ -21,6 +21,15 @@ TEAM_WIDE = "*"  # the project key of a global memory shared on purpose: every p
 _servers: dict[tuple[str, str], TeamServer] = {}
 
 
+def in_use(conn) -> bool:
+    """A cheap test, for the hook, before anything of team memory is imported: AGENTMEM_TEAM_URL is set, or this
+    machine has synced with a team server before (team_url may be in config.toml only)."""
+    import os
+
+    return bool(os.environ.get("AGENTMEM_TEAM_URL")) or \
+        conn.execute("SELECT 1 FROM team_state LIMIT 1").fetchone() is not None
+
+
 def enabled(settings: Settings) -> bool:
     """Whether team memory is configured."""
     return bool(getattr(settings, "team_url", ""))

@@ -16,10 +16,8 @@ The remote used is `origin`, else the first remote in the config file. Pure file
 
 from __future__ import annotations
 
-import getpass
 import os
 import re
-import socket
 from pathlib import Path
 
 _SCP_LIKE = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>(?!/).+)$")  # git@host:owner/repo.git
@@ -112,6 +110,9 @@ def project_key(project: str | None) -> str | None:
 
 def default_author() -> str:
     """user@host, the author name when `team_author` is not set."""
+    import getpass
+    import socket
+
     try:
         user = getpass.getuser()
     except Exception:  # no user name in the environment or the password database

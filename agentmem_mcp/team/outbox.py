@@ -4,8 +4,6 @@ reachability). Written in the caller's transaction; nothing here talks to the se
 
 from __future__ import annotations
 
-import secrets
-import socket
 import time
 from typing import Any
 
@@ -34,12 +32,17 @@ def machine_id(conn: Connection) -> str:
     found = state(conn, "machine")
     if found:
         return found
+    import secrets
+    import socket
+
     made = f"{socket.gethostname() or 'machine'}-{secrets.token_hex(3)}"
     conn.execute("INSERT OR IGNORE INTO team_state (key, value) VALUES ('machine', ?)", (made,))
     return state(conn, "machine") or made
 
 
 def new_gid() -> str:
+    import secrets
+
     return f"t_{secrets.token_hex(10)}"
 
 

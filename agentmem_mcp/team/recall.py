@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..ranking import humanize_age
 from ..trust import instruction_reason
-from . import TEAM_WIDE, enabled, mirror, outbox, reach
+from . import TEAM_WIDE, enabled, in_use, mirror, outbox, reach
 from .identity import project_key
 
 if TYPE_CHECKING:
@@ -72,8 +72,7 @@ def briefing_lines(conn: Connection, project: str | None, now: float, settings: 
     """The briefing's team section (ContextLine list; empty when team memory is off): the most important team
     memories of this project from this machine's copy, and a note when the server was unreachable. When the copy
     is older than team_refresh_seconds, a background `agentmem team sync` refreshes it for the next session."""
-    if settings is None and not os.environ.get("AGENTMEM_TEAM_URL") \
-            and not conn.execute("SELECT 1 FROM team_state LIMIT 1").fetchone():
+    if settings is None and not in_use(conn):
         return []  # team memory never used here (set in config.toml only: the first sync is the worker's)
     settings = settings or _settings()
     if settings is None or not enabled(settings):
