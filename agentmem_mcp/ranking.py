@@ -120,6 +120,17 @@ _HOW_TO = re.compile(r"^\W*(?:how (?:do|can|should|would|could) (?:i|we|you|one)
 PROCEDURE_BOOST = 1.3  # a how-to question ("how do I run the tests?") weighs procedures (workflows) this much more
 
 
+_WHICH_FILE = re.compile(r"\b(?:which|what) (?:files?|scripts?|modules?|components?|classes?|tests?)\b|"
+                         r"\bwhere (?:is|are|do|does|did)\b[^?]*\b(?:defined|live|lives|implemented|handled|"
+                         r"configured|stored)\b|\bin which files?\b", re.IGNORECASE)
+
+
+def asks_which_file(query: str) -> bool:
+    """Whether a query asks which file (script, module, component) holds something: the files a memory
+    names answer it, wherever they sit in the memory's text."""
+    return bool(_WHICH_FILE.search(query))
+
+
 def asks_how_to(query: str) -> bool:
     """Whether a query asks how to do something, which a procedure (a learned workflow) answers best."""
     return bool(_HOW_TO.search(query))

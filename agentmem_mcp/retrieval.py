@@ -31,6 +31,7 @@ from .ranking import (
     PROCEDURE_BOOST,
     Fused,
     asks_how_to,
+    asks_which_file,
     estimate_tokens,
     fuse_rankings,
     fuse_scores,
@@ -91,11 +92,22 @@ def _stale(row: Any) -> str:
 
 def _stem(term: str) -> str:
     """A query word cut to the part its other forms share ("models" meets "model_comparison.py", "compares"
-    meets "comparison"), for finding it in text."""
-    for suffix in ("ing", "es", "ed", "s"):
+    meets "comparison", "simpler" meets "useSimpleTodos"), for finding it in text."""
+    for suffix in ("ing", "es", "ed", "er", "s"):
         if term.endswith(suffix) and len(term) - len(suffix) >= 4:
             return term[:-len(suffix)]
     return term
+
+
+FAILURE_STEMS = ("fail", "error", "refus", "block", "denied", "reject", "crash", "broke")
+
+
+def _needle(stem: str) -> str:
+    """How a query word is looked for in text: a two-letter word as a whole word (`rm`, `pr`), a three-letter
+    stem as a word's start (`fix` in "fixes"), a longer one anywhere (`model` in "model_comparison.py")."""
+    if len(stem) <= 2:
+        return rf"\b{re.escape(stem)}\b"
+    return rf"\b{re.escape(stem)}" if len(stem) == 3 else re.escape(stem)
 
 
 def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS,
@@ -108,13 +120,16 @@ def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS
     lowered = text.lower()
     found: list[tuple[int, str]] = []
     weight: dict[str, float] = {}
-    for word in {t for t in query_terms if len(t) > 2 and t not in _SNIPPET_STOP}:
-        term = _stem(word)
+    for word in {t for t in query_terms if len(t) > 1 and t not in _SNIPPET_STOP}:
+        stem = _stem(word)
+        failure = stem.startswith(FAILURE_STEMS)
+        term = "(failure)" if failure else stem  # a question about a failure meets the error, however worded
         weight[term] = max(weight.get(term, 0.0), (weights or {}).get(word, 1.0))
-        at = lowered.find(term)
-        while at != -1 and len(found) < 400:
-            found.append((at, term))
-            at = lowered.find(term, at + 1)
+        for needle in (FAILURE_STEMS if failure else (stem,)):
+            for match in re.finditer(_needle(needle), lowered):
+                if len(found) >= 400:
+                    break
+                found.append((match.start(), term))
     start, best = 0, 0.0
     for at, _ in sorted(found):
         begin = max(0, at - limit // 4)
@@ -430,6 +445,7 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
     rarity = store.fulltext.word_idf(query_terms)
     window = time_window(query, now)
     how_to = asks_how_to(query)
+    which_file = asks_which_file(query)
     hits: list[tuple[float, SearchHit]] = []
     for row in rows:
         if projects is not None and row["project"] not in projects:
@@ -458,13 +474,30 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
             score *= PROCEDURE_BOOST
         hits.append((score, SearchHit(
             id=row["id"], title=row["title"], type=row["type"], tier=row["tier"], project=row["project"],
-            snippet=snippet(row["content"], query_terms, weights=rarity), score=round(score, 4),
+            snippet=_with_files(snippet(row["content"], query_terms, weights=rarity), row["files"], which_file),
+            score=round(score, 4),
             age=humanize_age(now - row["created_at"]),
             why=_why(entry, reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"])) + _stale(row),
             confidence=round(row["confidence"], 3), version=row["version"], is_latest=bool(row["is_latest"]),
         )))
     hits.sort(key=lambda item: -item[0])
     return [hit for _, hit in hits]
+
+
+FILES_IN_SNIPPET = 3
+
+
+def _with_files(text: str, files_json: str | None, which_file: bool) -> str:
+    """A snippet, followed by the files its memory names that it does not show, when the query asks which
+    file holds something."""
+    if not which_file or not files_json:
+        return text
+    try:
+        files = [f for f in json.loads(files_json) if isinstance(f, str)]
+    except ValueError:
+        return text
+    missing = [f for f in files if f not in text][:FILES_IN_SNIPPET]
+    return f"{text} [files: {', '.join(missing)}]" if missing else text
 
 
 def _why(entry: Fused, graph_reason: str | None, row: Any, in_window: bool = False,

@@ -341,13 +341,14 @@ class Store:
         if not self.embedder.ready:
             return 0
         rows = self.conn.execute(
-            "SELECT id, title, content, tags, files, tier, session_id, created_at, source "
+            "SELECT id, title, content, tags, files, tier, type, session_id, created_at, source "
             "FROM memories INDEXED BY memories_pieces_todo "
             "WHERE embedding_model = ? AND pieces IS NULL LIMIT ?", (self.embedder.model_id, limit)).fetchall()
         if not rows:
             return 0
         # the rules' own knowledge (a command, a fix) is a sentence or two found by its words: no pieces
-        found = [(r, [] if r["source"] == "consolidation" and r["tier"] != "episodic" else vectors.memory_pieces(
+        found = [(r, vectors.summary_pieces(r["content"]) if r["type"] == "summary"
+                  else [] if r["source"] == "consolidation" and r["tier"] != "episodic" else vectors.memory_pieces(
                       memory_text(r["title"], r["content"], json.loads(r["tags"]), json.loads(r["files"])),
                       r["content"]),
                   neighbours.answer_chunk(self.conn, r)) for r in rows]

@@ -67,6 +67,27 @@ def memory_pieces(text: str, body: str) -> list[str]:
     return sentence_pieces(body) if len(chunk_text(text)) == 1 else []
 
 
+def summary_pieces(body: str, min_chars: int = PIECE_MIN_CHARS) -> list[str]:
+    """The pieces of a session summary, whatever its length: each line ("Commits: ...", "Tests: ...") and
+    each item of a line listed with " · " (the outcome's reports; short items join their neighbour), so a
+    question about one of the things a session did meets that thing's own vector rather than a chunk of the
+    whole session."""
+    pieces: list[str] = []
+    for line in body.splitlines():
+        own: list[str] = []
+        current = ""
+        for item in (i.strip() for i in line.split(" · ")):
+            if item:
+                current = f"{current} · {item}" if current else item
+                if len(current) >= min_chars:
+                    own.append(current[:CHUNK_CHARS])
+                    current = ""
+        if current:
+            own = [*own[:-1], f"{own[-1]} · {current}"[:CHUNK_CHARS]] if own else [current]
+        pieces += own
+    return pieces if len(pieces) > 1 else []
+
+
 def combine(chunk: float, piece: float | None, answer: float | None = None) -> float:
     """A memory's vector score from its best chunk and its best sentence piece, or its answer chunk's cosine
     if that is higher (None: it has no piece, no answer chunk)."""

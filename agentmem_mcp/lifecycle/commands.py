@@ -84,16 +84,29 @@ def normalize_command(command: str | None) -> str | None:
     return main
 
 
+FILE_FLAGS = frozenset({"-r", "--requirement", "-c", "--constraint", "-f", "--file", "--config", "--config-file",
+                        "--project"})  # a file after these is the flag's value, part of the form
+
+
 def working_form(tokens: list[str]) -> str:
     """A command as someone would type it again: program, subcommands, flags and folders, without file
-    arguments, messages or long values."""
+    arguments, messages or long values. An interpreter keeps its module or script (`python -m pytest`,
+    `python train.py`), and a flag that takes a file keeps it (`pip install -r requirements.txt`)."""
     kept: list[str] = []
-    for token in tokens:
-        if token in ("-m", "--message", "-F") or token.startswith("--message="):
+    interpreter = bool(tokens) and tokens[0].rsplit("/", 1)[-1] in INTERPRETERS
+    for index, token in enumerate(tokens):
+        if interpreter and index == 1 + (kept[1:2] == ["-m"]) and not token.startswith(("-", "/", "~")):
+            kept.append(token)  # the script, or the module after -m
+            continue
+        if interpreter and token in ("-c", "-e", "--eval"):
+            break  # inline code follows
+        if not interpreter and (token in ("-m", "--message", "-F") or token.startswith("--message=")):
             break  # a commit message follows
         if kept and token.startswith(("'", '"')):
             break  # a quoted message or script: the rest is its text
         if kept and (token.startswith(("/", "~")) or re.search(r"\.\w{1,5}(:\d+)?$", token)):
+            if kept[-1] in FILE_FLAGS and not token.startswith(("/", "~")) and len(token) <= 60:
+                kept.append(token)
             continue
         if "'" in token or '"' in token:
             break  # an unbalanced quote: the rest is the quoted text

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..capture.transcript import mentioned_paths
 from ..db import audit
 from ..index import graph
 from ..models import InvalidInput, SaveResult
@@ -56,6 +58,7 @@ COMMAND_IMPORTANCE = {"Run the tests": 0.8, "Build": 0.75, "Check the code": 0.7
                       "Format the code": 0.6, "Install dependencies": 0.6}
 _REFUSED = re.compile(r"doesn't want to proceed|user (?:rejected|declined|denied)|tool use was rejected", re.I)
 _FACT_PREFIXES = ("command:", "purpose:", "exit code:", "status:", "result:")
+_EXCEPTION = re.compile(r"^[\w.]*(?:Error|Exception|Exit|Interrupt)\b")
 
 
 # -- observations as the miners see them -------------------------------------------------------------
@@ -126,11 +129,16 @@ def _json(text: Any, default: Any) -> Any:
 
 
 def _failure_reason(record: ObsRecord) -> str:
-    for fact in record.facts:
-        low = fact.lower()
-        if low.startswith(_FACT_PREFIXES) or re.match(r"(error:\s*)?exit code:?\s*-?\d+$", low):
-            continue
-        return _tidy(fact)
+    """The error that made the command fail: a traceback's exception (`ModuleNotFoundError: No module named
+    'torch'`) before the warnings printed above it, else the first error line, else what the title says."""
+    lines = [f for f in record.facts if not f.lower().startswith(_FACT_PREFIXES)
+             and not re.match(r"(error:\s*)?exit code:?\s*-?\d+$", f.lower())]
+    after_traceback = [line for before, line in zip(lines, lines[1:]) if before.startswith("Traceback")
+                       and _EXCEPTION.match(line)]
+    if after_traceback:
+        return _tidy(after_traceback[-1])
+    if lines:
+        return _tidy(lines[0])
     match = re.search(r"\((?:exit -?\d+: )?([^)]*)\)$|failed: (.*)$", record.title)
     return _tidy(match.group(1) or match.group(2) or record.title) if match else _tidy(record.title)
 
@@ -267,43 +275,70 @@ def _bugs(by_session: dict[str, list[ObsRecord]]) -> list[Derived]:
         out.append(Derived(
             key=f"bug:{hashlib.sha256(signature.encode()).hexdigest()[:16]}", tier="semantic", type="bug",
             title=f"Bug: {fix['reason'][:90]}",
-            content=f"`{fix['command']}` failed with: {fix['reason']}. This error recurs. What fixed it: editing "
-                    f"{shown}, after which `{fix['command']}` passed.",
+            content=f"`{fix['command']}` failed with: {fix['reason'].rstrip(' .:')}. This error recurs. What fixed it: "
+                    f"editing {shown}, after which `{fix['command']}` passed.",
             sessions=list(fix["sessions"]), obs_ids=list(fix["sessions"].values()), files=files, importance=0.6))
     return out
 
 
+FIXING_LABELS = frozenset({"Install dependencies", "Build", "Format the code"})
+READ_ONLY = frozenset({"git diff", "git log", "git status", "git show", "git branch", "git remote", "git fetch",
+                       "git blame", "gh pr", "gh issue"})
+RETRY_WINDOW = 3  # after a plain retry passes, a failure stays open this many runs of its command
+
+
 def _fixes(by_session: dict[str, list[ObsRecord]], known: set[str]) -> list[Derived]:
-    """A command that failed and then worked in the same session, in another form or after edits: what made
-    it pass (`git add` refused an ignored file; `git add -f` worked). Built from the command's fields and the
-    error's first line; one memory per error signature."""
+    """A command that failed and then worked in the same session: what made it pass. Either its own form
+    changed (`git add` refused an ignored file; `git add -f` worked), files were edited in between, or a
+    command that installs, builds or formats ran in between (`pip install -r requirements.txt` before
+    `python train.py` ran again). A plain retry that passes keeps the failure open for a few more runs of the
+    command, in case a changed form is what finally worked. Built from the command's fields and the error's
+    first line; one memory per error signature."""
     found: dict[str, dict[str, Any]] = {}
     for session, records in by_session.items():
         open_failures: dict[str, dict[str, Any]] = {}
         for record in records:
+            if record.key in READ_ONLY:
+                continue  # a look at the repository fails and passes for reasons that teach nothing
             if record.key and record.failed:
-                form = _form_of(record)
                 open_failures[record.key] = {"signature": error_signature(record.reason or record.title),
-                                             "reason": record.reason, "form": form, "files": [], "id": record.id}
+                                             "reason": record.reason, "form": _form_of(record), "files": [],
+                                             "between": [], "retries": 0, "id": record.id,
+                                             "text": record.command}
             elif record.is_edit:
                 for failure in open_failures.values():
                     failure["files"].extend(record.files)
             elif record.key and record.key in open_failures and not record.refused:
-                failure = open_failures.pop(record.key)
+                failure = open_failures[record.key]
                 form = _form_of(record)
-                if form == failure["form"] and not failure["files"]:
-                    continue  # the same command simply passed on a later try
+                if form == failure["form"] and not failure["files"] and not failure["between"]:
+                    # the same command simply passed on a later try; with other arguments, a changed form
+                    # may still be what finally worked
+                    failure["retries"] += 1
+                    if record.command == failure["text"] or failure["retries"] >= RETRY_WINDOW:
+                        del open_failures[record.key]
+                    continue
+                del open_failures[record.key]
                 key = f"bug:{hashlib.sha256(failure['signature'].encode()).hexdigest()[:16]}"
                 if key in known or key in found or not failure["reason"]:
                     continue
                 found[key] = {**failure, "worked": form, "command": record.key, "session": session}
+            elif record.key and not record.refused and command_label(record.key) in FIXING_LABELS \
+                    and record.key.split()[0] not in NOT_KNOWLEDGE:
+                step = _form_of(record)
+                for failure in open_failures.values():
+                    if step not in failure["between"] and len(failure["between"]) < 2:
+                        failure["between"].append(step)
     out = []
     for key, fix in sorted(found.items()):
         files = sorted(dict.fromkeys(fix["files"]))[:6]
         after = f" after editing {', '.join(f.rsplit('/', 1)[-1] for f in files)}" if files else ""
+        again = " again" if fix["worked"] == fix["form"] else ""
+        worked = (f"{', '.join(f'`{step}`' for step in fix['between'])}, then `{fix['worked']}`{again}"
+                  if fix["between"] else f"`{fix['worked']}`")
         out.append(Derived(
             key=key, tier="semantic", type="bug", title=f"Fix: `{fix['form']}` failed ({fix['reason'][:70]})",
-            content=f"`{fix['form']}` failed: {fix['reason'][:160]}. What worked: `{fix['worked']}`{after}.",
+            content=f"`{fix['form']}` failed: {fix['reason'][:160].rstrip(' .:')}. What worked: {worked}{after}.",
             sessions=[fix["session"]], obs_ids=[fix["id"]], files=files, importance=0.55))
     return out
 
@@ -357,6 +392,17 @@ def _toolchain(by_session: dict[str, list[ObsRecord]]) -> Derived | None:
     firsts = _first_per_session({s: by_session[s] for s in sessions}, lambda r: bool(r.key))
     return Derived(key="toolchain", tier="semantic", type="fact", title="Tools in use",
                    content=content, sessions=list(firsts), obs_ids=list(firsts.values()), importance=0.45)
+
+
+def _located(path: str, project: str | None, roots: tuple[str, ...]) -> str | None:
+    """Where a relative path a command names is a file now: the project's root first, then its other working
+    trees (as an absolute path, the way files of other worktrees are kept); None when it is nowhere."""
+    if path.startswith("/"):
+        return None
+    for root in dict.fromkeys(r for r in (project, *sorted(roots)) if r):
+        if os.path.isfile(os.path.join(root, path)):
+            return os.path.join(root, path)
+    return None
 
 
 def _relative(path: str, project: str | None, roots: tuple[str, ...] = ()) -> str:
@@ -438,6 +484,10 @@ def consolidate_project(store: Store, project: str | None) -> int:
     roots = tuple(r for r in {worktree_root(row[0]) for row in conn.execute(
         "SELECT DISTINCT cwd FROM sessions WHERE project IS ? AND cwd IS NOT NULL", (project,))} if r)
     derived = mine(records, project, roots)
+    for item in derived:
+        if item.key.startswith(("workflow:", "bug:")):  # a command's own files anchor it too
+            named = [found for p in mentioned_paths(item.content) if (found := _located(p, project, roots))]
+            item.files = list(dict.fromkeys([*item.files, *named]))
     written = upsert_derived(store, project, derived, summaries=summaries, roots=roots)
     return written + retire(store, project, {item.key for item in derived}, MINED_PREFIXES)
 
