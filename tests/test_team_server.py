@@ -225,6 +225,8 @@ def test_unreachable_server_reads_answer_locally_and_say_so(machines, pg, team_u
         found = bob.search("widget upload limit")
         assert found["hits"][0]["id"] == local
         assert any("team memory unreachable" in note for note in found["notes"])
+        offline = bob.search("deploy the widget service on Fridays")["hits"]
+        assert any("shared by alice" in h["why"] for h in offline)  # from bob's copy of team memory
         queued = bob.run("share", local).stdout
         assert "queued; published when the team server answers" in queued and "s3cret" not in queued
         briefing = bob.briefing()

@@ -37,7 +37,7 @@ _AS_MEMORY = ("t.gid AS id, ? AS project, t.tier, t.type, t.title, t.content, '[
               "'[]' AS source_ids, NULL AS key, t.importance, t.confidence, 1.0 AS strength, 0 AS access_count, "
               "NULL AS last_accessed_at, t.created_at, t.updated_at, 0 AS pinned, 'P1' AS priority, "
               "NULL AS session_id, NULL AS quarantined, NULL AS anchor_commit, t.author, t.origin_machine, "
-              "t.explicit, t.source AS origin_source, t.content_hash")
+              "t.explicit, t.source AS origin_source, t.content_hash, t.version")
 _NOT_LOCAL = "NOT EXISTS (SELECT 1 FROM memories m WHERE m.content_hash = t.content_hash AND m.is_latest = 1)"
 
 

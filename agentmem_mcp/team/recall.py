@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -126,17 +127,17 @@ def merge_hits(store: Store, query: str, hits: list[SearchHit], results: dict[st
     from ..retrieval import snippet
     from .remote import TeamPermissionError, TeamUnreachable
 
-    down = reach.recently_unreachable(settings.home)
-    if down:
-        notes.append(f"{UNREACHABLE_NOTE} ({down}): results are this machine's memories only")
-        return hits
     vector = list(query_vector) if query_vector is not None else None
+    down = reach.recently_unreachable(settings.home)
     try:
+        if down:
+            raise TeamUnreachable(down)
         rows = _server(settings).search(_keys(project), query, vector)
     except (TeamUnreachable, TeamPermissionError) as exc:
-        reach.mark_unreachable(settings.home, str(exc))
-        notes.append(f"{UNREACHABLE_NOTE} ({exc}): results are this machine's memories only")
-        return hits
+        if not down:
+            reach.mark_unreachable(settings.home, str(exc))
+        notes.append(f"{UNREACHABLE_NOTE} ({exc}): team results come from this machine's copy, by keywords")
+        rows, vector = _from_copy(store, project, query), None
     mine = {r[0] for r in store.conn.execute("SELECT gid FROM team_shared")}
     machine = outbox.state(store.conn, "machine")
     local_ids = [h.id for h in hits]
@@ -149,20 +150,20 @@ def merge_hits(store: Store, query: str, hits: list[SearchHit], results: dict[st
             and (min_confidence is None or r["confidence"] >= min_confidence)]
     if not rows:
         return hits
-    best_rank = max((r["rank"] for r in rows), default=0.0) or 1.0
+    asked = _query_words(query)
     best_cos = max([c for _, c in results.get("vector", ())] + [r["cosine"] or 0.0 for r in rows]) or 1.0
     w_text, w_vec = settings.weight_bm25, settings.weight_vector if vector is not None else 0.0
     now, terms = time.time(), query.lower().split()
     team_hits = []
     for r in rows:
-        fused = (w_text * r["rank"] / best_rank + w_vec * max(r["cosine"] or 0.0, 0.0) / best_cos) / (
-            (w_text + w_vec) or 1.0)
+        covered = _coverage(asked, f"{r['title']} {r['content']}")
+        fused = (w_text * covered + w_vec * max(r["cosine"] or 0.0, 0.0) / best_cos) / ((w_text + w_vec) or 1.0)
         score = fused * state_factor(r["confidence"], r["importance"], "P1", 1.0)
         if score < settings.search_min_score:
             continue
         why = [f"team memory shared by {r['author']} ({r['origin_machine']})"]
-        if r["rank"]:
-            why.append("keywords")
+        if covered:
+            why.append(f"keywords {covered:.0%}")
         if r["cosine"] is not None:
             why.append(f"meaning (cosine {r['cosine']:.2f})")
         why.append(f"confidence {r['confidence']:.2f}")
@@ -172,6 +173,36 @@ def merge_hits(store: Store, query: str, hits: list[SearchHit], results: dict[st
             why="; ".join(why), confidence=round(r["confidence"], 3), version=r["version"]))
     merged = sorted([*hits, *team_hits], key=lambda h: -h.score)
     return merged[:limit]
+
+
+_SUFFIX = re.compile(r"(?:ing|es|ed|s)$")
+
+
+def _query_words(query: str) -> list[str]:
+    """The query's words that can match (no stop words), cut to the stem their other forms share."""
+    from ..index.tokenize import STOPWORDS
+
+    found = re.findall(r"\w{3,}", query.lower())
+    return list(dict.fromkeys(_SUFFIX.sub("", w) if len(w) > 6 else w for w in found if w not in STOPWORDS))
+
+
+def _coverage(asked: list[str], text: str) -> float:
+    """The share of the query's words a team memory's text holds: its keyword score, on the same 0..1 scale
+    whatever the other candidates (a team's best weak match must not count as a perfect one)."""
+    if not asked:
+        return 0.0
+    lowered = text.lower()
+    return sum(1 for w in asked if w in lowered) / len(asked)
+
+
+def _from_copy(store: Store, project: str | None, query: str) -> list[dict[str, Any]]:
+    """Search candidates from this machine's copy (FTS5), shaped like the server's, for when it is away: ranked
+    by BM25 order, without cosines."""
+    found = mirror.matching(store.conn, _keys(project), project, query, limit=20)
+    return [{"gid": r["id"], "title": r["title"], "content": r["content"], "type": r["type"], "tier": r["tier"],
+             "confidence": r["confidence"], "importance": r["importance"], "author": r["author"],
+             "origin_machine": r["origin_machine"], "content_hash": r["content_hash"], "version": r["version"],
+             "updated_at": r["updated_at"], "rank": 1.0 / (1 + i), "cosine": None} for i, r in enumerate(found)]
 
 
 _POOLED = {"on": False}
