@@ -21,9 +21,13 @@ def share_saved(store: Store, memory_id: str) -> str:
 
 def register_team_tools(tools: list[Any], state: Any, tool: Any, call: Any) -> None:
     """Add `memory_share` to the MCP server's tools, and keep a connection pool for team search."""
+    import atexit
+
+    from . import close_servers
     from .recall import use_pool
 
     use_pool()
+    atexit.register(close_servers)  # the pool's connections end with the server
 
     @tool(tools, read_only=False, idempotent=True)
     async def memory_share(
