@@ -293,7 +293,7 @@ def m009_team(conn: Connection) -> None:
             created_at REAL NOT NULL,
             updated_at REAL NOT NULL
         );
-        CREATE INDEX team_mirror_project ON team_mirror(project_key, importance);
+        CREATE INDEX team_mirror_project ON team_mirror(project_key, importance, updated_at);
         CREATE VIRTUAL TABLE team_mirror_fts USING fts5(gid UNINDEXED, text, tokenize = 'porter');
         CREATE TABLE team_state (
             key TEXT PRIMARY KEY,

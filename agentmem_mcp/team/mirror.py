@@ -43,12 +43,12 @@ _NOT_LOCAL = "NOT EXISTS (SELECT 1 FROM memories m WHERE m.content_hash = t.cont
 
 def for_briefing(conn: Connection, keys: list[str], project: str | None, limit: int = 12) -> list[Any]:
     """The copy's most important memories of these project keys, the ones the local store does not hold."""
-    if not keys:
-        return []
-    marks = ",".join("?" * len(keys))
-    return conn.execute(
-        f"SELECT {_AS_MEMORY} FROM team_mirror t WHERE t.project_key IN ({marks}) AND {_NOT_LOCAL} "
-        "ORDER BY t.importance DESC, t.updated_at DESC LIMIT ?", [project, *keys, limit]).fetchall()
+    found = []
+    for key in keys:  # one key at a time: each reads its rows in index order, the first `limit` only
+        found += conn.execute(
+            f"SELECT {_AS_MEMORY} FROM team_mirror t WHERE t.project_key = ? AND {_NOT_LOCAL} "
+            "ORDER BY t.importance DESC, t.updated_at DESC LIMIT ?", [project, key, limit]).fetchall()
+    return sorted(found, key=lambda r: (-r["importance"], -r["updated_at"]))[:limit]
 
 
 _WORD = re.compile(r"\w{3,}")

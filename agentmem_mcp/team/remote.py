@@ -27,6 +27,7 @@ PROBE_SECONDS = 0.3
 CONNECT_TIMEOUT_S = 2  # libpq's smallest
 STATEMENT_TIMEOUT_MS = 3000
 SEARCH_DEPTH = 40
+EXACT_SCAN_MAX = 3000  # up to this many shared memories in the searched projects, vectors are compared exactly
 COLUMNS = ("gid, project_key, tier, type, title, content, source, confidence, importance, explicit, author, "
            "origin_machine, version, content_hash, created_at, updated_at, forgotten_at, change_seq")
 
@@ -245,14 +246,20 @@ class TeamServer:
 
     def search(self, project_keys: Sequence[str], text: str, vector: Sequence[float] | None,
                limit: int = SEARCH_DEPTH) -> list[dict[str, Any]]:
-        """Candidates for a query among the projects' live shared memories: the nearest vectors (HNSW, with
-        pgvector's iterative scan so that the project filter does not empty it) and the full-text matches of
-        any of the query's words; each with `rank` (ts_rank_cd, 0 when it did not match the words) and
-        `cosine` (exact, None without a vector)."""
+        """Candidates for a query among the projects' live shared memories: the nearest vectors and the
+        full-text matches of any of the query's words; each with `rank` (ts_rank_cd, 0 when it did not match the
+        words) and `cosine` (exact, None without a vector). The nearest vectors come from an exact comparison
+        when the projects hold at most EXACT_SCAN_MAX memories, else from the HNSW index (with pgvector's
+        iterative scan, so that the project filter does not leave it short)."""
         qvec = vector_text(vector)
         words = ("SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', %(text)s))")
-        nearest = ("SELECT gid FROM team_memories WHERE project_key = ANY(%(keys)s) AND forgotten_at IS NULL "
-                   "AND embedding IS NOT NULL ORDER BY embedding <=> %(vec)s::vector LIMIT %(k)s")
+        live = "project_key = ANY(%(keys)s) AND forgotten_at IS NULL AND embedding IS NOT NULL"
+        # Few rows in these projects: compare them all (exact, a few ms); many: the HNSW index, whose walk
+        # through the other projects' rows is what costs when the filter keeps a small share of them.
+        nearest = (f"SELECT gid FROM (SELECT gid, embedding FROM team_memories WHERE {live} "
+                   f"ORDER BY change_seq LIMIT {EXACT_SCAN_MAX + 1} OFFSET 0) p "
+                   "ORDER BY embedding <=> %(vec)s::vector LIMIT %(k)s")
+        hnsw = (f"SELECT gid FROM team_memories WHERE {live} ORDER BY embedding <=> %(vec)s::vector LIMIT %(k)s")
         cosine = "1 - (m.embedding <=> %(vec)s::vector)" if qvec else "NULL::float8"
         sql = (f"WITH q AS (SELECT ({words})::tsquery AS q), "
                f"f AS (SELECT m.gid, ts_rank_cd(m.tsv, q.q) AS rank FROM team_memories m, q WHERE m.tsv @@ q.q "
@@ -263,8 +270,12 @@ class TeamServer:
                f"(SELECT gid FROM f{' UNION SELECT gid FROM v' if qvec else ''})")
         params = {"text": text, "keys": list(project_keys), "vec": qvec, "k": limit}
         with self.connection() as conn, conn.transaction():
-            conn.execute("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
-            conn.execute("SET LOCAL hnsw.ef_search = 64")
+            if qvec and conn.execute(f"SELECT count(*) > {EXACT_SCAN_MAX} FROM (SELECT 1 FROM team_memories "
+                                     f"WHERE project_key = ANY(%(keys)s) LIMIT {EXACT_SCAN_MAX + 1}) c",
+                                     params).fetchone()[0]:
+                sql = sql.replace(nearest, hnsw)
+                conn.execute("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
+                conn.execute("SET LOCAL hnsw.ef_search = 64")
             cur = conn.execute(sql, params)
             names = [d.name for d in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]
