@@ -99,6 +99,7 @@ def _stem(term: str) -> str:
     return term
 
 
+SUMMARY_SNIPPET_ITEMS = 3
 FAILURE_STEMS = ("fail", "error", "refus", "block", "denied", "reject", "crash", "broke")
 
 
@@ -110,14 +111,10 @@ def _needle(stem: str) -> str:
     return rf"\b{re.escape(stem)}" if len(stem) == 3 else re.escape(stem)
 
 
-def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS,
-            weights: dict[str, float] | None = None) -> str:
-    """The part of the content that holds the most distinct query words, each counted by its weight (its
-    rarity, when `weights` gives it: 1 otherwise); the earliest such part on a tie."""
-    text = " ".join(content.split())
-    if len(text) <= limit:
-        return text
-    lowered = text.lower()
+def _occurrences(lowered: str, query_terms: Sequence[str],
+                 weights: dict[str, float] | None) -> tuple[list[tuple[int, str]], dict[str, float]]:
+    """Where each query word occurs in a lowered text, as (position, term), and each term's weight (its rarity
+    when `weights` gives it, else 1); the words of a failure count as one term."""
     found: list[tuple[int, str]] = []
     weight: dict[str, float] = {}
     for word in {t for t in query_terms if len(t) > 1 and t not in _SNIPPET_STOP}:
@@ -130,6 +127,17 @@ def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS
                 if len(found) >= 400:
                     break
                 found.append((match.start(), term))
+    return found, weight
+
+
+def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS,
+            weights: dict[str, float] | None = None) -> str:
+    """The part of the content that holds the most distinct query words, each counted by its weight (its
+    rarity, when `weights` gives it: 1 otherwise); the earliest such part on a tie."""
+    text = " ".join(content.split())
+    if len(text) <= limit:
+        return text
+    found, weight = _occurrences(text.lower(), query_terms, weights)
     start, best = 0, 0.0
     for at, _ in sorted(found):
         begin = max(0, at - limit // 4)
@@ -138,6 +146,44 @@ def snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS
             start, best = begin, count
     piece = text[start:start + limit]
     return ("…" if start else "") + piece + ("…" if start + limit < len(text) else "")
+
+
+def summary_snippet(content: str, query_terms: Sequence[str], limit: int = SNIPPET_CHARS,
+                    weights: dict[str, float] | None = None) -> str:
+    """What a session summary shows for a query: its lines and reported items that hold the query's words
+    (the one adding the most weight first, then the others holding some, then the item after each chosen
+    one, up to `limit`), in the summary's order, joined by " … "; a plain snippet when no item holds any. A
+    summary's lines are separate facts, and a question may touch two that lie far apart ("Asked: /init" and
+    "Other tool errors: Write of CLAUDE.md ...")."""
+    items = vectors.summary_pieces(content, min_chars=1)
+    terms_of = [{term for _, term in _occurrences(item.lower(), query_terms, weights)[0]} for item in items]
+    weight = _occurrences(content.lower(), query_terms, weights)[1]
+    chosen: list[int] = []
+    covered: set[str] = set()
+    while len(chosen) < SUMMARY_SNIPPET_ITEMS:
+        gains = [(sum(weight[t] for t in terms - covered), -index) for index, terms in enumerate(terms_of)
+                 if index not in chosen]
+        if not gains or max(gains)[0] <= 0:
+            break
+        index = -max(gains)[1]
+        chosen.append(index)
+        covered |= terms_of[index]
+    if not chosen:
+        return snippet(content, query_terms, limit, weights)
+    items = [" ".join(item.split()) for item in items]
+    used = sum(len(items[i]) + 3 for i in chosen)
+    # room left: the other items holding query words, then the item after each chosen one (its context)
+    more = sorted((i for i, terms in enumerate(terms_of) if terms and i not in chosen),
+                  key=lambda i: -sum(weight[t] for t in terms_of[i]))
+    for index in [*more, *(i + 1 for i in list(chosen))]:
+        if index < len(items) and index not in chosen and used + len(items[index]) + 3 <= limit:
+            chosen.append(index)
+            used += len(items[index]) + 3
+    parts = [items[i] for i in sorted(chosen)]
+    if used > limit:
+        share = max(80, limit // len(parts) - 3)
+        parts = [snippet(part, query_terms, share, weights) for part in parts]
+    return " … ".join(parts)
 
 
 def search(store: Store, query: str, *, project: str | None = ..., all_projects: bool = False,
@@ -474,7 +520,8 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
             score *= PROCEDURE_BOOST
         hits.append((score, SearchHit(
             id=row["id"], title=row["title"], type=row["type"], tier=row["tier"], project=row["project"],
-            snippet=_with_files(snippet(row["content"], query_terms, weights=rarity), row["files"], which_file),
+            snippet=_with_files((summary_snippet if row["type"] == "summary" else snippet)(
+                row["content"], query_terms, weights=rarity), row["files"], which_file),
             score=round(score, 4),
             age=humanize_age(now - row["created_at"]),
             why=_why(entry, reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"])) + _stale(row),

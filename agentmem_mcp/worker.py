@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import lease
 from .capture.compress import CompressedObservation, compress
+from .db import audit
 from .lifecycle import consolidate, summarize
 from .lifecycle.consolidate import prepare_saves, write_saves
 from .llm import LLM, need, need_text, need_unit
@@ -113,6 +114,10 @@ class Worker:
         """Compress batches for up to `seconds`, then (once the backlog is gone) summarise due sessions,
         consolidate projects that changed (each at most every `consolidate_every` seconds) and do the
         periodic upkeep."""
+        with audit.batched():  # the audit head is written once per pass, not once per observation
+            return self._run_pass(seconds, should_stop, consolidate_every)
+
+    def _run_pass(self, seconds: float, should_stop: Callable[[], bool], consolidate_every: float) -> Report:
         report = Report()
         deadline = time.monotonic() + seconds
         self.drain_spool()

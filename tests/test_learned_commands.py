@@ -112,3 +112,26 @@ def test_a_question_about_a_failure_is_shown_the_error_and_short_words_match_who
     # "pr" is a word of its own, never the start of "prevents" or "properly"
     text = "It prevents this and properly handles that. " * 6 + "The PR #389 branch is fix/pr-389-critical-issues."
     assert "fix/pr-389" in snippet(text, ["pr", "389", "branch"], limit=120)
+
+
+def test_a_summary_hit_shows_the_lines_that_answer_even_when_they_lie_far_apart():
+    from agentmem_mcp.retrieval import summary_snippet
+
+    summary = ("Asked: /init\n"
+               "Outcome (the agent's reports): I've created a basic CLAUDE.md file for this empty repository. · "
+               + "The file provides a foundation that should be updated as the project develops. · " * 5
+               + "\nOther tool errors: Write of CLAUDE.md: Claude requested permissions to write to CLAUDE.md, "
+               "but you haven't granted it yet.")
+    shown = summary_snippet(summary, "why did writing claude md fail in the very first init session".split())
+    assert shown.startswith("Asked: /init … ") and "haven't granted it yet" in shown
+    assert len(shown) <= 480 + 10
+
+
+def test_inline_code_and_a_bare_interpreter_are_no_command_to_learn_and_sync_is_not_always_an_install():
+    from agentmem_mcp.lifecycle.commands import command_label
+
+    records = [run('python -c "import x; print(x)"', session=s) for s in ("s1", "s2")]
+    records += [run("python --version", session=s) for s in ("s1", "s2")]
+    assert not [d for d in mine(records, "/p") if d.key.startswith("workflow:")]
+    assert command_label("uv sync") == command_label("npm ci") == "Install dependencies"
+    assert command_label("bd sync") == "Run"

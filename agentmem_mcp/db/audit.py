@@ -4,8 +4,9 @@ Rows record what happened to which memory, when and why, never the memory's cont
 that memory's content hash as it was at that moment. Each row carries the HMAC-SHA256 of its fields and of the
 previous row's hash, under a key that lives outside the database (`<database>.audit-key`, 0600, created on first
 use): without the key nobody can edit a row and recompute the chain. The last row's seq and hash are also written
-outside the database after each commit (`<database>.audit-head`, 0600), so removing the last rows, or all of them,
-is noticed too. `verify` checks all of this, plus that the memories' content still matches their hashes.
+outside the database after each commit (`<database>.audit-head`, 0600; once at the end of a `batched()` block, such
+as a worker pass), so removing the last rows, or all of them, is noticed too. `verify` checks all of this, plus
+that the memories' content still matches their hashes.
 
 Rows written before the key existed (scheme `sha256`, an unkeyed chain) are verified as they are; the first keyed
 row binds the last of them, so they cannot be rewritten afterwards either. See docs/security.md.
@@ -18,7 +19,10 @@ import hmac
 import json
 import os
 import secrets
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,13 +52,35 @@ def head_path(database: Path) -> Path:
     return Path(f"{database}.audit-head")
 
 
-def _write_private(path: Path, text: str, *, exclusive: bool = False) -> None:
+def _write_private(path: Path, text: str, *, exclusive: bool = False, sync: bool = True) -> None:
     flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
     fd = os.open(path, flags, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(text)
         out.flush()
-        os.fsync(out.fileno())
+        if sync:
+            os.fsync(out.fileno())
+
+
+_batch = threading.local()  # per thread: the depth of `batched()` and the heads it holds back
+
+
+@contextmanager
+def batched() -> Iterator[None]:
+    """Within this block, this thread's commits record the chain's head outside the database once, at the end,
+    instead of after each commit (a worker pass commits once per observation). Until then the file lags behind
+    the database, which `verify` accepts: the head is a lower bound of the rows that must be there."""
+    _batch.depth = getattr(_batch, "depth", 0) + 1
+    if _batch.depth == 1:
+        _batch.heads = {}
+    try:
+        yield
+    finally:
+        _batch.depth -= 1
+        if _batch.depth == 0:
+            heads, _batch.heads = _batch.heads, {}
+            for database, head in heads.items():
+                write_head(Path(database), head)
 
 
 def audit_key(database: Path, *, create: bool = True) -> bytes | None:
@@ -137,6 +163,11 @@ def read_head(database: Path) -> dict[str, Any] | None:
 def write_head(database: Path, head: dict[str, Any]) -> None:
     """Record the chain's last row outside the database, unless a later row is recorded already (two processes
     commit in one order and may write their heads in the other)."""
+    if getattr(_batch, "depth", 0) and head_path(database).exists():  # the first head is written at once
+        held = _batch.heads.get(str(database))
+        if held is None or held["seq"] < head["seq"]:
+            _batch.heads[str(database)] = head
+        return
     path = head_path(database)
     try:
         import fcntl
@@ -152,7 +183,9 @@ def write_head(database: Path, head: dict[str, Any]) -> None:
         current = read_head(database)
         if current is None or current["seq"] < head["seq"]:
             temporary = Path(f"{path}.{os.getpid()}.tmp")
-            _write_private(temporary, json.dumps(head) + "\n")
+            # no fsync: the database's own commits are not synced either (WAL, synchronous=NORMAL), and a head
+            # synced ahead of a database that lost its last commits in a power cut would read as rows removed
+            _write_private(temporary, json.dumps(head) + "\n", sync=False)
             os.replace(temporary, path)
     except OSError:
         pass

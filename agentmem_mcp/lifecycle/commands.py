@@ -31,7 +31,8 @@ _CATEGORIES = (
     ("format", re.compile(r"\b(?:format|fmt|prettier|black|isort)\b"), "Format the code"),
     ("build", re.compile(r"\b(?:build|compile|tsc|webpack|make)\b"), "Build"),
     ("run", re.compile(r"\b(?:phx\.server|dev|start|serve|runserver|up|server)\b"), "Start the app"),
-    ("deps", re.compile(r"\b(?:install|deps\.get|sync|add|ci)\b"), "Install dependencies"),
+    ("deps", re.compile(r"\b(?:install|deps\.get|add|ci)\b|^(?:uv|pdm|poetry|pipenv|rye|bundle) sync\b"),
+     "Install dependencies"),
 )
 
 

@@ -215,7 +215,8 @@ def _commands(by_session: dict[str, list[ObsRecord]]) -> list[Derived]:
     stats: dict[str, dict[str, Any]] = {}
     for session, records in by_session.items():
         for record in records:
-            if not record.key or record.key.split()[0] in NOT_KNOWLEDGE or record.refused:
+            if not record.key or record.key.split()[0] in NOT_KNOWLEDGE or record.refused \
+                    or record.key in INTERPRETERS:  # `python -c "..."`, `node --version`: no command to learn
                 continue
             entry = stats.setdefault(record.key, {"runs": 0, "ok": 0, "sessions": {}, "forms": Counter(),
                                                   "result": ""})
