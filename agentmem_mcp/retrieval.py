@@ -78,15 +78,21 @@ def _check_list(name: str, value: Any, choices: tuple[str, ...]) -> list[str] | 
 _SNIPPET_STOP = frozenset(STOPWORDS)
 
 
-def _tree_for(project: str | None) -> str | None:
+def _where_here() -> tuple[str | None, str | None]:
+    """The project and the working tree of this process's directory (a walk up the file system: once per
+    search, not once per hit)."""
     here = os.getcwd()
-    return (worktree_root(here) or project) if project and project_for(here) == project else project
+    return project_for(here), worktree_root(here)
 
 
-def _stale(row: Any) -> str:
+def _tree_for(project: str | None, here: tuple[str | None, str | None]) -> str | None:
+    return (here[1] or project) if project and here[0] == project else project
+
+
+def _stale(row: Any, here: tuple[str | None, str | None]) -> str:
     """A note when project files the memory names are gone from the working tree (the one this process works
     in when it is in the memory's project, else the project's root)."""
-    gone = missing_files(row, _tree_for(row["project"]), row["project"])
+    gone = missing_files(row, _tree_for(row["project"], here), row["project"])
     return f"; {stale_note(gone, row['anchor_commit'])}" if gone else ""
 
 
@@ -492,6 +498,7 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
     window = time_window(query, now)
     how_to = asks_how_to(query)
     which_file = asks_which_file(query)
+    here = _where_here()
     hits: list[tuple[float, SearchHit]] = []
     for row in rows:
         if projects is not None and row["project"] not in projects:
@@ -524,7 +531,7 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
                 row["content"], query_terms, weights=rarity), row["files"], which_file),
             score=round(score, 4),
             age=humanize_age(now - row["created_at"]),
-            why=_why(entry, reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"])) + _stale(row),
+            why=_why(entry, reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"])) + _stale(row, here),
             confidence=round(row["confidence"], 3), version=row["version"], is_latest=bool(row["is_latest"]),
         )))
     hits.sort(key=lambda item: -item[0])

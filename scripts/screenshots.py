@@ -80,6 +80,8 @@ def main() -> int:
     args = parser.parse_args()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,9 +102,16 @@ def main() -> int:
             url = re.search(r"http://\S+", proc.stdout.readline()).group(0)
             base = url.split("/search")[0]
             driver.get(url)
-            time.sleep(0.5)
+            deadline = time.monotonic() + 90  # the shared embedding process loads the model on its first start
+            while driver.find_element(By.ID, "mode").get_attribute("data-search") == "loading":
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+                driver.refresh()
             for name, path in PAGES:
                 driver.get(base + (path or f"/memory/{edited}"))
+                WebDriverWait(driver, 15).until(lambda d: all(
+                    f.get_attribute("data-drawn") for f in d.find_elements(By.CSS_SELECTOR, "figure.chart")))
                 driver.save_screenshot(str(args.out / f"{name}.png"))
                 print(f"wrote {args.out / f'{name}.png'}")
         finally:

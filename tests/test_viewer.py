@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 
@@ -230,6 +230,11 @@ def test_pages_carry_a_strict_content_security_policy(viewer):
     assert headers["x-frame-options"] == "DENY" and headers["cache-control"] == "no-store"
     assert "<script>" not in body and re.findall(r"<script[^>]*>", body) == ['<script src="/static/viewer.js" defer>']
     assert " style=" not in body  # no inline style: the policy would refuse it
+    _, _, body = _request(viewer["port"], "GET", "/lifecycle", headers={"Cookie": f"agentmem_ui={viewer['token']}"})
+    assert re.findall(r"<script[^>]*>", body) == ['<script src="/static/viewer.js" defer>',  # the charts: uPlot
+                                                  '<script src="/static/uplot/uPlot.iife.min.js" defer>',
+                                                  '<script src="/static/charts.js" defer>']
+    assert " style=" not in body and "<style" not in body
 
 
 def test_a_post_without_the_csrf_token_is_refused(viewer):
@@ -249,14 +254,27 @@ def test_a_post_without_the_csrf_token_is_refused(viewer):
     assert shown["pinned"] is False
 
 
+def _search_mode(viewer: dict[str, object], wanted: str = "hybrid", timeout: float = 90) -> str:
+    """The viewer's search mode (#mode's data-search) once it is `wanted`, or whatever it is after `timeout`
+    (the shared embedding process loads the model on its first start)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _, _, body = _request(viewer["port"], "GET", "/health", headers={"Cookie": f"agentmem_ui={viewer['token']}"})
+        mode = re.search(r'id="mode" data-search="(\w+)"', body).group(1)
+        if mode == wanted or time.monotonic() > deadline:
+            return mode
+        time.sleep(0.5)
+
+
 def test_every_page_renders_without_errors(browser, viewer):
+    assert _search_mode(viewer) == "hybrid"
     for path, heading in (("/search", "Search"), ("/memories", "Memories"), ("/sessions", "Sessions"),
                           ("/knowledge", "Project knowledge"), ("/lifecycle", "Lifecycle"),
                           ("/quarantine", "Quarantine"), ("/audit", "Audit log"), ("/health", "Health"),
                           (f"/memory/{viewer['ids']['pnpm']}", "We install")):
         _open(browser, viewer, path)
         assert browser.find_element(*_by("h1")).text.startswith(heading), path
-        assert "BM25 + the entity graph" in browser.find_element(*_by("#mode")).text
+        assert "BM25 + vectors + the entity graph" in browser.find_element(*_by("#mode")).text
     assert _console_errors(browser) == []
 
 
@@ -271,6 +289,142 @@ def test_search_finds_a_saved_memory_with_its_why(browser, viewer):
     assert "pnpm" in first.find_element(*_by(".hit-head a")).text
     assert "keywords #" in first.find_element(*_by(".why")).text
     assert "score" in first.find_element(*_by(".score")).text
+
+
+MEANING_ONLY = "unreliable checks get rerun"  # no word in common with "Flaky payment tests are retried ..."
+
+
+def test_search_finds_by_meaning_with_the_shared_model_and_no_copy_of_its_own(browser, viewer):
+    assert _search_mode(viewer) == "hybrid"
+    _open(browser, viewer, "/search?q=" + MEANING_ONLY.replace(" ", "+"))
+    assert "(hybrid)" in browser.find_element(*_by("#search-summary")).text
+    first = browser.find_elements(*_by("#hits li.hit"))[0]
+    assert first.find_element(*_by(".hit-head a")).get_attribute("href").endswith(f"/memory/{viewer['ids']['retry']}")
+    assert "meaning #1" in first.find_element(*_by(".why")).text
+    # the model is the shared process's (named on the page), never loaded in the viewer's own process
+    pid = int(re.search(r"pid (\d+)", browser.find_element(*_by("#mode")).text).group(1))
+    assert "agentmem_mcp.index.embed_service" in Path(f"/proc/{pid}/cmdline").read_bytes().decode()
+    viewer_maps = Path(f"/proc/{viewer['proc'].pid}/maps").read_text()
+    assert "onnxruntime" not in viewer_maps and "libonnx" not in viewer_maps
+
+
+def test_beside_a_server_the_model_is_loaded_once_for_both(viewer):
+    """`agentmem serve` and the viewer on one home: the server's memory_search is hybrid with the same shared
+    process the viewer names, and neither of them holds a model of its own."""
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    assert _search_mode(viewer) == "hybrid"
+    _, _, page = _request(viewer["port"], "GET", "/health", headers={"Cookie": f"agentmem_ui={viewer['token']}"})
+    service = int(re.search(r"shared embedding process \(pid (\d+)\)", page).group(1))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "agentmem_mcp", "serve"], env=viewer["env"],
+                                   cwd=str(viewer["repo"]))
+
+    async def scenario() -> int:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for _ in range(240):
+                result = await session.call_tool("memory_search", {"query": MEANING_ONLY})
+                found = json.loads(result.content[0].text)
+                if found["mode"] == "hybrid":
+                    break
+                await anyio.sleep(0.25)
+            assert found["mode"] == "hybrid" and viewer["ids"]["retry"] in [h["id"] for h in found["hits"]]
+            servers = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _is_server(p, viewer)]
+            assert len(servers) == 1
+            assert "onnxruntime" not in Path(f"/proc/{servers[0]}/maps").read_text()
+            return servers[0]
+
+    anyio.run(scenario)
+    assert "onnxruntime" in Path(f"/proc/{service}/maps").read_text()  # the one model, in the shared process
+    assert "onnxruntime" not in Path(f"/proc/{viewer['proc'].pid}/maps").read_text()
+
+
+def test_search_goes_on_when_the_shared_process_dies(viewer):
+    """The shared process killed under the viewer: the next searches start another one, and are hybrid again."""
+    import signal
+
+    cookie = {"Cookie": f"agentmem_ui={viewer['token']}"}
+    assert _search_mode(viewer) == "hybrid"
+    _, _, page = _request(viewer["port"], "GET", "/health", headers=cookie)
+    first = int(re.search(r"shared embedding process \(pid (\d+)\)", page).group(1))
+    os.kill(first, signal.SIGKILL)  # it was started by this module's viewer
+    deadline = time.monotonic() + 90
+    while True:
+        status, _, body = _request(viewer["port"], "GET", "/search?q=" + MEANING_ONLY.replace(" ", "+"),
+                                   headers=cookie)
+        assert status == 200
+        now = re.search(r"shared embedding process \(pid (\d+)\)", body)
+        if now and int(now.group(1)) != first and "meaning #1" in body:
+            break
+        assert time.monotonic() < deadline, re.search(r'<p class="mode".*?</p>', body).group(0)
+        time.sleep(0.5)
+    assert "(hybrid)" in body and f"/memory/{viewer['ids']['retry']}" in body
+    assert "onnxruntime" not in Path(f"/proc/{viewer['proc'].pid}/maps").read_text()
+
+
+def _is_server(entry: Path, viewer: dict[str, object]) -> bool:
+    try:
+        cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        environ = (entry / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    home = viewer["env"]["AGENTMEM_HOME"]
+    return b"serve" in cmdline and b"agentmem_mcp" in cmdline and f"AGENTMEM_HOME={home}".encode() in environ
+
+
+def _start_viewer(env: dict[str, str], cwd: Path) -> tuple[subprocess.Popen, int, dict[str, str]]:
+    """Another real `agentmem ui` (its process, port and cookie header), once it answers."""
+    proc = subprocess.Popen([sys.executable, "-m", "agentmem_mcp", "ui", "--no-browser", "--port", "0"], env=env,
+                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    match = re.search(r"http://127\.0\.0\.1:(\d+)/search\?token=([\w-]+)", proc.stdout.readline())
+    port, cookie = int(match.group(1)), {"Cookie": f"agentmem_ui={match.group(2)}"}
+    deadline = time.monotonic() + 30
+    while _request(port, "GET", "/search", headers=cookie)[0] != 200:
+        assert time.monotonic() < deadline, "the viewer did not answer in 30 s"
+        time.sleep(0.2)
+    return proc, port, cookie
+
+
+def test_an_edit_in_a_home_that_never_had_vectors_is_saved_with_them(tmp_path, model_path):
+    """Every memory stored without a model, then the viewer with the shared one: an edit gets vectors."""
+    repo = tmp_path / "api"
+    (repo / ".git").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    env.update(AGENTMEM_HOME=str(tmp_path / "home"), AGENTMEM_EMBED_MODEL_PATH=str(model_path))
+    first = _saved_id(_cli({**env, "AGENTMEM_EMBEDDINGS": "0"}, repo, "save", "The release branch is cut on Thursdays"))
+    proc, port, cookie = _start_viewer(env, repo)
+    try:
+        deadline = time.monotonic() + 90
+        while 'data-search="hybrid"' not in _request(port, "GET", "/health", headers=cookie)[2]:
+            assert time.monotonic() < deadline, "the viewer never reached the shared model"
+            time.sleep(0.5)
+        csrf = re.search(r'name="csrf" value="([^"]+)"', _request(port, "GET", f"/memory/{first}/edit",
+                                                                  headers=cookie)[2]).group(1)
+        form = urlencode({"csrf": csrf, "title": "", "type": "fact", "content": "The release branch is cut on Fridays"})
+        status, headers, _ = _request(port, "POST", f"/memory/{first}/edit", body=form, headers={
+            **cookie, "Content-Type": "application/x-www-form-urlencoded", "Origin": f"http://127.0.0.1:{port}"})
+        assert status == 303 and "done=edited" in headers["location"], headers
+        second = headers["location"].split("?")[0].rsplit("/", 1)[1]
+        _, _, body = _request(port, "GET", "/search?q=" + "which+weekday+do+we+branch+for+a+release", headers=cookie)
+        assert f"/memory/{second}" in body and "meaning #1" in body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_without_the_shared_model_search_says_it_runs_on_bm25_and_graph(world, tmp_path):
+    proc, port, cookie = _start_viewer({**world["env"], "AGENTMEM_SHARED_EMBEDDER": "0"}, world["repo"])
+    try:
+        status, _, body = _request(port, "GET", "/search?q=" + MEANING_ONLY.replace(" ", "+"), headers=cookie)
+        assert status == 200 and 'data-search="bm25"' in body
+        assert "BM25 + the entity graph: the shared embedding process is turned off" in body
+        assert "(bm25+graph)" in body and world["ids"]["retry"] not in body  # found by meaning alone: not here
+        assert "onnxruntime" not in Path(f"/proc/{proc.pid}/maps").read_text()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
 
 
 def test_attacker_text_renders_as_text_and_runs_nothing(browser, viewer):
@@ -350,10 +504,32 @@ def test_the_timeline_shows_the_replayed_session_beside_its_summary(browser, vie
     assert browser.find_element(*_by("#summary")).text.strip()
 
 
+DRAWN = """return Array.from(document.querySelectorAll('figure.chart')).map(f => {
+  const canvas = f.querySelector('canvas');
+  const pixels = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+  let ink = 0;
+  for (let i = 3; i < pixels.length; i += 4) if (pixels[i]) ink++;
+  return {id: f.id, data: f.chart.data, names: f.chart.series.slice(1).map(s => s.label), ink: ink};
+});"""
+
+
 def test_the_lifecycle_page_charts_and_its_sweep_dry_run(browser, viewer):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    stats = json.loads(_cli(viewer["env"], viewer["repo"], "stats", "--all-projects", "--json"))
     _open(browser, viewer, "/lifecycle")
-    assert len(browser.find_elements(*_by("svg.chart"))) == 3
-    assert browser.find_elements(*_by("svg.chart rect.bar"))
+    WebDriverWait(browser, 15).until(lambda d: len(d.find_elements(*_by("figure.chart[data-drawn] canvas"))) == 3)
+    charts = {c["id"]: c for c in browser.execute_script(DRAWN)}
+    assert set(charts) == {"chart-confidence", "chart-retention", "chart-tiers"}
+    assert all(c["ink"] > 500 for c in charts.values())  # uPlot drew on every canvas
+    # what was drawn is the store's: every latest memory in one confidence bin and one retention bin, and the
+    # tier lines end at the number of memories of each tier
+    assert sum(charts["chart-confidence"]["data"][1]) == stats["memories"]
+    assert sum(charts["chart-retention"]["data"][1]) == stats["memories"]
+    tiers = charts["chart-tiers"]
+    assert {name: values[-1] for name, values in zip(tiers["names"], tiers["data"][1:])} == stats["by_tier"]
+    assert browser.find_elements(*_by("script[src='/static/uplot/uPlot.iife.min.js']"))
+    assert _console_errors(browser) == []
     _click(browser, "#dry_run-form button")
     assert browser.find_element(*_by("#sweep-summary")).text.startswith("dry run: would remove")
     assert browser.find_element(*_by("#sweep"))
@@ -405,6 +581,26 @@ def test_a_new_memory_appears_without_a_reload(browser, viewer):
     _cli(viewer["env"], viewer["repo"], "save", "Release notes are written in CHANGELOG.md by hand")
     WebDriverWait(browser, 15).until(
         lambda d: "CHANGELOG.md" in d.find_element(*_by("#memory-list tbody tr.new")).text)
+    assert _console_errors(browser) == []
+
+
+def test_a_session_that_starts_appears_in_the_list_without_a_reload(browser, viewer):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _open(browser, viewer, f"/sessions?project={viewer['repo']}")
+    late = "viewer-session-late"
+    for name, fields in (("SessionStart", {"source": "startup"}),
+                         ("UserPromptSubmit", {"prompt": "rename the <b>checkout</b> route"})):
+        payload = {"session_id": late, "cwd": str(viewer["repo"]), "hook_event_name": name, **fields}
+        _cli(viewer["env"], viewer["repo"], "hook", name, stdin=json.dumps(payload))
+    row = f"#sessions tbody tr.new[data-session='{late}']"
+    WebDriverWait(browser, 15).until(lambda d: d.find_elements(*_by(row))
+                                     and d.find_element(*_by(f"{row} span.prompts")).text == "1")
+    assert browser.find_element(*_by(f"{row} span.events")).text == "2"
+    assert browser.find_element(*_by("#sessions tbody tr")).get_attribute("data-session") == late  # on top
+    assert browser.find_element(*_by(f"{row} a")).get_attribute("href").endswith(f"/session/{late}")
+    _open(browser, viewer, f"/sessions?project={viewer['repo']}")  # the page itself says the same
+    assert browser.find_element(*_by(f"#sessions tbody tr[data-session='{late}'] span.prompts")).text == "1"
     assert _console_errors(browser) == []
 
 

@@ -245,7 +245,22 @@ def m008_anchor_commit(conn: Connection) -> None:
     conn.execute("ALTER TABLE memories ADD COLUMN anchor_commit TEXT")
 
 
-def m009_team(conn: Connection) -> None:
+def m009_briefing_indexes(conn: Connection) -> None:
+    """The session-start briefing's reads (context.session_lines) without a scan of the project: its learned
+    knowledge and its session summaries are found in `memories_briefing`, whose columns hold every filter and
+    order of theirs (the knowledge query reads only the rows it keeps), and its pinned / P0 memories in a partial
+    index of those alone."""
+    conn.execute("CREATE INDEX memories_briefing ON memories(project, is_latest, tier, type, confidence, importance, "
+                 "access_count, updated_at, quarantined, forget_after)")
+    conn.execute("CREATE INDEX memories_pinned ON memories(project, is_latest) WHERE pinned = 1 OR priority = 'P0'")
+
+
+def m010_audit_by_memory(conn: Connection) -> None:
+    """A memory's audit trail (the viewer's memory page) without a scan of the whole log."""
+    conn.execute("CREATE INDEX audit_memory ON audit(memory_id, seq) WHERE memory_id IS NOT NULL")
+
+
+def m011_team(conn: Connection) -> None:
     """Team memory (agentmem_mcp/team/): `team_outbox`, what waits to be published (retried with backoff);
     `team_shared`, this machine's memories on the team server (local root id -> global id, the version sent);
     `team_mirror` (+ FTS5 `team_mirror_fts`), this machine's copy of the team's memories of its projects, which
@@ -305,7 +320,8 @@ def m009_team(conn: Connection) -> None:
 
 MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces,
                                                   m004_word_vectors, m005_answer_chunks, m006_keyed_audit,
-                                                  m007_quarantine, m008_anchor_commit, m009_team]
+                                                  m007_quarantine, m008_anchor_commit, m009_briefing_indexes,
+                                                  m010_audit_by_memory, m011_team]
 
 
 def migrate(conn: Connection) -> int:

@@ -1,8 +1,9 @@
 """The viewer's Starlette app: its state (the store, opened once, and the read-only aiosqlite connection), the
 page frame, the routes and the error pages. Page handlers live in `pages` (reading) and `actions` (changing).
 
-The store is opened without the embedding model: `agentmem serve` holds the model, and a second copy beside it
-would double the memory it takes, so the viewer searches on BM25 + the entity graph and says so on every page.
+The store is opened without a model of its own: its search borrows the shared per-user embedding process's
+(`embedding.py`), the one `agentmem serve` uses, so a second copy never sits beside it; until (or unless) that
+process answers, search runs on BM25 + the entity graph, and every page says which.
 """
 
 from __future__ import annotations
@@ -24,15 +25,13 @@ from starlette.staticfiles import StaticFiles
 from ..config import Settings
 from ..models import AgentmemError, NotFound
 from ..version import package_version
-from . import reads
+from . import embedding, reads
 from .html import Markup, href, join, render, tag
 from .security import Guard, Secrets
 
 HERE = Path(__file__).parent
 NAV = (("/search", "Search"), ("/memories", "Memories"), ("/sessions", "Sessions"), ("/knowledge", "Project knowledge"),
        ("/lifecycle", "Lifecycle"), ("/quarantine", "Quarantine"), ("/audit", "Audit"), ("/health", "Health"))
-MODE = ("Search here runs on BM25 + the entity graph: the embedding model stays with `agentmem serve`, so a "
-        "memory that matches by meaning alone is not found here.")
 DONE = {  # ?done= codes: the messages are fixed here, so a crafted link cannot put words on the page
     "edited": "Saved as a new version; the old one is kept in the version chain.",
     "unchanged": "Nothing changed: the text is the same as the current version.",
@@ -54,6 +53,7 @@ class Viewer:
         self.keys = keys
         self.store: Any = None
         self.db: Any = None
+        self.embedder, self.no_model = embedding.borrowed_model(settings)
         self.limiter = anyio.CapacityLimiter(2)
         self.frame = Template((HERE / "templates" / "page.html").read_text(encoding="utf-8"))
         self.version = package_version()
@@ -66,7 +66,9 @@ class Viewer:
         from ..store import Store
 
         self.store = await self.call(Store.open, self.settings, project=None, load_embedder=False,
-                                     index_in_background=True)
+                                     index_in_background=True, embedder=self.embedder)
+        if self.embedder is not None:
+            embedding.start(self.embedder, self.store)
         self.db = await reads.open_reader(self.store.db_path, self.settings.busy_timeout_ms)
 
     async def close(self) -> None:
@@ -74,10 +76,18 @@ class Viewer:
             await self.db.close()
         if self.store is not None:
             await anyio.to_thread.run_sync(self.store.close)
+        if self.embedder is not None:
+            self.embedder.close()  # the shared process exits once no server or viewer is connected
+
+    def search_mode(self) -> tuple[str, str]:
+        """("hybrid" | "loading" | "bm25", what the pages say about search)."""
+        return embedding.search_mode(self.embedder, self.no_model)
 
     async def page(self, request: Request, *, page: str, title: str, body: Any, heading: Any = None,
-                   live: str = "", status: int = 200, error: str | None = None) -> HTMLResponse:
-        """A whole page: the frame around `body`, the nav with `page` marked, a flash from ?done= or `error`."""
+                   live: str = "", status: int = 200, error: str | None = None, assets: Markup | str = "",
+                   ) -> HTMLResponse:
+        """A whole page: the frame around `body`, the nav with `page` marked, a flash from ?done= or `error`;
+        `assets`: the page's own <link> and <script> elements (served from the package)."""
         nav = join(tag("a", label, href=path, class_="current" if path == page else None) for path, label in NAV)
         done = DONE.get(request.query_params.get("done", ""))
         flash: Markup | str = ""
@@ -86,9 +96,12 @@ class Viewer:
         elif done:
             flash = tag("p", done, class_="flash", role="status", id="flash")
         marks = await reads.latest_ids(self.db) if live else {"observation": 0, "memory": 0}
+        search, mode = self.search_mode()
         text = render(self.frame, title=title, heading=heading if heading is not None else title, body=body,
-                      nav=nav, flash=flash, mode=MODE, page=page, live=live, observation=marks["observation"],
-                      memory=marks["memory"], version=self.version, home=str(self.settings.home))
+                      nav=nav, flash=flash, mode=mode, search=search, page=page, live=live,
+                      observation=marks["observation"],
+                      memory=marks["memory"], version=self.version, home=str(self.settings.home),
+                      assets=assets)
         return HTMLResponse(text, status_code=status)
 
 

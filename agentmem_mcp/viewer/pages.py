@@ -142,24 +142,22 @@ async def forget(request: Request) -> Response:
 
 
 async def sessions(request: Request) -> Response:
+    """Sessions, latest activity first; on the first page, a session that starts meanwhile appears at the top and
+    the counts of those shown grow as they capture."""
     v = viewer(request)
     projects = await reads.projects(v.db)
     project, page = arg.text(request, "project") or None, arg.page_number(request)
     rows, total = await reads.session_page(v.db, project=project, everywhere=project is None, limit=arg.PER_PAGE,
                                            offset=(page - 1) * arg.PER_PAGE)
     now = time.time()
-    table_rows = [(views.session_link(r["id"], r["id"][:18]), views.short_project(r["project"]), r["client"],
-                   views.ago(r["started_at"], now), r["status"], f"{r['prompts']} prompts, {r['events']} events",
-                   views.memory_link(r["summary_memory_id"], r["summary_title"] or "summary")
-                   if r["summary_memory_id"] else tag("span", "not summarised yet", class_="muted"))
-                  for r in rows]
     filters = tag("form", views.labelled("project", views.select("project", views.project_choices(projects),
                                                                  project)),
                   tag("button", "Show", type="submit"), method="get", action="/sessions", class_="filters")
-    body = join([filters, table(("session", "project", "client", "started", "status", "captured", "summary"),
-                                table_rows, class_="list", id="sessions"),
+    live = page == 1
+    body = join([filters, tag("p", "live", id="live-status", class_="live-note") if live else "",
+                 views.session_rows(rows, now, project=project),
                  views.pager("/sessions", page, total, arg.PER_PAGE, project=project)])
-    return await v.page(request, page="/sessions", title="Sessions", body=body)
+    return await v.page(request, page="/sessions", title="Sessions", body=body, live="sessions" if live else "")
 
 
 def _event(o: dict[str, Any]) -> Markup:

@@ -27,23 +27,27 @@ async def lifecycle(request: Request) -> Response:
     """Charts of confidence, retention and memories by tier over time; on request, the next sweep's dry run
     (what it would forget and why), which scores every memory."""
     from ..lifecycle.sweep import sweep
-    from .charts import histogram, lines
+    from .charts import assets, histogram, lines
 
     v = viewer(request)
     strategy = arg.choice(request, "strategy", ("composite", "importance", "age", "capacity")) or "composite"
     figures = await reads.lifecycle_figures(v.db)
     charts = tag("div", tag("div", tag("h3", "Confidence of the latest memories"),
-                            histogram(figures["confidence"], label="confidence histogram")),
-                 tag("div", tag("h3", "Retention now"), histogram(figures["retention"], label="retention histogram")),
+                            histogram(figures["confidence"], label="confidence histogram", id_="chart-confidence",
+                                      axis="confidence")),
+                 tag("div", tag("h3", "Retention now"), histogram(figures["retention"], label="retention histogram",
+                                                            id_="chart-retention", axis="retention now")),
                  tag("div", tag("h3", "Memories by tier, by creation week (those stored now)"),
-                     lines(figures["weeks"], figures["by_tier"], label="memories by tier over time")),
+                     lines(figures["weeks"], figures["by_tier"], label="memories by tier over time",
+                           id_="chart-tiers")),
                  class_="cards")
     form = tag("form", views.labelled("strategy", views.select("strategy", [(s, s) for s in (
         "composite", "importance", "age", "capacity")], strategy)), hidden("dry_run", "1"),
         tag("button", "Show what the next sweep would do", type="submit"), method="get", action="/lifecycle",
         class_="filters", id="dry_run-form")
+    asked = bool(arg.text(request, "dry_run"))
     body = [tag("h2", "What the next sweep would do (dry run: nothing changes)"), form]
-    if arg.text(request, "dry_run"):
+    if asked:
         started = time.perf_counter()
         report = await v.call(sweep, v.store, strategy=strategy, dry_run=True)
         removals = [e for e in report.entries() if e.decision in ("expire", "forget", "delete", "over cap")]
@@ -58,10 +62,11 @@ async def lifecycle(request: Request) -> Response:
     else:
         body.append(tag("p", "The dry run scores every memory, so it runs when asked.", class_="muted"))
     sampled = figures["sampled_from"]
-    body += [tag("h2", "Distributions"), charts,
-             tag("p", f"Drawn from every {figures['step']}th memory row ({sampled:,} latest memories in all): the "
-                      f"tier counts are estimates." if sampled else "", class_="muted")]
-    return await v.page(request, page="/lifecycle", title="Lifecycle", body=join(body))
+    distributions = [tag("h2", "Distributions"), charts,
+                     tag("p", f"Drawn from one memory row in {figures['step']} ({sampled:,} latest memories in all): "
+                              "the tier counts are estimates." if sampled else "", class_="muted")]
+    body = [*body, *distributions] if asked else [*distributions, *body]  # what was asked for comes first
+    return await v.page(request, page="/lifecycle", title="Lifecycle", body=join(body), assets=assets())
 
 
 async def quarantine(request: Request) -> Response:
@@ -140,8 +145,9 @@ async def _checks(v: Any) -> Markup:
     rows = []
     for c in found:
         if c.name == "embedding model" and not c.ok:
-            rows.append((tag("span", "n/a", class_="muted"), c.name, "not loaded by the viewer (`agentmem doctor` "
-                         "checks it)", ""))
+            rows.append((tag("span", "n/a", class_="muted"), c.name, f"the viewer loads no model of its own and "
+                         f"the shared embedding process is not in use ({c.detail}); `agentmem doctor` checks the "
+                         "model itself", ""))
             continue
         rows.append((tag("span", "ok" if c.ok else "FAIL", class_="ok" if c.ok else "bad"), c.name, c.detail, c.fix))
     backlog = data["vector_backlog"]

@@ -106,6 +106,24 @@ def memory_rows(rows: Sequence[dict[str, Any]], now: float) -> Markup:
                  class_="list memories", id="memory-list")
 
 
+def session_rows(rows: Sequence[dict[str, Any]], now: float, *, project: str | None) -> Markup:
+    """The sessions table; each row names its session (`data-session`) and its counts are elements of their own,
+    for the live feed to add to (`data-project` on the table: the project the list is filtered to, if any)."""
+    head = tag("thead", tag("tr", *(tag("th", h) for h in ("session", "project", "client", "started", "status",
+                                                             "captured", "summary"))))
+    body = []
+    for r in rows:
+        captured = join([tag("span", r["prompts"], class_="prompts"), " prompts, ",
+                         tag("span", r["events"], class_="events"), " events"])
+        summary = memory_link(r["summary_memory_id"], r["summary_title"] or "summary") if r["summary_memory_id"] \
+            else tag("span", "not summarised yet", class_="muted")
+        cells = (session_link(r["id"], r["id"][:18]), short_project(r["project"]), r["client"],
+                 ago(r["started_at"], now), r["status"], captured, summary)
+        body.append(tag("tr", *(tag("td", cell) for cell in cells), data_session=r["id"]))
+    return tag("table", head, tag("tbody", *body), class_="list", id="sessions",
+               data_project=project if project is not None else "")
+
+
 def search_hits(hits: Sequence[dict[str, Any]]) -> Markup:
     items = []
     for hit in hits:

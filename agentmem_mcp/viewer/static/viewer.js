@@ -55,6 +55,49 @@
     added += 1;
   }
 
+  function bump(row, name) {
+    const counter = row.querySelector("span." + name);
+    if (counter) counter.textContent = String(Number(counter.textContent || 0) + 1);
+  }
+
+  function newSession(o) {
+    const row = document.createElement("tr");
+    row.className = "new";
+    row.dataset.session = o.session_id;
+    cell(row, link("/session/" + encodeURIComponent(o.session_id), o.session_id.slice(0, 18)));
+    cell(row, o.project === null ? "global" : o.project.replace(/\/+$/, "").split("/").pop());
+    cell(row, o.client || "");
+    cell(row, "just now");
+    cell(row, "active");
+    const captured = document.createElement("td");
+    for (const [name, label] of [["prompts", " prompts, "], ["events", " events"]]) {
+      const counter = document.createElement("span");
+      counter.className = name;
+      counter.textContent = "0";
+      captured.appendChild(counter);
+      captured.appendChild(document.createTextNode(label));
+    }
+    row.appendChild(captured);
+    cell(row, "not summarised yet");
+    return row;
+  }
+
+  function addToSessions(o) {
+    const table = document.getElementById("sessions");
+    if (!table) return;
+    const wanted = table.dataset.project;
+    if (wanted && o.project !== wanted) return;
+    const body = table.querySelector("tbody");
+    let row = Array.from(body.rows).find((r) => r.dataset.session === o.session_id);
+    if (!row) {
+      row = newSession(o);
+      added += 1;
+    }
+    body.insertBefore(row, body.firstChild); // latest activity first, as the page orders them
+    bump(row, "events");
+    if (o.event === "prompt") bump(row, "prompts");
+  }
+
   async function poll() {
     const query = new URLSearchParams({ observation: String(observation), memory: String(memory) });
     if (live.startsWith("session:")) query.set("session", live.slice("session:".length));
@@ -65,6 +108,7 @@
         for (const o of data.observations) {
           observation = Math.max(observation, o.id);
           if (live.startsWith("session:")) addObservation(o);
+          if (live === "sessions") addToSessions(o);
         }
         for (const m of data.memories) {
           memory = Math.max(memory, m.mark);
