@@ -343,10 +343,9 @@ def build_server(settings: Settings | None = None) -> MCPServer:
             return store.stats(all_projects=all_projects)
         return await _call(state, ctx, run)
 
-    if state.settings.team_url:  # team memory (docs/team.md): the share tool, a pool for search
-        from .team.tools import register_team_tools
+    from .team.tools import register_team_tools  # team memory (docs/team.md): the share tool, or no `share`
 
-        register_team_tools(tools, state, _tool, _call)
+    register_team_tools(tools, state, _tool, _call)
     from .version import package_version
 
     return MCPServer(name="agentmem", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING",

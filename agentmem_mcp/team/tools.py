@@ -20,7 +20,16 @@ def share_saved(store: Store, memory_id: str) -> str:
 
 
 def register_team_tools(tools: list[Any], state: Any, tool: Any, call: Any) -> None:
-    """Add `memory_share` to the MCP server's tools, and keep a connection pool for team search."""
+    """With team memory configured: add `memory_share` to the MCP server's tools and keep a connection pool for
+    team search. Without it: leave `memory_save`'s `share` argument out of the schema the agent reads (the tool
+    list stays as it was; a `share` sent anyway answers that team memory is not configured)."""
+    if not state.settings.team_url:
+        for at, found in enumerate(tools):
+            if found.name == "memory_save":
+                schema = dict(found.parameters)
+                schema["properties"] = {k: v for k, v in schema["properties"].items() if k != "share"}
+                tools[at] = found.model_copy(update={"parameters": schema})
+        return
     import atexit
 
     from . import close_servers
