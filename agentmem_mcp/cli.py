@@ -3,68 +3,15 @@ so `agentmem hook` stays fast."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+
+from .cli_io import _open, _print_json, _ProgressBars  # noqa: F401 (tests use _ProgressBars)
 
 TYPE_CHECKING = False  # `agentmem hook` starts here: importing typing would cost it ~5 ms
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
-    from typing import Any
-
-
-def _project(args: argparse.Namespace) -> str | None:
-    if getattr(args, "global_", False):
-        return None
-    if getattr(args, "project", None):
-        return args.project
-    from .project import project_for
-
-    return project_for(os.getcwd())
-
-
-def _open(args: argparse.Namespace, *, load_embedder: bool = True):
-    from .config import load_settings
-    from .models import AgentmemError
-    from .preflight import home_problem
-    from .store import Store
-
-    settings = load_settings()
-    problem = home_problem(settings)
-    if problem:
-        raise AgentmemError(problem)
-    return Store.open(settings, project=_project(args), load_embedder=load_embedder)
-
-
-def _print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
-
-class _ProgressBars:
-    """One progress bar per stage on stderr, each ended by a newline: when it is full, when the next stage
-    starts, or at `close` (a stage may stop short of its total)."""
-
-    def __init__(self) -> None:
-        self.open_stage: str | None = None
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if self.open_stage not in (None, stage):
-            sys.stderr.write("\n")
-        width = 30
-        filled = int(width * done / total) if total else width
-        sys.stderr.write(f"\r{stage:8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-        self.open_stage = stage
-        if done >= total:
-            sys.stderr.write("\n")
-            self.open_stage = None
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.open_stage is not None:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-            self.open_stage = None
 
 
 def cmd_save(args: argparse.Namespace) -> int:
@@ -260,16 +207,21 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
+    import time
+
     from .maintenance import reindex
 
     bars = None if args.quiet else _ProgressBars()
     with _open(args) as store:
+        started = time.monotonic()
         try:
             result = reindex(store, progress=bars)
         finally:
             if bars is not None:
                 bars.close()
-    print(f"reindexed {result['memories']} memories: {result['indexed']} in BM25, {result['embedded']} embedded")
+        took = time.monotonic() - started
+    print(f"reindexed {result['memories']} memories: {result['indexed']} in BM25, {result['embedded']} embedded, "
+          f"in {took:.1f} s ({result['memories'] / max(took, 1e-9):,.0f} memories/s)")
     return 0
 
 
@@ -553,7 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # the hot path: skip building the whole parser
-        from .capture.hook import main as hook_main
+        from .capture.hook_client import main as hook_main
 
         return hook_main(argv[1:])
     parser = build_parser()

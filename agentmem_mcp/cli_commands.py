@@ -7,7 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from .cli import _open, _print_json, _ProgressBars
+from .cli_io import _open, _print_json, _ProgressBars
 
 if TYPE_CHECKING:
     import argparse

@@ -12,13 +12,11 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from .files import ConfigError
+
 TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms
 if TYPE_CHECKING:
     from typing import Any
-
-
-class ConfigError(ValueError):
-    """A setting has a value agentmem cannot use."""
 
 
 def default_home() -> Path:
@@ -63,6 +61,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("embed_idle_seconds", "int", 600, "AGENTMEM_EMBED_IDLE_SECONDS",
             "The shared embedding process exits after this many seconds without a request (and 5 s after its last "
             "server has gone)."),
+    Setting("hook_handoff", "bool", True, "AGENTMEM_HOOK_HANDOFF",
+            "Hooks hand their event to the shared embedding process over `<home>/hooks.sock` (0600) when it runs, "
+            "which records it; 0: every hook process records its event itself (as it does when none runs)."),
     Setting("fusion", "str", "score", "AGENTMEM_FUSION",
             "How the retrievers are combined: `score` (each retriever's score divided by its best, weighted; "
             "every candidate gets its exact cosine) or `rrf` (weighted reciprocal rank fusion)."),
@@ -139,6 +140,7 @@ class Settings:
     embeddings: bool
     shared_embedder: bool
     embed_idle_seconds: int
+    hook_handoff: bool
     fusion: str
     weight_bm25: float
     weight_vector: float

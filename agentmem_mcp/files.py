@@ -19,8 +19,6 @@ import os
 import stat
 from pathlib import Path
 
-from .config import ConfigError
-
 MARKER = ".agentmem-owned"
 _MARKER_TEXT = "This folder was created by agentmem, which may change or delete what it created here.\n"
 # What an older agentmem (before markers) wrote in its home; a folder holding only these, with the database and
@@ -29,6 +27,10 @@ HOME_NAMES = frozenset({"agentmem.db", "agentmem.db-wal", "agentmem.db-shm", "ag
                         "logs", "spool", "config.toml", MARKER, "agentmem.db.audit-key",
                         "agentmem.db.audit-head", "agentmem.db.audit-head.lock", "config.cache.json"})
 _HOME_ONLY = ("fulltext", "logs", "spool")
+
+
+class ConfigError(ValueError):
+    """A setting has a value agentmem cannot use (also raised for a home folder agentmem may not use)."""
 
 
 class ForeignFolderError(ConfigError):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .store import Store
+    from .parts import Parts
 
 LIST_COLUMNS = "id, title, type, tier, project, priority, pinned, version, is_latest, created_at, confidence"
 
@@ -20,17 +20,10 @@ def list_memories(conn: Any, *, project: str | None, all_projects: bool = False,
                   offset: int = 0) -> tuple[list[dict[str, Any]], int]:
     """One page of memories, newest first, and how many match in all. By default the latest version of
     each memory of `project` and the global ones; all_projects widens, history adds superseded versions."""
-    where, args = ["1 = 1"], []
-    if not history:
-        where.append("is_latest = 1")
-    if not all_projects:
-        where.append("(project IS ? OR project IS NULL)")
-        args.append(project)
-    for column, values in (("type", types), ("tier", tiers)):
-        if values:
-            where.append(f"{column} IN ({','.join('?' * len(values))})")
-            args.extend(values)
-    clause = " AND ".join(where)
+    from .db.memories import MemoryFilter
+
+    clause, args = MemoryFilter(projects=None if all_projects else (project, None), latest_only=not history,
+                                types=tuple(types), tiers=tuple(tiers)).where()
     total = conn.execute(f"SELECT COUNT(*) FROM memories WHERE {clause}", args).fetchone()[0]
     rows = conn.execute(f"SELECT {LIST_COLUMNS} FROM memories WHERE {clause} ORDER BY created_at DESC, id "
                         f"LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
@@ -63,7 +56,7 @@ def own_files(settings: Settings) -> list[Path]:
     return [path for path in candidates if path.exists()]
 
 
-def plan_purge(store: Store | None, settings: Settings, project: str | None) -> PurgePlan:
+def plan_purge(store: Parts | None, settings: Settings, project: str | None) -> PurgePlan:
     """The plan for one project (`store` open on it) or, with project None and no store, for everything."""
     if project is None:
         return PurgePlan(files=own_files(settings))
@@ -73,9 +66,10 @@ def plan_purge(store: Store | None, settings: Settings, project: str | None) -> 
     return PurgePlan(project=project, memories=memories, sessions=sessions)
 
 
-def purge_project(store: Store, project: str, reason: str = "purged from the command line") -> tuple[int, int]:
-    """Forget every memory of `project` and what was captured in its sessions, through `Store.forget` (so the
+def purge_project(store: Parts, project: str, reason: str = "purged from the command line") -> tuple[int, int]:
+    """Forget every memory of `project` and what was captured in its sessions, through `forget.forget` (so the
     indexes, the vectors and the audit log follow). Returns (memories, sessions) removed."""
+    from .lifecycle.forget import forget
     from .models import NotFound
 
     conn = store.conn
@@ -84,7 +78,7 @@ def purge_project(store: Store, project: str, reason: str = "purged from the com
         "WHERE project IS ? AND session_id IS NOT NULL", (project, project))]
     for session_id in sessions:
         try:
-            store.forget(session_id=session_id, reason=reason)
+            forget(store, session_id=session_id, reason=reason)
         except NotFound:  # a session with nothing left in it
             pass
     removed = 0
@@ -93,7 +87,7 @@ def purge_project(store: Store, project: str, reason: str = "purged from the com
             "SELECT DISTINCT root_id FROM memories WHERE project IS ? LIMIT 100", (project,))]
         if not roots:
             break
-        removed += store.forget(ids=roots, all_projects=True, reason=reason).count
+        removed += forget(store, ids=roots, all_projects=True, reason=reason).count
     return removed, len(sessions)
 
 

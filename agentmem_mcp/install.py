@@ -159,6 +159,22 @@ def agentmem_command() -> str:
     return _join([sys.executable, "-m", "agentmem_mcp"])
 
 
+# `python -c` puts the current directory, the agent's project, first on sys.path: it goes, or a `json.py` there
+# would be imported in place of the standard library's
+HOOK_ENTRY = ("import sys; sys.path[:1] = [p for p in sys.path[:1] if p]; "
+              "from agentmem_mcp.capture.hook_client import run; run()")
+
+
+def hook_command() -> str | None:
+    """The hooks' command when agentmem is installed beside the running Python: that Python running
+    `capture.hook_client` directly. A console script imports `re` and the CLI before anything else (~8 ms of a
+    hook's CPU); the hook client imports almost nothing when the shared process takes the event. None otherwise."""
+    scripts = Path(sys.executable).parent
+    if not any((scripts / name).is_file() for name in ("agentmem", "agentmem.exe")):
+        return None
+    return _join([sys.executable, "-c", HOOK_ENTRY])
+
+
 def plan_install(client: str, scope: str = "user", *, home: Path | None = None,
                  project_dir: Path | None = None, command: str | None = None) -> InstallPlan:
     """Compute the changes that register agentmem's MCP server and hooks with `client`.
@@ -175,7 +191,7 @@ def plan_install(client: str, scope: str = "user", *, home: Path | None = None,
     entry: Config = {"command": parts[0], "args": [*parts[1:], "serve"]}
     if client == "claude-code":
         entry = {"type": "stdio", **entry}
-    prefix = _join(parts)
+    prefix = _join(parts) if command else (hook_command() or _join(parts))
     hooks = {event: _hook_entry(client, event, f"{prefix} hook --client {client} {event}")
              for event in CLIENT_EVENTS[client]}
     changes = [

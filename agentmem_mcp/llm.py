@@ -21,7 +21,7 @@ from .db.connection import Connection, write_transaction
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .store import Store
+    from .parts import Parts
 
 log = logging.getLogger("agentmem.llm")
 
@@ -100,7 +100,7 @@ class Budget:
         self.clock = clock
 
     @classmethod
-    def for_store(cls, store: Store) -> Budget:
+    def for_store(cls, store: Parts) -> Budget:
         return cls(lambda: store.conn, store.settings.llm_daily_tokens, store.now)
 
     def spent_today(self) -> int:
@@ -192,7 +192,7 @@ class LLM:
     calls: int = 0
 
     @classmethod
-    def from_store(cls, store: Store, provider: Provider | None = None) -> LLM | None:
+    def from_store(cls, store: Parts, provider: Provider | None = None) -> LLM | None:
         provider = provider or provider_from_settings(store.settings)
         return cls(provider, Budget.for_store(store)) if provider is not None else None
 

@@ -8,22 +8,23 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from .db import meta
 from .db.audit import check_triggers, head_path, key_path, verify
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .parts import Parts
 
 Progress = Callable[[str, int, int], None]
 
 
-def rebuild_bm25(store: Store, progress: Progress | None = None) -> int:
+def rebuild_bm25(store: Parts, progress: Progress | None = None) -> int:
     """Empty the BM25 index folder (its segment files are deleted) and index every memory again from SQLite;
     returns how many memories there are."""
     total = store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-    store.reset_fulltext()
+    store.indexer.reset()
     done = 0
     while True:
-        applied = store.drain_outbox(limit=500)
+        applied = store.indexer.drain(limit=500)
         if not applied:
             break
         done = min(total, done + applied)
@@ -41,7 +42,7 @@ class Erasure:
     busy_readers: bool
 
 
-def erase_forgotten(store: Store, memories_deleted: bool = True, attempts: int = 20) -> Erasure:
+def erase_forgotten(store: Parts, memories_deleted: bool = True, attempts: int = 20) -> Erasure:
     """After a forget: leave no copy of the forgotten text on disk.
 
     SQLite already zeroed the deleted rows (secure_delete is on for every connection). What remains is (1) the BM25
@@ -51,7 +52,7 @@ def erase_forgotten(store: Store, memories_deleted: bool = True, attempts: int =
     truncated to zero bytes, retried while another process is reading (busy_readers: it still was)."""
     import time
 
-    store.drain_outbox()
+    store.indexer.drain()
     if memories_deleted:
         rebuild_bm25(store)
     emptied = busy = False
@@ -65,22 +66,22 @@ def erase_forgotten(store: Store, memories_deleted: bool = True, attempts: int =
     return Erasure(memories_deleted, emptied, busy and not emptied)
 
 
-def reindex(store: Store, progress: Progress | None = None) -> dict[str, int]:
+def reindex(store: Parts, progress: Progress | None = None) -> dict[str, int]:
     """Rebuild the BM25 index and every vector from SQLite, the source of truth."""
     total = rebuild_bm25(store, progress)
     embedded = 0
     if store.embedder.ready:
         with store.transaction() as tx:
-            tx.execute("DELETE FROM meta WHERE key = 'embedding_model'")
-            store.ensure_vector_table(tx)
-        embedded = store.embed_pending(progress=(lambda d, t: progress("vectors", d, t)) if progress else None)
+            meta.delete(tx, meta.EMBEDDING_MODEL)
+            store.backfill.ensure_table(tx)
+        embedded = store.backfill.embed_pending(progress=(lambda d, t: progress("vectors", d, t)) if progress else None)
         looked = 0
-        while step := store.add_sentence_pieces():  # what the worker would do next, done now
+        while step := store.backfill.add_sentence_pieces():  # what the worker would do next, done now
             looked = min(total, looked + step)
             if progress:
                 progress("pieces", looked, total)
         looked = 0
-        while step := store.add_word_vectors():
+        while step := store.backfill.add_word_vectors():
             looked = min(total, looked + step)
             if progress:
                 progress("words", looked, total)
@@ -132,7 +133,7 @@ def _mode(path: Any) -> int | None:
         return None
 
 
-def doctor(store: Store) -> list[Check]:
+def doctor(store: Parts) -> list[Check]:
     conn = store.conn
     checks: list[Check] = []
     version = conn.execute("SELECT vec_version()").fetchone()[0]
@@ -147,7 +148,7 @@ def doctor(store: Store) -> list[Check]:
     latest = {row[0] for row in conn.execute("SELECT id FROM memories")}
     indexed = store.fulltext.ids()
     missing, stale = latest - indexed, indexed - latest
-    backlog = store.index_backlog()
+    backlog = store.indexer.backlog()
     checks.append(Check(
         "bm25 index", not missing and not stale,
         f"{len(indexed)} documents for {len(latest)} memories; {len(missing)} missing, {len(stale)} stale, "
@@ -157,10 +158,10 @@ def doctor(store: Store) -> list[Check]:
                         f"{unembedded} memories without vectors",
                         "run `agentmem reindex` (or keep the server running: it embeds them)" if unembedded else ""))
     home_mode = _mode(store.settings.home)
-    db_mode = _mode(store.db_path)
-    audit_files = [p for p in (key_path(store.db_path), head_path(store.db_path)) if _mode(p) not in (None, 0o600)]
+    db_mode = _mode(store.db.path)
+    audit_files = [p for p in (key_path(store.db.path), head_path(store.db.path)) if _mode(p) not in (None, 0o600)]
     private = home_mode == 0o700 and db_mode == 0o600 and not audit_files
-    fix = [f"chmod 700 {store.settings.home}", f"chmod 600 {store.db_path}*"]
+    fix = [f"chmod 700 {store.settings.home}", f"chmod 600 {store.db.path}*"]
     checks.append(Check("file permissions", private,
                         f"home {oct(home_mode or 0)}, database {oct(db_mode or 0)}"
                         + "".join(f", {p.name} {oct(_mode(p) or 0)}" for p in audit_files),

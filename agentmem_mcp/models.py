@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 TIERS = ("working", "episodic", "semantic", "procedural")
+EXPORT_FORMAT = "agentmem-export/1"  # the header of `agentmem export` files (transfer.py) and recovery's copy
 TYPES = ("pattern", "preference", "architecture", "bug", "workflow", "fact", "decision", "context", "summary")
 SOURCES = ("user", "agent", "hook", "consolidation", "import")
 PRIORITIES = ("P0", "P1", "P2")

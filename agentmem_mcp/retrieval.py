@@ -1,4 +1,4 @@
-"""`memory_search`: BM25 + vectors + entity graph, fused, re-checked against SQLite, reranked, packed.
+"""`memory_search`: retrieve (BM25 + vectors + entity graph) -> fuse -> rerank (re-checked against SQLite) -> pack.
 
 The three retrievers run concurrently. Every candidate any of them found gets its exact cosine
 similarity to the query (the vector retriever returns only its nearest 60) and, in BM25, credit for its
@@ -7,7 +7,9 @@ divided by its best and weighted (`fusion = score`, the default), or their ranki
 reciprocal rank fusion (`fusion = rrf`), renormalised over the retrievers that answered. Every
 candidate is joined back against SQLite (so a stale index entry can never resurrect a deleted or
 superseded memory), filtered, reranked by the memory's own state (confidence, importance/priority,
-retention) and by the time the query names, and packed under a token budget.
+retention) and by the time the query names, and packed under a token budget. Every ranking knob is in
+`ranking_settings.RankingSettings`. The only write of a search is its hits' access statistics
+(`_record_access`), apart from index upkeep: applying a long BM25 queue, rebuilding a damaged index.
 """
 
 from __future__ import annotations
@@ -21,14 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 from .anchors import missing_files, stale_note
 from .db.connection import OperationalError, write_transaction
+from .db.memories import MemoryFilter
 from .index import graph, vectors, words
+from .index.document import memory_text
 from .index.tokenize import STOPWORDS, index_text
 from .lifecycle.access import note_access
 from .lifecycle.retention import retention
 from .models import TIERS, TYPES, AgentmemError, InvalidInput, SearchHit, SearchResult, check_choice
 from .project import project_for, worktree_root
 from .ranking import (
-    PROCEDURE_BOOST,
     Fused,
     asks_how_to,
     asks_which_file,
@@ -38,23 +41,22 @@ from .ranking import (
     humanize_age,
     state_factor,
 )
-from .store import memory_text
+from .ranking_settings import RankingSettings
 from .timewords import time_window, without_relative_time
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .parts import Parts
 
 log = logging.getLogger("agentmem.retrieval")
 
 MAX_QUERY_CHARS = 20000
 SNIPPET_CHARS = 480
 HIT_OVERHEAD_TOKENS = 24
-RETRIEVER_DEPTH = 60
-MAX_PENDING_SCAN = 200
+RETRIEVER_DEPTH = RankingSettings.retriever_depth  # scripts/eval_ablation.py reads these two
+TIME_WINDOW_BOOST = RankingSettings.time_window_boost
 # Raw captured tool calls (working tier) are searched only when asked for by name.
 DEFAULT_TIERS = ("episodic", "semantic", "procedural")
 ACCESS_BUSY_TIMEOUT_MS = 300
-TIME_WINDOW_BOOST = 2.0  # a memory from the time the query names ("yesterday", "3 weeks ago") weighs double
 
 
 def _check_query(query: Any) -> str:
@@ -192,7 +194,7 @@ def summary_snippet(content: str, query_terms: Sequence[str], limit: int = SNIPP
     return " … ".join(parts)
 
 
-def search(store: Store, query: str, *, project: str | None = ..., all_projects: bool = False,
+def search(store: Parts, query: str, *, project: str | None = ..., all_projects: bool = False,
            types: Sequence[str] | str | None = None, tiers: Sequence[str] | str | None = None,
            since: float | None = None, until: float | None = None, min_confidence: float | None = None,
            include_history: bool = False, limit: int = 10, budget_tokens: int | None = None,
@@ -225,37 +227,54 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
     project = store.project if project is ... else project
     projects: list[str | None] | None = None if all_projects else list(dict.fromkeys([project, None]))
 
-    results, reasons, notes, query_vector, asked = _run_retrievers(
-        store, query, projects, not include_history, tier_list, type_list, retrievers)
-    similar: dict[str, str] = {}
-    vector_ran = query_vector is not None
-    absent = {"vector": _without_vectors(store, results)} if vector_ran and "working" in tier_list else None
-    weights = {"bm25": store.settings.weight_bm25, "vector": store.settings.weight_vector,
-               "graph": store.settings.weight_graph}
-    if store.settings.fusion == "rrf":
-        fused = fuse_rankings({name: [memory_id for memory_id, _ in pairs] for name, pairs in results.items()},
-                              weights, store.settings.rrf_k, absent)
-        top = 1.0 / (store.settings.rrf_k + 1)
-    else:
-        if vector_ran:
-            _complete_similarities(store, results, query_vector)
-            if asked is not None:
-                try:
-                    similar = _add_similar_words(store, asked, results)
-                except Exception as exc:  # a help to the ranking, never a reason to fail the search
-                    log.warning("similar words skipped for this search: %s: %s", type(exc).__name__, exc)
-        # a memory no retriever found any evidence for (no keyword, no entity, a cosine below zero) is noise
-        fused, top = [f for f in fuse_scores(results, weights, absent) if f.score > 0], 1.0
-    hits = _join_and_rerank(store, fused[: max(limit * 4, 40)], projects, not include_history, type_list,
-                            tier_list, since, until, min_confidence, reasons, query, top, similar,
-                            include_quarantined)
-    hits = [hit for hit in hits if hit.score >= store.settings.search_min_score][:limit]
+    knobs = RankingSettings.from_settings(store.settings)
+    results, reasons, notes, query_vector, asked = _retrieve(
+        store, knobs, query, projects, not include_history, tier_list, type_list, retrievers)
+    fused, top, similar = _fuse(store, knobs, results, query_vector, asked, tier_list)
+    hits = _rerank(store, knobs, fused[: knobs.reranked(limit)], projects, not include_history, type_list, tier_list,
+                   since, until, min_confidence, reasons, query, top, similar, include_quarantined)
+    hits = [hit for hit in hits if hit.score >= knobs.min_score][:limit]
     if store.settings.team_url:  # team memory: the server's hits in the same ranking (agentmem_mcp/team/)
         from .team.recall import merge_hits
 
         hits = merge_hits(store, query, hits, results, query_vector, limit=limit, notes=notes, project=project,
                           types=type_list, tiers=tier_list, min_confidence=min_confidence)
-    packed, used = [], 0
+    packed, used = _pack(hits, budget)
+    if record_access and packed:
+        _record_access(store, [h.id for h in packed])
+    vector_ran = query_vector is not None
+    mode = "hybrid" if vector_ran else "bm25+graph"
+    return SearchResult(query=query, hits=packed, mode=mode, notes=notes, truncated=len(hits) - len(packed),
+                        tokens=used)
+
+
+def _fuse(store: Parts, knobs: RankingSettings, results: dict[str, list[tuple[str, float]]], query_vector: Any,
+          asked: QueryWords | None, tiers: list[str]) -> tuple[list[Fused], float, dict[str, str]]:
+    """The retrievers' results as one ranking; with it the best fused score possible (`top`) and, in score
+    fusion, each candidate's closest pair of similar words (for its `why`)."""
+    similar: dict[str, str] = {}
+    vector_ran = query_vector is not None
+    absent = {"vector": _without_vectors(store, results)} if vector_ran and "working" in tiers else None
+    if knobs.fusion == "rrf":
+        fused = fuse_rankings({name: [memory_id for memory_id, _ in pairs] for name, pairs in results.items()},
+                              knobs.weights, knobs.rrf_k, absent)
+        return fused, 1.0 / (knobs.rrf_k + 1), similar
+    if vector_ran:
+        _complete_similarities(store, results, query_vector)
+        if asked is not None:
+            try:
+                similar = _add_similar_words(store, knobs, asked, results)
+            except Exception as exc:  # a help to the ranking, never a reason to fail the search
+                log.warning("similar words skipped for this search: %s: %s", type(exc).__name__, exc)
+    # a memory no retriever found any evidence for (no keyword, no entity, a cosine below zero) is noise
+    return [f for f in fuse_scores(results, knobs.weights, absent) if f.score > 0], 1.0, similar
+
+
+def _pack(hits: list[SearchHit], budget: int) -> tuple[list[SearchHit], int]:
+    """The hits that fit in `budget` tokens, in order, and the tokens they take; a first hit too long for the
+    budget is cut to fit."""
+    packed: list[SearchHit] = []
+    used = 0
     for hit in hits:
         cost = estimate_tokens(hit.title + hit.snippet + hit.why) + HIT_OVERHEAD_TOKENS
         if used + cost > budget:
@@ -267,14 +286,10 @@ def search(store: Store, query: str, *, project: str | None = ..., all_projects:
             break
         packed.append(hit)
         used += cost
-    if record_access and packed:
-        _record_access(store, [h.id for h in packed])
-    mode = "hybrid" if vector_ran else "bm25+graph"
-    return SearchResult(query=query, hits=packed, mode=mode, notes=notes, truncated=len(hits) - len(packed),
-                        tokens=used)
+    return packed, used
 
 
-def _record_access(store: Store, memory_ids: list[str]) -> None:
+def _record_access(store: Parts, memory_ids: list[str]) -> None:
     """A hit is a use, but never at the cost of the answer: while another process holds the write lock
     for long (or the disk is full) the access is skipped rather than waited for."""
     conn = store.conn
@@ -288,7 +303,7 @@ def _record_access(store: Store, memory_ids: list[str]) -> None:
         conn.execute(f"PRAGMA busy_timeout = {int(store.settings.busy_timeout_ms)}")
 
 
-def _complete_similarities(store: Store, results: dict[str, list[tuple[str, float]]], query_vector: Any) -> None:
+def _complete_similarities(store: Parts, results: dict[str, list[tuple[str, float]]], query_vector: Any) -> None:
     """Give the vector results the exact cosine of every candidate the other retrievers found: a memory that
     BM25 ranks first but that is not among the 60 nearest vectors is then scored on both, not on one."""
     scored = {memory_id for memory_id, _ in results.get("vector", ())}
@@ -301,7 +316,7 @@ def _complete_similarities(store: Store, results: dict[str, list[tuple[str, floa
 QueryWords = tuple[list[str], dict[str, Any], dict[str, float]]  # the query's words, stored vectors, IDFs
 
 
-def query_words(store: Store, query: str) -> QueryWords:
+def query_words(store: Parts, query: str) -> QueryWords:
     """The query's words that BM25 knows, the stored vectors of those the store has, and their IDF, for
     `_add_similar_words` (which embeds the others once the retrievers are done: the query's own embedding,
     on the vector retriever's thread, ran twice as slow beside another on two cores)."""
@@ -312,9 +327,9 @@ def query_words(store: Store, query: str) -> QueryWords:
     return asked, known, idf
 
 
-def query_word_vectors(store: Store, asked: QueryWords) -> tuple[list[str], list[Any], list[float]]:
+def query_word_vectors(store: Parts, asked: QueryWords) -> tuple[list[str], list[Any], list[float]]:
     """The query words with a vector, their vectors and IDFs; a word no memory has is embedded now and kept
-    in memory (`Store.query_word_cache`), never in the database."""
+    in memory (`Parts.query_word_cache`), never in the database."""
     query, known, idf = asked
     if missing := [w for w in query if w not in known]:
         cache = store.query_word_cache
@@ -327,8 +342,8 @@ def query_word_vectors(store: Store, asked: QueryWords) -> tuple[list[str], list
     return query, [known[w] for w in query], [idf[w] for w in query]
 
 
-def _add_similar_words(store: Store, asked: QueryWords, results: dict[str, list[tuple[str, float]]],
-                       ) -> dict[str, str]:
+def _add_similar_words(store: Parts, knobs: RankingSettings, asked: QueryWords,
+                       results: dict[str, list[tuple[str, float]]]) -> dict[str, str]:
     """Add to each candidate's BM25 score `soft_match_weight` x its similar-word score (index/words.py); a
     candidate no keyword found enters the BM25 results that way. Returns the closest pair of words of each
     candidate that has one ("cities~chicago"), for its `why`."""
@@ -340,7 +355,7 @@ def _add_similar_words(store: Store, asked: QueryWords, results: dict[str, list[
         f"SELECT id, words FROM memories WHERE id IN ({marks}) AND words IS NOT NULL", candidates).fetchall())
     found = store.word_matrix.soft_scores(store.conn, *query_word_vectors(store, asked), memory_words)
     if found:
-        weight = store.settings.soft_match_weight
+        weight = knobs.soft_match_weight
         scores = dict(results["bm25"])
         for memory_id, (score, _) in found.items():
             scores[memory_id] = scores.get(memory_id, 0.0) + weight * score
@@ -348,18 +363,18 @@ def _add_similar_words(store: Store, asked: QueryWords, results: dict[str, list[
     return {memory_id: pair for memory_id, (_, pair) in found.items()}
 
 
-def _run_retrievers(store: Store, query: str, projects: list[str | None] | None, latest_only: bool,
-                    tiers: list[str] | None, types: list[str] | None, retrievers: Sequence[str],
-                    ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, str], list[str], Any, QueryWords | None]:
+def _retrieve(store: Parts, knobs: RankingSettings, query: str, projects: list[str | None] | None, latest_only: bool,
+              tiers: list[str] | None, types: list[str] | None, retrievers: Sequence[str],
+              ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, str], list[str], Any, QueryWords | None]:
     """Each retriever's (id, score) pairs, the graph's reasons, notes for the answer, the query vector (None
     when the vector retriever did not run) and the query's words for `_add_similar_words` (None: not used)."""
     notes: list[str] = []
     jobs = {}
     if "bm25" in retrievers:
-        jobs["bm25"] = store.pool.submit(_bm25_search, store, query, projects, latest_only, tiers, types)
+        jobs["bm25"] = store.pool.submit(_bm25_search, store, knobs, query, projects, latest_only, tiers, types)
     vector_ran = "vector" in retrievers and store.embedder.ready
     if vector_ran:
-        jobs["vector"] = store.pool.submit(_vector_search, store, query, projects, latest_only)
+        jobs["vector"] = store.pool.submit(_vector_search, store, knobs, query, projects, latest_only)
     elif "vector" in retrievers:
         status = store.embedder.status
         notes.append("vector search is loading (the model loads in the first seconds); results use BM25 + entity "
@@ -367,10 +382,9 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
                      f"vector search unavailable ({status.removeprefix('unavailable: ')}); results use BM25 + "
                      f"entity graph")
     if "graph" in retrievers:
-        jobs["graph"] = store.pool.submit(_graph_search, store, query)
+        jobs["graph"] = store.pool.submit(_graph_search, store, knobs, query)
     words_job = None
-    settings = store.settings
-    if vector_ran and "bm25" in retrievers and settings.fusion == "score" and settings.soft_match_weight > 0:
+    if vector_ran and "bm25" in retrievers and knobs.fusion == "score" and knobs.soft_match_weight > 0:
         words_job = store.pool.submit(query_words, store, query)
     results: dict[str, list[tuple[str, float]]] = {}
     reasons: dict[str, str] = {}
@@ -389,7 +403,7 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
         except BaseException as exc:  # one broken retriever (even a tantivy panic) degrades the answer
             notes.append(f"{name} retriever failed: {type(exc).__name__}: {exc}")
             if name == "bm25":
-                store.heal_fulltext(exc)
+                store.indexer.heal(exc)
             continue
         if name == "graph":
             result, reasons = result
@@ -398,13 +412,13 @@ def _run_retrievers(store: Store, query: str, projects: list[str | None] | None,
             if query_vector is None:
                 continue
         results[name] = list(result)
-    if "bm25" in jobs and (left := store.rebuilding()):
+    if "bm25" in jobs and (left := store.indexer.rebuilding()):
         notes.append(f"the keyword index is being rebuilt ({left:,} memories left): keyword matches among "
                      "those are missing until it finishes")
     return results, reasons, notes, query_vector, asked
 
 
-def _without_vectors(store: Store, results: dict[str, list[tuple[str, float]]]) -> set[str]:
+def _without_vectors(store: Parts, results: dict[str, list[tuple[str, float]]]) -> set[str]:
     """Found ids that have no vector by design (working memories of reads, edits, ...: worker.VECTOR_CHARS)."""
     found = list({memory_id for pairs in results.values() for memory_id, _ in pairs}
                  - {memory_id for memory_id, _ in results.get("vector", ())})
@@ -415,19 +429,19 @@ def _without_vectors(store: Store, results: dict[str, list[tuple[str, float]]]) 
         f"SELECT id FROM memories WHERE id IN ({marks}) AND embedding_model = ''", found)}
 
 
-def _bm25_search(store: Store, query: str, projects: list[str | None] | None, latest_only: bool,
+def _bm25_search(store: Parts, knobs: RankingSettings, query: str, projects: list[str | None] | None, latest_only: bool,
                  tiers: list[str] | None, types: list[str] | None) -> list[tuple[str, float]]:
     """tantivy's BM25, plus the memories still waiting in the outbox (written moments ago, by any process),
     scored by the share of query terms they contain and merged by normalised score. Relative time words
-    ("in the past two months") are not keywords: the time window weighs by them (`_join_and_rerank`)."""
+    ("in the past two months") are not keywords: the time window weighs by them (`_rerank`)."""
     query = without_relative_time(query)
-    pending = store.pending_index_ids(limit=MAX_PENDING_SCAN + 1)
-    if len(pending) > MAX_PENDING_SCAN:
-        if not store.rebuilding():  # a rebuild is not waited for: search what is indexed so far
-            store.flush()
+    pending = store.indexer.pending_ids(limit=knobs.pending_scan + 1)
+    if len(pending) > knobs.pending_scan:
+        if not store.indexer.rebuilding():  # a rebuild is not waited for: search what is indexed so far
+            store.indexer.drain()
         pending = []
     hits = store.fulltext.search(query, projects=projects, latest_only=latest_only, tiers=tiers, types=types,
-                                 limit=RETRIEVER_DEPTH)
+                                 limit=knobs.retriever_depth)
     if not pending:
         return hits
     # Both on one scale, the weighted share of query terms a memory contains: the best indexed hit gets its
@@ -438,10 +452,10 @@ def _bm25_search(store: Store, query: str, projects: list[str | None] | None, la
     scale = extra.get(hits[0][0], 0.0) / (hits[0][1] or 1.0) if hits else 0.0
     merged = {memory_id: score * scale for memory_id, score in hits if memory_id not in extra}
     merged.update(extra)
-    return sorted(merged.items(), key=lambda item: -item[1])[:RETRIEVER_DEPTH]
+    return sorted(merged.items(), key=lambda item: -item[1])[:knobs.retriever_depth]
 
 
-def pending_matches(store: Store, query: str, pending: Sequence[str], projects: list[str | None] | None,
+def pending_matches(store: Parts, query: str, pending: Sequence[str], projects: list[str | None] | None,
                     latest_only: bool, tiers: list[str] | None = None, types: list[str] | None = None,
                     ) -> dict[str, float]:
     """Weighted share of the query's terms found in each not-yet-indexed memory (0 = no match: left out)."""
@@ -453,12 +467,11 @@ def pending_matches(store: Store, query: str, pending: Sequence[str], projects: 
     total = sum(weights.values()) or 1.0
     marks = ",".join("?" * len(pending))
     found: dict[str, float] = {}
+    chosen = MemoryFilter(projects=projects, latest_only=latest_only, types=types or (), tiers=tiers or ())
     for row in store.conn.execute(
             f"SELECT id, project, tier, type, is_latest, title, content, tags, files FROM memories "
             f"WHERE id IN ({marks})", list(pending)):
-        if projects is not None and row["project"] not in projects or latest_only and not row["is_latest"]:
-            continue
-        if tiers and row["tier"] not in tiers or types and row["type"] not in types:
+        if not chosen.admits(row):
             continue
         text = memory_text(row["title"], row["content"], json.loads(row["tags"]), json.loads(row["files"]))
         doc_terms = set(fulltext.analyzer.analyze(index_text(text)))
@@ -468,25 +481,28 @@ def pending_matches(store: Store, query: str, pending: Sequence[str], projects: 
     return found
 
 
-def _vector_search(store: Store, query: str, projects: list[str | None] | None,
+def _vector_search(store: Parts, knobs: RankingSettings, query: str, projects: list[str | None] | None,
                    latest_only: bool) -> tuple[list[tuple[str, float]], Any]:
     vector = store.embedder.embed_query(query)
     if vector is None:
         return [], None
-    return vectors.knn(store.conn, vector, projects=projects, latest_only=latest_only, k=RETRIEVER_DEPTH), vector
+    return vectors.knn(store.conn, vector, projects=projects, latest_only=latest_only, k=knobs.retriever_depth), vector
 
 
-def _graph_search(store: Store, query: str) -> tuple[list[tuple[str, float]], dict[str, str]]:
-    return graph.search(store.conn, query, limit=RETRIEVER_DEPTH)
+def _graph_search(store: Parts, knobs: RankingSettings, query: str,
+                  ) -> tuple[list[tuple[str, float]], dict[str, str]]:
+    return graph.search(store.conn, query, limit=knobs.retriever_depth)
 
 
-def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None] | None, latest_only: bool,
-                     types: list[str] | None, tiers: list[str] | None, since: float | None, until: float | None,
-                     min_confidence: float | None, reasons: dict[str, str], query: str,
-                     top: float, similar: dict[str, str] | None = None,
-                     include_quarantined: bool = False) -> list[SearchHit]:
-    """`top`: the best fused score possible, so that a perfect match scores 1 before its state factor;
-    `similar`: the closest pair of similar words of a candidate, for its `why`."""
+def _rerank(store: Parts, knobs: RankingSettings, fused: list[Fused], projects: list[str | None] | None,
+            latest_only: bool, types: list[str] | None, tiers: list[str] | None, since: float | None,
+            until: float | None, min_confidence: float | None, reasons: dict[str, str], query: str, top: float,
+            similar: dict[str, str] | None = None,
+            include_quarantined: bool = False) -> list[SearchHit]:
+    """Join the candidates back against SQLite (a stale index entry never resurrects a forgotten or superseded
+    memory), drop those the filters exclude, and score each by its fused score x its state, the time window
+    and the how-to boost; best first. `top`: the best fused score possible, so that a perfect match scores 1
+    before its state factor; `similar`: the closest pair of similar words of a candidate, for its `why`."""
     if not fused:
         return []
     by_id = {f.id: f for f in fused}
@@ -500,20 +516,11 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
     which_file = asks_which_file(query)
     here = _where_here()
     hits: list[tuple[float, SearchHit]] = []
+    chosen = MemoryFilter(projects=projects, latest_only=latest_only, types=types or (), tiers=tiers or (),
+                          since=since, until=until, min_confidence=min_confidence,
+                          with_quarantined=include_quarantined, live_at=now)
     for row in rows:
-        if projects is not None and row["project"] not in projects:
-            continue
-        if latest_only and not row["is_latest"]:
-            continue
-        if row["quarantined"] is not None and not include_quarantined:
-            continue
-        if types and row["type"] not in types or tiers and row["tier"] not in tiers:
-            continue
-        if since is not None and row["created_at"] < since or until is not None and row["created_at"] > until:
-            continue
-        if min_confidence is not None and row["confidence"] < min_confidence:
-            continue
-        if row["forget_after"] is not None and row["forget_after"] <= now:
+        if not chosen.admits(row):
             continue
         last_used = row["last_accessed_at"] or row["created_at"]
         kept = retention((now - last_used) / 86400, row["strength"])
@@ -522,9 +529,9 @@ def _join_and_rerank(store: Store, fused: list[Fused], projects: list[str | None
         score = entry.score / top * factor
         in_window = window is not None and window[0] <= row["created_at"] <= window[1]
         if in_window:
-            score *= TIME_WINDOW_BOOST
+            score *= knobs.time_window_boost
         if how_to and row["tier"] == "procedural":
-            score *= PROCEDURE_BOOST
+            score *= knobs.procedure_boost
         hits.append((score, SearchHit(
             id=row["id"], title=row["title"], type=row["type"], tier=row["tier"], project=row["project"],
             snippet=_with_files((summary_snippet if row["type"] == "summary" else snippet)(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from .db import meta
+
 if TYPE_CHECKING:
-    from .store import Store
+    from .parts import Parts
 
 
 def _grouped(conn: Any, column: str, where: str, args: list[Any]) -> dict[str, int]:
@@ -15,7 +16,7 @@ def _grouped(conn: Any, column: str, where: str, args: list[Any]) -> dict[str, i
         f"SELECT {column}, COUNT(*) FROM memories WHERE {where} GROUP BY {column} ORDER BY {column}", args)}
 
 
-def stats(store: Store, *, project: str | None = ..., all_projects: bool = False) -> dict[str, Any]:
+def stats(store: Parts, *, project: str | None = ..., all_projects: bool = False) -> dict[str, Any]:
     """Counts of latest memories by tier, type and source, confidence bands, quarantined memories (kept but never
     searched or injected: `agentmem quarantine list`), usage and upkeep state."""
     conn = store.conn
@@ -36,7 +37,7 @@ def stats(store: Store, *, project: str | None = ..., all_projects: bool = False
     expiring = [dict(row) for row in conn.execute(
         f"SELECT id, title, forget_after FROM memories WHERE {where} AND forget_after IS NOT NULL "
         f"AND forget_after <= ? ORDER BY forget_after LIMIT 20", [*args, now + 7 * 86400])]
-    sweep = conn.execute("SELECT value FROM meta WHERE key = 'last_sweep'").fetchone()
+    sweep = meta.get(conn, meta.LAST_SWEEP)
     day = time.strftime("%Y-%m-%d", time.gmtime(now))
     spend = conn.execute("SELECT COALESCE(SUM(input_tokens + output_tokens), 0), COUNT(*) FROM llm_ledger "
                          "WHERE day = ?", (day,)).fetchone()
@@ -55,10 +56,10 @@ def stats(store: Store, *, project: str | None = ..., all_projects: bool = False
                                     args).fetchone()[0],
         "never_accessed": never or 0,
         "expiring_within_7_days": expiring,
-        "last_sweep": json.loads(sweep[0]) if sweep else None,
+        "last_sweep": sweep,
         "observations": observations,
         "sessions": conn.execute(f"SELECT COUNT(*) FROM sessions WHERE {scope}", scope_args).fetchone()[0],
-        "index_backlog": store.index_backlog(),
+        "index_backlog": store.indexer.backlog(),
         # what the background worker has still to embed: whole memories, then their sentence pieces and words
         "vector_backlog": {
             "memories": conn.execute("SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL").fetchone()[0],

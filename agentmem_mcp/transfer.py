@@ -11,21 +11,21 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from .capture.redact import redact
-from .db import audit
+from .db import audit, index_outbox
+from .db.memories import content_hash
 from .index import graph
 from .index.entities import extract_entities
-from .lifecycle.remember import content_hash
-from .models import MEMORY_ID, TIERS, TYPES, InvalidInput, Memory
+from .models import EXPORT_FORMAT, MEMORY_ID, TIERS, TYPES, InvalidInput, Memory
 from .trust import instruction_reason
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .parts import Parts
 
-FORMAT = "agentmem-export/1"
+FORMAT = EXPORT_FORMAT
 COLUMNS = [name for name in Memory.__dataclass_fields__]
 
 
-def export_lines(store: Store, *, project: str | None = ..., all_projects: bool = True) -> Iterator[str]:
+def export_lines(store: Parts, *, project: str | None = ..., all_projects: bool = True) -> Iterator[str]:
     """The export, line by line: a header, every version of every memory, then the links between them.
     all_projects=False keeps one project's memories (default: the store's) and the global ones, and the
     links whose two ends are both exported."""
@@ -42,7 +42,7 @@ def export_lines(store: Store, *, project: str | None = ..., all_projects: bool 
         yield json.dumps({"kind": "link", **dict(row)})
 
 
-def export(store: Store, out: IO[str], **options: Any) -> int:
+def export(store: Parts, out: IO[str], **options: Any) -> int:
     count = 0
     for line in export_lines(store, **options):
         out.write(line + "\n")
@@ -68,7 +68,7 @@ def _check(record: dict[str, Any], line_no: int) -> dict[str, Any]:
     return record
 
 
-def import_(store: Store, lines: IO[str]) -> ImportReport:
+def import_(store: Parts, lines: IO[str]) -> ImportReport:
     """Read an export back. Content, title, tags and files are redacted again on the way in (an export may
     come from anywhere); existing memories are kept."""
     report = ImportReport()
@@ -102,12 +102,12 @@ def import_(store: Store, lines: IO[str]) -> ImportReport:
                                float(link.get("created_at") or store.now()))
                 report.links += 1
         audit.append(conn, "import", None, None, {"imported": report.imported, "skipped": report.skipped})
-    store.drain_outbox()
-    store.embed_pending()
+    store.indexer.drain()
+    store.backfill.embed_pending()
     return report
 
 
-def _import_memory(store: Store, m: dict[str, Any]) -> bool:
+def _import_memory(store: Parts, m: dict[str, Any]) -> bool:
     content = redact(m["content"])
     digest = content_hash(content)
     with store.transaction() as conn:
@@ -139,6 +139,5 @@ def _import_memory(store: Store, m: dict[str, Any]) -> bool:
         conn.execute(f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
                      [values[name] for name in COLUMNS])
         graph.link_entities(conn, m["id"], extract_entities(f"{values['title']}\n{content}"))
-        conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
-                     (m["id"], store.now()))
+        index_outbox.queue(conn, [m["id"]], store.now())
     return True

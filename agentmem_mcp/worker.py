@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import lease
 from .capture.compress import CompressedObservation, compress
-from .db import audit
+from .db import audit, meta, observations
 from .lifecycle import consolidate, summarize
 from .lifecycle.consolidate import prepare_saves, write_saves
 from .llm import LLM, need, need_text, need_unit
@@ -170,22 +170,11 @@ class Worker:
         """Claim up to batch_size pending observations; returns (ids, how many were parked as failed)."""
         now = self.store.now()
         with self.store.transaction() as tx:
-            for (holder,) in tx.execute("SELECT DISTINCT claimed_by FROM observations WHERE status = 'pending' AND "
-                                        "claimed_until >= ? AND claimed_by IS NOT ?", (now, self.holder)).fetchall():
+            for holder in observations.other_claimants(tx, self.holder, now):
                 if lease.holder_alive(holder) is False:
-                    tx.execute("UPDATE observations SET claimed_until = NULL WHERE claimed_by = ? AND status = "
-                               "'pending'", (holder,))
-            parked = tx.execute(
-                "UPDATE observations SET status = 'failed', claimed_by = NULL, claimed_until = NULL, error = "
-                "COALESCE(error, 'the worker stopped while processing it, every time') WHERE status = 'pending' "
-                "AND attempts >= ? AND (claimed_until IS NULL OR claimed_until < ?)", (MAX_ATTEMPTS, now)).rowcount
-            ids = [row[0] for row in tx.execute(
-                "SELECT id FROM observations WHERE status = 'pending' AND (claimed_until IS NULL OR claimed_until < ?) "
-                "AND (next_attempt_at IS NULL OR next_attempt_at <= ?) ORDER BY id LIMIT ?",
-                (now, now, self.batch_size))]
-            if ids:
-                tx.execute(f"UPDATE observations SET claimed_by = ?, claimed_until = ?, attempts = attempts + 1 "
-                           f"WHERE id IN ({','.join('?' * len(ids))})", [self.holder, now + CLAIM_SECONDS, *ids])
+                    observations.release_claims_of(tx, holder)
+            parked = observations.park_exhausted(tx, MAX_ATTEMPTS, now)
+            ids = observations.claim(tx, self.holder, now + CLAIM_SECONDS, now, self.batch_size)
         return ids, parked
 
     def compress_batch(self) -> Report:
@@ -208,11 +197,7 @@ class Worker:
         return report
 
     def _compress(self, ids: list[int]) -> int:
-        conn = self.store.conn
-        marks = ",".join("?" * len(ids))
-        rows = conn.execute(f"SELECT o.*, s.cwd AS session_cwd FROM observations o LEFT JOIN sessions s ON "
-                            f"s.id = o.session_id WHERE o.id IN ({marks}) AND o.claimed_by = ? AND o.status = "
-                            f"'pending' ORDER BY o.id", [*ids, self.holder]).fetchall()
+        rows = observations.claimed_rows(self.store.conn, ids, self.holder)
         results = {row["id"]: _compress_row(row) for row in rows}
         if self.llm is not None:
             self._refine(rows, results)
@@ -220,18 +205,13 @@ class Worker:
         prepared = prepare_saves(self.store, [_working_memory(row, results[row["id"]]) for row in saving])
         now = self.store.now()
         with self.store.transaction() as tx:
-            owned = {r[0] for r in tx.execute(f"SELECT id FROM observations WHERE id IN ({marks}) AND claimed_by = ? "
-                                              f"AND status = 'pending'", [*ids, self.holder])}
+            owned = observations.still_claimed(tx, ids, self.holder)
             plans = [p if row["id"] in owned else None for row, p in zip(saving, prepared)]
             for row, result in zip(saving, write_saves(tx, self.store, plans)):
                 if result is not None and result.action == "duplicate":
                     _add_working_source(tx, result.id, row["id"])
-            tx.executemany(
-                "UPDATE observations SET status = 'compressed', kind = ?, title = ?, facts = ?, importance = ?, "
-                "claimed_by = NULL, claimed_until = NULL, next_attempt_at = NULL, error = NULL, updated_at = ? "
-                "WHERE id = ? AND claimed_by = ?",
-                [(c.kind, c.title, json.dumps(c.facts, ensure_ascii=False), c.importance, now, obs_id, self.holder)
-                 for obs_id, c in results.items() if obs_id in owned])
+            observations.mark_compressed(tx, [(obs_id, c) for obs_id, c in results.items() if obs_id in owned],
+                                         self.holder, now)
         self.store.drain_outbox()
         return len(owned & set(results))
 
@@ -239,16 +219,9 @@ class Worker:
         """Release a failed observation for a later attempt, or park it; returns 1 if parked."""
         now = self.store.now()
         with self.store.transaction() as tx:
-            row = tx.execute("SELECT attempts FROM observations WHERE id = ? AND claimed_by = ?",
-                             (obs_id, self.holder)).fetchone()
-            if row is None:
-                return 0
-            parked = row["attempts"] >= MAX_ATTEMPTS
-            tx.execute("UPDATE observations SET status = ?, claimed_by = NULL, claimed_until = NULL, "
-                       "next_attempt_at = ?, error = ? WHERE id = ?",
-                       ("failed" if parked else "pending", now + backoff_seconds(row["attempts"]),
-                        f"{type(exc).__name__}: {exc}"[:500], obs_id))
-        return int(parked)
+            parked = observations.fail(tx, obs_id, self.holder, f"{type(exc).__name__}: {exc}", MAX_ATTEMPTS, now,
+                                       backoff_seconds)
+        return parked or 0
 
     def _refine(self, rows: list[Any], results: dict[int, CompressedObservation]) -> None:
         """With an LLM: better titles, facts and importance, a batch per call; the rules' result otherwise."""
@@ -281,8 +254,7 @@ class Worker:
     def retry_failed(self) -> int:
         """Give every parked observation a fresh set of attempts; returns how many."""
         with self.store.transaction() as tx:
-            return tx.execute("UPDATE observations SET status = 'pending', attempts = 0, next_attempt_at = NULL, "
-                              "claimed_by = NULL, claimed_until = NULL, error = NULL WHERE status = 'failed'").rowcount
+            return observations.retry_failed(tx)
 
     # consolidation and upkeep --------------------------------------------------------------------
 
@@ -301,18 +273,18 @@ class Worker:
             except Exception:  # one project's failure must not stop the others; it is tried again next pass
                 log.exception("consolidating project %s failed", project)
                 continue
-            consolidate.set_meta(self.store, consolidate.mark_key(project), mark)
+            consolidate.set_mark(self.store, meta.consolidated(project), mark)
         return written
 
     def maintain(self, *, force: bool = False) -> int:
         """Prune old observations (hourly), run the forgetting sweep when due, embed what lacks vectors and
         flush the index outbox. Returns how many observations were pruned."""
         pruned = 0
-        last = consolidate.get_meta(self.store.conn, "last_prune")
+        last = meta.get(self.store.conn, meta.LAST_PRUNE)
         now = self.store.now()
-        if force or last is None or now - float(last) >= PRUNE_EVERY_SECONDS:
+        if force or last is None or now - last >= PRUNE_EVERY_SECONDS:
             pruned = prune_observations(self.store, now=now)
-            consolidate.set_meta(self.store, "last_prune", repr(now))
+            consolidate.set_mark(self.store, meta.LAST_PRUNE, now)
         if self.sweep:
             from .lifecycle.sweep import maybe_sweep
 
@@ -395,8 +367,7 @@ def prune_observations(store: Store, *, now: float | None = None, days: float = 
         for start in range(0, len(doomed), 500):
             part = doomed[start:start + 500]
             tx.execute(f"DELETE FROM observations WHERE id IN ({','.join('?' * len(part))})", part)
-        tx.execute("DELETE FROM meta WHERE key LIKE 'summary-state:%' AND substr(key, 15) IN (SELECT id FROM "
-                   "sessions WHERE last_event_at < ? AND needs_summary = 0)", (cutoff,))
+        meta.delete_summary_states_before(tx, cutoff)
     return len(doomed)
 
 

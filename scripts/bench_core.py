@@ -1,10 +1,16 @@
 """Benchmark the core store: search latency at 10k and 100k memories, save latency (embedding included).
 
     python scripts/bench_core.py [--sizes 10000,100000] [--queries 200] [--saves 200] [--model PATH] [--json OUT]
+    python scripts/bench_core.py --paraphrases [scripts/data/paraphrase_pairs.json] --sizes 1000,10000
 
 Builds each store in a temporary home with the real write path (save_many in batches, the real model),
 then times `Store.search` (query embedding, BM25, vectors, graph, SQLite join, access update) and
 single `Store.save` calls. Reports medians and percentiles measured in one run.
+
+--paraphrases: instead of timing, saves the hand-written pairs' memories into each store (among the generated
+ones) and asks each pair's question, which shares no content word with its memory, through hybrid search (as
+an agent calls it) and through the vector retriever alone; reports recall@1/5/10 and MRR for both, and every
+pair where hybrid ranks its memory lower than vectors alone.
 """
 
 from __future__ import annotations
@@ -118,6 +124,11 @@ def _fill(store: Store, size: int, rng: random.Random, batch: int) -> None:
             print(f"  built {start + len(items):,}/{size:,}", file=sys.stderr, flush=True)
 
 
+def disk_bytes(home: Path) -> int:
+    """Bytes the store takes on disk: the database, its WAL and the BM25 index (after a checkpoint)."""
+    return sum(f.stat().st_size for f in home.rglob("*") if f.is_file() and f.suffix != ".log")
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -210,6 +221,63 @@ def time_saves(store: Store, count: int, seed: int) -> list[float]:
     return timings
 
 
+PARAPHRASES = REPO / "scripts" / "data" / "paraphrase_pairs.json"
+
+
+def _rank(store: Store, query: str, target: str, retrievers: tuple[str, ...]) -> int | None:
+    hits = store.search(query, limit=10, record_access=False, retrievers=retrievers).hits
+    return next((n for n, hit in enumerate(hits, start=1) if hit.id == target), None)
+
+
+def _quality(ranks: list[int | None]) -> dict:
+    return {f"recall@{k}": sum(1 for r in ranks if r is not None and r <= k) for k in (1, 5, 10)} | {
+        "mrr": round(sum(1 / r for r in ranks if r) / len(ranks), 3), "pairs": len(ranks)}
+
+
+def paraphrase_quality(store: Store, pairs: list[dict]) -> dict:
+    """Recall of each pair's memory for its question: hybrid search against the vector retriever alone."""
+    ids = [store.save(pair["memory"], type=pair["type"]).id for pair in pairs]
+    store.flush()
+    while store.add_sentence_pieces():
+        pass
+    while store.add_word_vectors():
+        pass
+    overlapping = [pair["query"] for pair in pairs
+                   if set(store.fulltext.query_terms(pair["query"])) & set(store.fulltext.query_terms(pair["memory"]))]
+    hybrid, vector, lost = [], [], []
+    for pair, target in zip(pairs, ids):
+        h = _rank(store, pair["query"], target, ("bm25", "vector", "graph"))
+        v = _rank(store, pair["query"], target, ("vector",))
+        hybrid.append(h)
+        vector.append(v)
+        if v is not None and (h is None or h > v):
+            lost.append({"query": pair["query"], "hybrid_rank": h, "vector_rank": v})
+    return {"hybrid": _quality(hybrid), "vector_only": _quality(vector), "hybrid_lower": lost,
+            "sharing_words": overlapping}
+
+
+def main_paraphrases(args: argparse.Namespace, embedder: Embedder, results: dict) -> None:
+    pairs = json.loads(args.paraphrases.read_text())["pairs"]
+    for size in [int(s) for s in args.sizes.split(",") if s]:
+        with tempfile.TemporaryDirectory() as tmp:
+            settings = load_settings(env={}, home=Path(tmp) / "home", embed_model_path=args.model)
+            with Store.open(settings, project="/bench/project", embedder=embedder) as store:
+                print(f"building {size:,} memories", file=sys.stderr)
+                build(store, size, seed=size, synthetic_vectors=size > args.synthetic_above)
+                row = paraphrase_quality(store, pairs)
+                row["corpus_vectors"] = "hashed" if size > args.synthetic_above else "model"
+                results["sizes"][size] = row
+                print(json.dumps({size: row}, indent=1), flush=True)
+    print(f"\n{results['date']} | {results['machine']}\n{results['command']}")
+    for size, row in results["sizes"].items():
+        for mode in ("hybrid", "vector_only"):
+            q = row[mode]
+            print(f"{size:>9,} {mode:>11}: recall@1 {q['recall@1']}/{q['pairs']}, @5 {q['recall@5']}, "
+                  f"@10 {q['recall@10']}, MRR {q['mrr']}")
+        print(f"{size:>9,}: hybrid ranks lower than vectors alone on {len(row['hybrid_lower'])} pairs; "
+              f"{len(row['sharing_words'])} pairs share a word")
+
+
 def summary(values: list[float]) -> dict:
     return {"n": len(values), "p50_ms": round(statistics.median(values), 2),
             "p95_ms": round(percentile(values, 0.95), 2), "max_ms": round(max(values), 2)}
@@ -264,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--synthetic-above", type=int, default=20000,
                         help="stores larger than this get hashed corpus vectors (see build())")
+    parser.add_argument("--paraphrases", type=Path, nargs="?", const=PARAPHRASES,
+                        help="measure hybrid against vector-only search on these pairs instead of timing")
     args = parser.parse_args(argv)
     embedder = Embedder(MODEL_NAME, args.model)
     if not embedder.load():
@@ -272,6 +342,11 @@ def main(argv: list[str] | None = None) -> int:
     results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
                "command": "python scripts/bench_core.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                "sizes": {}}
+    if args.paraphrases:
+        main_paraphrases(args, embedder, results)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+        return 0
     for size in [int(s) for s in args.sizes.split(",") if s]:
         with tempfile.TemporaryDirectory() as tmp:
             settings = load_settings(env={}, home=Path(tmp) / "home", embed_model_path=args.model)
@@ -280,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
                 synthetic = size > args.synthetic_above
                 built = build(store, size, seed=size, synthetic_vectors=synthetic)
                 build_s = built["build_s"]
+                store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                on_disk = disk_bytes(settings.home)
                 search = summary(time_searches(store, args.queries, seed=1))
                 save = summary(time_saves(store, args.saves, seed=2))
                 search_after = summary(time_searches(store, args.queries, seed=3))
@@ -290,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
                 threads = {name: summary(values)
                            for name, values in time_model_threads(store, args.queries, 7).items()}
                 results["sizes"][size] = {"build_s": round(build_s, 1), "build_per_s": round(size / build_s),
+                                          "disk_bytes": on_disk, "disk_bytes_per_memory": round(on_disk / size),
                                           "pieces_s": round(built["pieces_s"], 1),
                                           "words_s": round(built["words_s"], 1),
                                           "corpus_vectors": "hashed" if synthetic else "model",
@@ -298,10 +376,12 @@ def main(argv: list[str] | None = None) -> int:
                                           "model_threads_ab": threads}
                 print(json.dumps({size: results["sizes"][size]}), flush=True)
     print(f"\n{results['date']} | {results['machine']}\n{results['command']}")
-    print(f"{'memories':>9} | {'search p50':>10} | {'search p95':>10} | {'save p50':>8} | {'save p95':>8} | build/s")
+    print(f"{'memories':>9} | {'search p50':>10} | {'search p95':>10} | {'save p50':>8} | {'save p95':>8} | build/s"
+          " | disk bytes/memory")
     for size, row in results["sizes"].items():
         print(f"{size:>9,} | {row['search']['p50_ms']:>8} ms | {row['search']['p95_ms']:>8} ms | "
-              f"{row['save']['p50_ms']:>5} ms | {row['save']['p95_ms']:>5} ms | {row['build_per_s']}")
+              f"{row['save']['p50_ms']:>5} ms | {row['save']['p95_ms']:>5} ms | {row['build_per_s']} | "
+              f"{row['disk_bytes_per_memory']:,}")
     for size, row in results["sizes"].items():
         ab = row["fusion_ab"]
         print(f"{size:>9,}: fusion A/B, same store, interleaved: score p50 {ab['score']['p50_ms']} / p95 "

@@ -2,15 +2,20 @@
 
     python scripts/bench_hooks.py [--runs 40] [--memories 10000] [--model PATH] [--baseline BIN] [--json OUT]
 
-- PostToolUse hook, whole process (`agentmem hook PostToolUse` as installed), 8 kB payload, beside bare
-  `python -c pass` on the same machine in the same run; again with a config.toml (AGENTMEM_CONFIG);
-- SessionStart hook with N memories in the project (context built and printed);
-- UserPromptSubmit hook (BM25 in the hook process) with the same store;
+- PostToolUse hook, whole process, 8 kB payload, beside bare `python -c pass` on the same machine in the same
+  run, as a live session runs it: the shared embedding process is running (a connected client stands in for
+  `agentmem serve`), so the hook hands its event over `<home>/hooks.sock`. Three forms: `agentmem hook` (the
+  console script; series `post_tool_use_8kb`), `<python> -c "from agentmem_mcp.capture.hook_client import run;
+  run()" hook` (what `agentmem install` writes; `*_direct`), and the same with AGENTMEM_HOOK_HANDOFF=0 (the hook
+  records the event itself, as when no shared process runs; `*_alone`); the console form again with a config.toml
+  (AGENTMEM_CONFIG);
+- SessionStart hook with N memories in the project (context built and printed), direct and alone;
+- UserPromptSubmit hook (BM25 search) with the same store, direct and alone;
 - `agentmem serve`: spawn to the `initialize` response, and RSS once the embedding model has loaded (the
   server's, and the shared embedding process's when the server uses one).
 
---baseline BIN times another install's `agentmem` (e.g. a checkout of main in its own venv) in the same loop,
-each of its calls right after the same call of this one, so that load changes hit both alike.
+--baseline BIN times another install's `agentmem hook` (e.g. a checkout of main in its own venv) in the same
+loop, each of its calls right after the same calls of this one, so that load changes hit both alike.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from machine import describe_machine  # noqa: E402
 
 from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.index.embedder import Embedder  # noqa: E402
+from agentmem_mcp.install import HOOK_ENTRY  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
 
 PYTEST_LINE = "tests/test_api.py::test_case_{n} PASSED [ {p}%] in 0.0{n}s — checked response schema for /v1/items\n"
@@ -132,6 +138,19 @@ def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
             "shared_embedding_process_rss_mb": round(shared_mb, 1) if shared_mb else None}
 
 
+def _wait_gone(pid: int, timeout: float = 30.0) -> None:
+    """The shared process exits by itself once its last client has gone; stop it if it has not."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if "State:\tZ" in Path(f"/proc/{pid}/status").read_text():
+                return
+        except OSError:
+            return
+        time.sleep(0.2)
+    os.kill(pid, 15)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=40)
@@ -166,10 +185,15 @@ def main(argv: list[str] | None = None) -> int:
         config.write_text("max_output_chars = 12000\nprompt_budget_tokens = 300\n")
         config.chmod(0o600)
         with_config = dict(env, AGENTMEM_CONFIG=str(config))
-        versions = {"": [*agentmem_bin(), "hook", "--client", "claude-code"]}
-        if args.baseline:
-            versions["baseline_"] = [str(args.baseline), "hook", "--client", "claude-code"]
+        console = [*agentmem_bin(), "hook", "--client", "claude-code"]
+        direct = [sys.executable, "-c", HOOK_ENTRY, "hook", "--client", "claude-code"]  # as `agentmem install` writes
+        alone = dict(env, AGENTMEM_HOOK_HANDOFF="0")
+        baseline = [str(args.baseline), "hook", "--client", "claude-code"] if args.baseline else None
         series: dict[str, list[float]] = {}
+        from agentmem_mcp.index.embed_service import connect_or_start
+
+        shared = connect_or_start(home, MODEL_NAME, args.model, 600)  # stands in for a running `agentmem serve`
+        results["shared_process_pid"] = shared.pid
 
         def run(name: str, cmd: list[str], stdin: bytes, run_env: dict[str, str]) -> bytes:
             elapsed, out, cpu = timed(cmd, stdin, run_env)
@@ -183,25 +207,36 @@ def main(argv: list[str] | None = None) -> int:
                                         "hook_event_name": "SessionStart"}).encode()
             prompt_payload = json.dumps({"session_id": f"s{n}", "cwd": str(project), "hook_event_name":
                                          "UserPromptSubmit", "prompt": "how do I run the api tests?"}).encode()
-            for prefix, hook in versions.items():
-                run(f"{prefix}post_tool_use_8kb", [*hook, "PostToolUse"], payload_8k(n, project), env)
-                run(f"{prefix}post_tool_use_8kb_with_config", [*hook, "PostToolUse"], payload_8k(n, project),
-                    with_config)
-                out = run(f"{prefix}session_start", [*hook, "SessionStart"], start_payload, env)
+            post = [payload_8k(n * 8 + k, project) for k in range(5)].__getitem__  # a new tool call every time
+            run("post_tool_use_8kb", [*console, "PostToolUse"], post(0), env)
+            run("post_tool_use_8kb_direct", [*direct, "PostToolUse"], post(1), env)
+            run("post_tool_use_8kb_alone", [*direct, "PostToolUse"], post(2), alone)
+            run("post_tool_use_8kb_with_config", [*console, "PostToolUse"], post(3), with_config)
+            out = run("session_start_direct", [*direct, "SessionStart"], start_payload, env)
+            if n == 0:
+                results["session_start_context_chars"] = len(json.loads(out)["hookSpecificOutput"]["additionalContext"])
+            run("session_start_alone", [*direct, "SessionStart"], start_payload, alone)
+            run("user_prompt_submit_direct", [*direct, "UserPromptSubmit"], prompt_payload, env)
+            run("user_prompt_submit_alone", [*direct, "UserPromptSubmit"], prompt_payload, alone)
+            if baseline:
+                run("baseline_post_tool_use_8kb", [*baseline, "PostToolUse"], post(4), env)
+                out = run("baseline_session_start", [*baseline, "SessionStart"], start_payload, env)
                 if n == 0:
-                    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
-                    results[f"{prefix}session_start_context_chars"] = len(context)
-                run(f"{prefix}user_prompt_submit", [*hook, "UserPromptSubmit"], prompt_payload, env)
+                    results["baseline_session_start_context_chars"] = len(
+                        json.loads(out)["hookSpecificOutput"]["additionalContext"])
+                run("baseline_user_prompt_submit", [*baseline, "UserPromptSubmit"], prompt_payload, env)
+        shared.close()
+        _wait_gone(shared.pid)
         for name, values in series.items():
             results[name] = {**stats(values), "memories": args.memories} if "session_start" in name else stats(values)
-        bare = results["bare_python"]["p50_ms"]
-        for prefix in versions:
-            post = results[f"{prefix}post_tool_use_8kb"]["p50_ms"]
-            results[f"{prefix}post_minus_bare_p50_ms"] = round(post - bare, 1)
-            results[f"{prefix}post_over_bare_p50"] = round(post / bare, 2)
-            results[f"{prefix}post_minus_bare_cpu_p50_ms"] = round(
-                results[f"{prefix}post_tool_use_8kb_cpu"]["p50_ms"] - results["bare_python_cpu"]["p50_ms"], 1)
-        results["serve"] = bench_serve(env, project, args.serve_runs)
+        bare, bare_cpu = results["bare_python"]["p50_ms"], results["bare_python_cpu"]["p50_ms"]
+        for name in ("post_tool_use_8kb", "post_tool_use_8kb_direct", "post_tool_use_8kb_alone",
+                     "baseline_post_tool_use_8kb"):
+            if name in results:
+                results[f"{name}_minus_bare_p50_ms"] = round(results[name]["p50_ms"] - bare, 1)
+                results[f"{name}_over_bare_p50"] = round(results[name]["p50_ms"] / bare, 2)
+                results[f"{name}_minus_bare_cpu_p50_ms"] = round(results[f"{name}_cpu"]["p50_ms"] - bare_cpu, 1)
+        results["serve"] = bench_serve(env, project, args.serve_runs) if args.serve_runs else None
     print(json.dumps(results, indent=2))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -42,7 +42,7 @@ from agentmem_mcp.capture.hook import handle
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.context import session_context
 from agentmem_mcp.db import audit
-from agentmem_mcp.lifecycle.remember import content_hash
+from agentmem_mcp.db.memories import content_hash
 from agentmem_mcp.store import Store
 
 SESSIONS = 40

@@ -192,8 +192,9 @@ def _inodes(path: str, listening_only: bool, allowed: tuple[str, ...] = ()) -> s
 
 def network_listeners(pids: list[int], home: Path | None = None) -> list[str]:
     """Sockets the processes listen on (TCP listen, any UDP socket, a listening Unix socket): should be none, but
-    for the shared embedding process's socket in `home` (index/embed_service.py: 0600, in the private home)."""
-    allowed = (str(home / "embed.sock"),) if home is not None else ()
+    for the shared process's sockets in `home` (0600, in the private home): embeddings (index/embed_service.py)
+    and hook events handed to it (capture/hook_service.py)."""
+    allowed = (str(home / "embed.sock"), str(home / "hooks.sock")) if home is not None else ()
     table = {}
     for name in ("tcp", "tcp6"):
         table.update({inode: name for inode in _inodes(f"/proc/net/{name}", True)})

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from agentmem_mcp.capture.hook import handle
-from agentmem_mcp.capture.transcript import mentioned_paths, parse_turns, read_turns
+from agentmem_mcp.capture.transcript import mentioned_paths, parse_turns
+from agentmem_mcp.capture.turns import read_turns
 from agentmem_mcp.context import session_context, worth_recalling
 from agentmem_mcp.lifecycle.consolidate import command_segments, normalize_command, working_form
 from agentmem_mcp.lifecycle.digest import digest, plain

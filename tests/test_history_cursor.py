@@ -14,7 +14,7 @@ import pytest
 
 from agentmem_mcp.capture import cursor_log
 from agentmem_mcp.capture.cursor_log import folder_of_uri, read_logged_turns
-from agentmem_mcp.capture.transcript import read_turns
+from agentmem_mcp.capture.turns import read_turns
 
 from .test_firsthour import agentmem
 

@@ -329,6 +329,39 @@ def test_agentmem_command_points_at_something_runnable():
     assert "agentmem" in command
 
 
+def test_a_default_install_runs_hooks_through_the_hook_client_and_they_record(dirs, tmp_path):
+    """And a hook whose package is gone (a venv rebuilt for another Python) exits 1, which no client reads as
+    blocking the agent (Claude Code blocks on 2, which a missing script file would give)."""
+    import shlex
+    import sys
+
+    if not (Path(sys.executable).parent / "agentmem").is_file():
+        pytest.skip("agentmem is not installed beside this interpreter")
+    apply(plan_install("claude-code", "user", **dirs))
+    hooks_path = config_paths("claude-code", "user", home=dirs["home"])[1]
+    [command] = our_commands("claude-code", load(hooks_path))["PostToolUse"]
+    argv = shlex.split(command)
+    assert argv[:2] == [sys.executable, "-c"] and "from agentmem_mcp.capture.hook_client import run" in argv[2]
+    assert argv[3:] == ["hook", "--client", "claude-code", "PostToolUse"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    env["AGENTMEM_HOME"] = str(tmp_path / "agentmem-home")
+    payload = {"session_id": "s1", "cwd": str(dirs["project_dir"]), "hook_event_name": "PostToolUse",
+               "tool_name": "Bash", "tool_input": {"command": "make lint"}, "tool_response": {"stdout": "ok"}}
+    (dirs["project_dir"] / "json.py").write_text("raise SystemExit(3)\n")  # the agent's project is the cwd
+    done = subprocess.run(argv, input=json.dumps(payload).encode(), env=env, capture_output=True, timeout=60,
+                          cwd=dirs["project_dir"])
+    assert done.returncode == 0 and done.stdout == b"", done.stderr
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "agentmem-home" / "agentmem.db") as conn:
+        assert conn.execute("SELECT tool, input FROM observations").fetchall() == [("Bash", '{"command": "make lint"}')]
+    without_package = [argv[0], "-S", *argv[1:]]  # -S: no site-packages, as if the package were gone
+    gone = subprocess.run(without_package, input=b"{}", env=env, capture_output=True, timeout=60, cwd=tmp_path)
+    assert gone.returncode == 1 and b"No module named 'agentmem_mcp'" in gone.stderr
+    apply(plan_uninstall("claude-code", "user", **dirs))  # and uninstall knows it for ours
+    assert not hooks_path.exists() or our_commands("claude-code", load(hooks_path)) == {}
+
+
 # --- plugin and hook files -------------------------------------------------------------------------
 
 

@@ -328,9 +328,10 @@ def test_forget_unknown_or_malformed_ids(store):
 KILL_AFTER_COMMIT = textwrap.dedent("""
     import os, sys
     from agentmem_mcp.config import load_settings
+    from agentmem_mcp.index.indexer import Indexer
     from agentmem_mcp.store import Store
     store = Store.open(load_settings(), project="/repo/a")
-    Store.drain_outbox = lambda self, limit=None: os._exit(9)   # die after the SQLite commit
+    Indexer.drain = lambda self, limit=None, stop=None: os._exit(9)   # die after the SQLite commit
     store.forget(ids=[sys.argv[1]])
     store.close()
 """)
@@ -754,7 +755,7 @@ def test_a_server_store_rebuilds_bm25_in_the_background(settings, monkeypatch):
     import threading
     import time
 
-    from agentmem_mcp import store as store_module
+    from agentmem_mcp.index import indexer as store_module
     from agentmem_mcp.index.fulltext import FulltextIndex
 
     monkeypatch.setattr(store_module, "BIG_BACKLOG", 20)
@@ -809,7 +810,7 @@ def test_a_background_rebuild_goes_on_after_another_process_held_the_writer(sett
     import shutil
     import time
 
-    from agentmem_mcp import store as store_module
+    from agentmem_mcp.index import indexer as store_module
     from agentmem_mcp.index.fulltext import FulltextIndex, IndexBusyError
 
     monkeypatch.setattr(store_module, "BIG_BACKLOG", 20)

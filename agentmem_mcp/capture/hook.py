@@ -77,7 +77,7 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
     from ..config import load_settings
     from .events import decode_payload, parse_hook_event
 
-    settings = load_settings(env, on_warning=lambda message: _log_failure(client, event_name, Warning(message)))
+    settings = load_settings(env, on_warning=lambda message: _log_failure(client, event_name, Warning(message), env))
     ev = parse_hook_event(client, event_name, decode_payload(raw))
     from ..db.connection import DatabaseError, connect
     from ..db.migrations import migrate
@@ -151,31 +151,52 @@ def _prompt_context(conn: Any, settings: Any, prompt: str, project: str | None, 
     return text
 
 
+def respond(client: str, event_name: str, raw: bytes, env: dict[str, str] | None = None, *,
+            close: bool = True) -> str | None:
+    """What the hook prints for this event (None: nothing), the event recorded; never raises (failures are logged).
+
+    The same for a hook process and for the shared process that takes hooks over its socket (capture/hook_client.py).
+    """
+    environ = os.environ if env is None else env
+    if environ.get("AGENTMEM_DISABLE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return _answer_text(_idle_answer(client, event_name))
+    try:
+        return _answer_text(handle(client, event_name, raw, env, close=close))
+    except BaseException as exc:  # the agent must never see our failure
+        _log_failure(client, event_name, exc, env)
+        return _answer_text(_idle_answer(client, event_name))
+
+
+def _idle_answer(client: str, event_name: str) -> dict[str, Any] | None:
+    """What a client reads when agentmem does nothing: Cursor expects JSON, and lets a prompt through."""
+    if client != "cursor":
+        return None
+    return {"continue": True} if event_name == "beforeSubmitPrompt" else {}
+
+
+def _answer_text(answer: dict[str, Any] | None) -> str | None:
+    return None if answer is None else json.dumps(answer, ensure_ascii=False)
+
+
 def run_hook(client: str, event_name: str, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None) -> int:
     """Handle a hook call end to end in a process that exits right after; always returns 0."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout
-    answer: dict[str, Any] | None = {} if client == "cursor" else None
     try:
-        raw = _read_stdin(stdin)
-        if os.environ.get("AGENTMEM_DISABLE", "").strip().lower() in ("1", "true", "yes", "on"):
-            answer = {"continue": True} if client == "cursor" and event_name == "beforeSubmitPrompt" else answer
-        else:
-            answer = handle(client, event_name, raw, close=False)
-    except BaseException as exc:  # the agent must never see our failure
+        text = respond(client, event_name, _read_stdin(stdin), close=False)
+    except BaseException as exc:  # reading stdin failed
         _log_failure(client, event_name, exc)
-        if client == "cursor" and event_name == "beforeSubmitPrompt":
-            answer = {"continue": True}
-    if answer is not None:
+        text = _answer_text(_idle_answer(client, event_name))
+    if text is not None:
         try:
-            stdout.write(json.dumps(answer, ensure_ascii=False))
+            stdout.write(text)
             stdout.flush()
         except Exception as exc:
             _log_failure(client, event_name, exc)
     return 0
 
 
-def _log_failure(client: str, event_name: str, exc: BaseException) -> None:
+def _log_failure(client: str, event_name: str, exc: BaseException, env: dict[str, str] | None = None) -> None:
     try:
         import logging
 
@@ -183,9 +204,9 @@ def _log_failure(client: str, event_name: str, exc: BaseException) -> None:
         from ..logs import setup_logging
 
         try:
-            settings = load_settings(on_warning=lambda _: None)
+            settings = load_settings(env, on_warning=lambda _: None)
         except ConfigError:  # the failure may be the config itself: log it in the home's log all the same
-            home = os.environ.get("AGENTMEM_HOME")
+            home = (os.environ if env is None else env).get("AGENTMEM_HOME")
             settings = Settings(home=Path(os.path.expanduser(home)).absolute() if home else default_home())
         setup_logging(settings)
         if isinstance(exc, Warning):  # e.g. an unknown key in config.toml: the hook went on
@@ -205,26 +226,19 @@ EVENT is the client's event name (SessionStart, UserPromptSubmit, PostToolUse, S
 """
 
 
-def main(argv: list[str]) -> int:
-    """`agentmem hook [--client claude-code|cursor] EVENT` without building the full CLI parser."""
-    if any(arg in ("-h", "--help") for arg in argv):
+def main(argv: list[str], stdin: IO[bytes] | None = None) -> int:
+    """`agentmem hook [--client claude-code|cursor] EVENT` in this process (capture/hook_client.py first tries to
+    hand the event to the running shared process, then comes here)."""
+    from .hook_client import parse_args
+
+    client, event, wants_help = parse_args(argv)
+    if wants_help:
         sys.stdout.write(HOOK_USAGE)
         return 0
-    client = "claude-code"
-    event = None
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        if arg == "--client" and args:
-            client = args.pop(0)
-        elif arg.startswith("--client="):
-            client = arg.split("=", 1)[1]
-        elif event is None:
-            event = arg
     if event is None:
         _log_failure(client, "?", ValueError("agentmem hook needs an EVENT argument"))
         return 0
-    run_hook(client, event)
+    run_hook(client, event, stdin)
     # Every write is committed: skip interpreter teardown, and with it the WAL checkpoint that closing
     # the last database connection would run (the server or a later writer checkpoints instead).
     sys.stdout.flush()

@@ -2,7 +2,7 @@
 
 Claude Code sends `transcript_path` with every hook: a JSONL file of the conversation. Its assistant
 messages usually state what was done and what is left, a summary already written by the agent's model.
-`read_turns` reads it as data: redacted, size-bounded, client noise dropped (interrupt markers, slash-
+`read_transcript` reads it as data: redacted, size-bounded, client noise dropped (interrupt markers, slash-
 command wrappers, system reminders, task notifications, compaction preambles). Sub-agent records
 (`isSidechain`) are skipped. A missing, oversized or unreadable file gives no turns: the summariser then
 works from the captured observations alone (Cursor, or a log that is gone). A Cursor conversation
@@ -171,13 +171,8 @@ def _answers(result: object, cwd: str) -> list[tuple[str, str]]:
             for q, a in result["answers"].items() if isinstance(q, str) and isinstance(a, str) and a.strip()]
 
 
-def read_turns(path: str | None) -> list[Turn]:
-    """The turns of a transcript file, or of the Cursor conversation an imported session names
-    (`capture/cursor_log.py`); [] when there is no readable transcript."""
-    if isinstance(path, str) and path.startswith("cursor-composer:"):
-        from .cursor_log import read_logged_turns
-
-        return read_logged_turns(path)
+def read_transcript(path: str | None) -> list[Turn]:
+    """The turns of a Claude Code transcript file; [] when there is no readable transcript."""
     found = readable_transcript(path)
     if found is None:
         return []

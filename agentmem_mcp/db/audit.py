@@ -269,7 +269,7 @@ def _check_head(database: Path | None, key: bytes | None, last_seq: int, last_ha
 def check_memories(conn: Connection, bound: dict[str, str | None], limit: int = 20) -> list[str]:
     """Latest memories whose content was changed outside agentmem: the content does not hash to its
     content_hash, or the content_hash is not the one its last audit row bound."""
-    from ..lifecycle.remember import content_hash
+    from .memories import content_hash
 
     problems = []
     for memory_id, content, stored in conn.execute("SELECT id, content, content_hash FROM memories "

@@ -6,7 +6,6 @@ The database's folder is created 0700 when missing; an existing folder agentmem 
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -72,15 +71,10 @@ class FileWatch:
         if self.problem is None:
             changed = {name: is_ for name, was, is_ in zip(("database", "write-ahead log", "shared-memory file"),
                                                             self.seen, self._ids()) if was is not None and was != is_}
-            if changed:
-                gone = ", ".join(f"{name} {'deleted' if is_ is None else 'replaced'}" for name, is_ in changed.items())
-                kept = self._rescue(conn) if list(changed) == ["write-ahead log"] else ""
-            elif wal_cut_short(self.database):
-                gone = "write-ahead log cut short"
-                kept = ("; what was saved since the last checkpoint may be lost: the database file may no longer "
-                        "open")
-            else:
+            if not changed:
                 return
+            gone = ", ".join(f"{name} {'deleted' if is_ is None else 'replaced'}" for name, is_ in changed.items())
+            kept = self._rescue(conn) if list(changed) == ["write-ahead log"] else ""
             self.problem = (f"the memory database's files changed under this agentmem process ({gone}: "
                             f"{self.database}){kept}. This process writes nothing more, so nothing is acknowledged "
                             "that would be lost: restart it (reconnect the MCP server), then run `agentmem doctor`")
@@ -97,33 +91,6 @@ class FileWatch:
         if busy:
             return "; what it held could not all be copied into the database file (another process was reading)"
         return "; everything saved before was copied into the database file"
-
-
-WAL_HEADER_BYTES = 32
-WAL_FRAME_HEADER_BYTES = 24
-WAL_INDEX_VERSION = 3007000
-
-
-def wal_cut_short(database: str) -> bool:
-    """Whether the WAL is shorter than the frames its shared-memory index says it holds: cut (truncated)
-    under the processes using it. SQLite itself empties the index before it truncates the WAL (a TRUNCATE
-    checkpoint), and writes frames before it counts them, so a live database never looks like this."""
-    try:
-        with open(database + "-shm", "rb") as shm:
-            both = shm.read(96)
-        size = os.stat(database + "-wal").st_size
-    except OSError:
-        return False
-    head = both[:48]
-    if len(both) < 96 or both[48:96] != head:
-        return False  # the index's two header copies differ: a writer is updating it (SQLite's readers retry too)
-    order = sys.byteorder  # the index is in the machine's own byte order
-    version, initialised = int.from_bytes(head[0:4], order), head[12]
-    page_size, frames = int.from_bytes(head[14:16], order), int.from_bytes(head[16:20], order)
-    if version != WAL_INDEX_VERSION or not initialised or not frames:
-        return False
-    page = 65536 if page_size == 1 else page_size
-    return size < WAL_HEADER_BYTES + frames * (page + WAL_FRAME_HEADER_BYTES)
 
 
 def watch_files(conn: Connection, watch: FileWatch) -> None:

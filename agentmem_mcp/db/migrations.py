@@ -1,4 +1,4 @@
-"""Numbered schema migrations, applied in order at open and recorded in `schema_migrations`.
+"""Schema migrations, applied in order at open and recorded by name in `schema_migrations`.
 
 The vector table is not created here: its dimension depends on the embedding model, so
 `index.vectors` creates (and re-creates on a model change) `memory_vectors` itself.
@@ -325,20 +325,34 @@ MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session
 
 
 def migrate(conn: Connection) -> int:
-    """Apply pending migrations; return the schema version."""
+    """Apply the migrations this database has not recorded, in list order, each in its own transaction;
+    return the schema version (how many migrations there are). A migration is known by its name (a row
+    without one counts by its position, which names the same function), so one inserted into the list later
+    is applied where it is missing; `version` is the order they were applied in."""
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at REAL)"
     )
-    applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-    for version, migration in enumerate(MIGRATIONS, start=1):
-        if version in applied:
+    applied = _applied(conn)
+    for migration in MIGRATIONS:
+        if migration.__name__ in applied:
             continue
         with write_transaction(conn):
-            if conn.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (version,)).fetchone():
+            if migration.__name__ in _applied(conn):
                 continue  # another process applied it while we waited for the lock
             migration(conn)
             conn.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                (version, migration.__name__, time.time()),
+                "INSERT INTO schema_migrations (version, name, applied_at) "
+                "SELECT COALESCE(MAX(version), 0) + 1, ?, ? FROM schema_migrations",
+                (migration.__name__, time.time()),
             )
     return len(MIGRATIONS)
+
+
+def _applied(conn: Connection) -> set[str]:
+    names = {migration.__name__ for migration in MIGRATIONS}
+    found = set()
+    for version, name in conn.execute("SELECT version, name FROM schema_migrations"):
+        if name not in names and isinstance(version, int) and 1 <= version <= len(MIGRATIONS):
+            name = MIGRATIONS[version - 1].__name__
+        found.add(name)
+    return found

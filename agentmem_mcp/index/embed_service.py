@@ -398,14 +398,30 @@ class EmbedService:
                 log.warning("shared embedding process: the model cannot load: %s", self.embedder.error)
                 return 1
             listener = self._listen()
+            hooks = self._take_hooks()
             try:
                 log.info("shared embedding process %d serving %s on %s", os.getpid(), self.model_name, self.path)
                 self._accept_until_idle(listener)
             finally:
+                if hooks is not None:
+                    hooks.stop()
                 self._remove_socket(listener)
             return 0
         finally:
             os.close(lock_fd)
+
+    def _take_hooks(self) -> Any:
+        """Also take hook events over `<home>/hooks.sock` (capture/hook_service.py): this process already has what a
+        hook process spends most of its time importing. None if the socket cannot be made (hooks then run alone)."""
+        from ..capture.hook_service import HookListener
+
+        hooks = HookListener(self.home)
+        try:
+            hooks.start()
+        except OSError as exc:
+            log.warning("shared embedding process: hooks not taken (%s)", exc)
+            return None
+        return hooks
 
     def _listen(self) -> socket.socket:
         try:

@@ -261,7 +261,13 @@ class Embedder:
         """Normalised float32 vectors for passages, or None when the model is not ready."""
         if not self.ready or not texts:
             return None if not self.ready else []
-        vectors = [v.astype("float32") for v in self._model.embed(list(texts), batch_size=32)]
+        texts = list(texts)
+        # texts of like length batched together: a batch is padded to its longest text, so one long text among
+        # short ones makes the whole batch cost what it costs
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors: list[Any] = [None] * len(texts)
+        for index, vector in zip(order, self._model.embed([texts[i] for i in order], batch_size=32)):
+            vectors[index] = vector.astype("float32")
         if len(texts) > 32:  # a big batch's working memory goes back to the system (no arena keeps it)
             _release_freed_memory()
         return vectors

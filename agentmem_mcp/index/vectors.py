@@ -27,6 +27,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ..db import meta
 from ..db.connection import Connection
 from . import words
 from .tokenize import without_stamp
@@ -67,7 +68,10 @@ def memory_pieces(text: str, body: str) -> list[str]:
     return sentence_pieces(body) if len(chunk_text(text)) == 1 else []
 
 
-def summary_pieces(body: str, min_chars: int = PIECE_MIN_CHARS) -> list[str]:
+SUMMARY_PIECE_CHARS = 300  # a summary line's start says what it is about; a long list of files adds little
+
+
+def summary_pieces(body: str, min_chars: int = PIECE_MIN_CHARS, limit: int = SUMMARY_PIECE_CHARS) -> list[str]:
     """The pieces of a session summary, whatever its length: each line ("Commits: ...", "Tests: ...") and
     each item of a line listed with " · " (the outcome's reports; short items join their neighbour), so a
     question about one of the things a session did meets that thing's own vector rather than a chunk of the
@@ -80,10 +84,10 @@ def summary_pieces(body: str, min_chars: int = PIECE_MIN_CHARS) -> list[str]:
             if item:
                 current = f"{current} · {item}" if current else item
                 if len(current) >= min_chars:
-                    own.append(current[:CHUNK_CHARS])
+                    own.append(current[:limit])
                     current = ""
         if current:
-            own = [*own[:-1], f"{own[-1]} · {current}"[:CHUNK_CHARS]] if own else [current]
+            own = [*own[:-1], f"{own[-1]} · {current}"[:limit]] if own else [current[:limit]]
         pieces += own
     return pieces if len(pieces) > 1 else []
 
@@ -131,8 +135,7 @@ def ensure_table(conn: Connection, model_id: str, dimension: int) -> bool:
     Returns True when the table was (re)created, which means every memory must be re-embedded:
     vectors of two models are never mixed.
     """
-    row = conn.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
-    current = row[0] if row else None
+    current = meta.get(conn, meta.EMBEDDING_MODEL)
     wanted = f"{model_id}|{dimension}|bit+f32"
     if current == wanted and table_exists(conn):
         return False
@@ -145,7 +148,7 @@ def ensure_table(conn: Connection, model_id: str, dimension: int) -> bool:
     # '' marks a memory that has no vector by design (see remember.prepare_saves' vector_text)
     conn.execute("UPDATE memories SET embedding_model = NULL, pieces = NULL WHERE embedding_model IS NOT ''")
     words.reset(conn)
-    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedding_model', ?)", (wanted,))
+    meta.put(conn, meta.EMBEDDING_MODEL, wanted)
     return True
 
 

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..db import audit
+from ..db import audit, index_outbox
 from ..index import vectors
 from ..models import PRIORITIES, InvalidInput, Memory, check_choice
+from .forget import forget
 from .retention import USER_CONFIRMED_CONFIDENCE
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..parts import Parts
 
 
-def pin(store: Store, memory_id: str, *, priority: str | None = None, make_global: bool = False,
+def pin(store: Parts, memory_id: str, *, priority: str | None = None, make_global: bool = False,
         unpin: bool = False) -> Memory:
     """Confirm a memory as the user's: pinned (or unpinned with unpin=True), its confidence raised to the
     user-confirmed level, priority set when given, and made global (true in every project) with make_global.
     Returns the memory as it is now."""
-    memory = store.latest_version(memory_id)
+    memory = store.memories.latest_version(memory_id)
     if priority is not None:
         check_choice("priority", priority, PRIORITIES)
     now = store.now()
@@ -37,31 +38,31 @@ def pin(store: Store, memory_id: str, *, priority: str | None = None, make_globa
             vectors.delete(conn, [memory.id])
             conn.execute("UPDATE memories SET project = NULL, embedding_model = NULL, pieces = NULL WHERE id = ?",
                          (memory.id,))
-        conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)", (memory.id, now))
+        index_outbox.queue(conn, [memory.id], now)
         audit.append(conn, "unpin" if unpin else "pin", memory.id, None if make_global else memory.project,
                      {"priority": priority or memory.priority, "global": make_global or memory.project is None,
                       "source": memory.source}, at=now)
-    store.index_soon()
+    store.indexer.index_soon()
     if make_global:
-        store.prepare_vectors()
-    return store.get(memory.id)
+        store.backfill.prepare()
+    return store.memories.get(memory.id)
 
 
-def set_priority(store: Store, memory_id: str, priority: str) -> Memory:
+def set_priority(store: Parts, memory_id: str, priority: str) -> Memory:
     """Set a memory's priority (P0 never decays, P2 may expire) and nothing else: the pin stays as it is. The user
     decided, so its confidence is raised to the user-confirmed level, as `pin` does. Returns the memory as it is now."""
     check_choice("priority", priority, PRIORITIES)
-    memory = store.latest_version(memory_id)
+    memory = store.memories.latest_version(memory_id)
     now = store.now()
     with store.transaction() as conn:
         conn.execute("UPDATE memories SET priority = ?, confidence = MAX(confidence, ?), updated_at = ? WHERE id = ?",
                      (priority, USER_CONFIRMED_CONFIDENCE, now, memory.id))
         audit.append(conn, "priority", memory.id, memory.project,
                      {"from": memory.priority, "to": priority, "source": memory.source}, at=now)
-    return store.get(memory.id)
+    return store.memories.get(memory.id)
 
 
-def quarantined(store: Store, *, all_projects: bool = False) -> list[Memory]:
+def quarantined(store: Parts, *, all_projects: bool = False) -> list[Memory]:
     """The quarantined memories of the store's project (and global ones), or of every project; newest first."""
     where, args = "quarantined IS NOT NULL", []
     if not all_projects:
@@ -71,26 +72,26 @@ def quarantined(store: Store, *, all_projects: bool = False) -> list[Memory]:
     return [Memory.from_row(row) for row in rows]
 
 
-def release(store: Store, memory_id: str) -> Memory:
+def release(store: Parts, memory_id: str) -> Memory:
     """Let a quarantined memory be searched and injected again (the user has read it and trusts it)."""
     memory = _quarantined(store, memory_id)
     now = store.now()
     with store.transaction() as conn:
         conn.execute("UPDATE memories SET quarantined = NULL, updated_at = ? WHERE id = ?", (now, memory.id))
-        conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)", (memory.id, now))
+        index_outbox.queue(conn, [memory.id], now)
         audit.append(conn, "release", memory.id, memory.project, {"was": memory.quarantined}, at=now)
-    store.index_soon()
-    return store.get(memory.id)
+    store.indexer.index_soon()
+    return store.memories.get(memory.id)
 
 
-def forget_quarantined(store: Store, memory_id: str) -> Any:
+def forget_quarantined(store: Parts, memory_id: str) -> Any:
     """Forget a quarantined memory (every version of it); see `lifecycle.forget.forget`."""
     memory = _quarantined(store, memory_id)
-    return store.forget(ids=[memory.id], reason="forgotten from quarantine")
+    return forget(store, ids=[memory.id], reason="forgotten from quarantine")
 
 
-def _quarantined(store: Store, memory_id: str) -> Memory:
-    memory = store.get(memory_id)
+def _quarantined(store: Parts, memory_id: str) -> Memory:
+    memory = store.memories.get(memory_id)
     if memory.quarantined is None:
         raise InvalidInput(f"{memory_id} is not quarantined: `agentmem forget {memory_id}` forgets any memory")
     return memory

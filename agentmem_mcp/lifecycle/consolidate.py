@@ -23,10 +23,10 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..capture.transcript import mentioned_paths
-from ..db import audit
+from ..db import audit, meta
 from ..index import graph
 from ..models import InvalidInput, SaveResult
 from ..project import worktree_root
@@ -45,7 +45,7 @@ from .commands import (  # noqa: F401  (normalize_command and is_test_command ar
 
 if TYPE_CHECKING:
     from ..db.connection import Connection
-    from ..store import Store
+    from ..parts import Parts
 
 WORKFLOW_MIN_RUNS = 2  # an uncategorised command is knowledge once it worked this often
 BUG_MIN_FAILURES = 2
@@ -159,13 +159,13 @@ def error_signature(reason: str) -> str:
 
 # -- saving derived memories inside the caller's transaction ---------------------------------------
 
-def prepare_saves(store: Store, items: list[dict[str, Any]]) -> list[remember.PreparedSave | None]:
+def prepare_saves(store: Parts, items: list[dict[str, Any]]) -> list[remember.PreparedSave | None]:
     """Validate and embed derived memories in one batch; an invalid item gives None. Derived memories
     never supersede by similarity, only the memory with their own key."""
     return remember.prepare_saves(store, items, supersede_check=False, skip_invalid=True)
 
 
-def write_saves(conn: Connection, store: Store,
+def write_saves(conn: Connection, store: Parts,
                 prepared: list[remember.PreparedSave | None]) -> list[SaveResult | None]:
     """Write prepared memories inside the caller's write transaction (the caller indexes after it commits)."""
     return remember.write_prepared(conn, store, prepared)
@@ -416,7 +416,7 @@ def _relative(path: str, project: str | None, roots: tuple[str, ...] = ()) -> st
 
 # -- writing ------------------------------------------------------------------------------------------
 
-def upsert_derived(store: Store, project: str | None, items: list[Derived], *,
+def upsert_derived(store: Parts, project: str | None, items: list[Derived], *,
                    summaries: dict[str, str] | None = None, roots: tuple[str, ...] = ()) -> int:
     """Create, update or leave alone each derived memory; returns how many were written.
 
@@ -455,7 +455,7 @@ def upsert_derived(store: Store, project: str | None, items: list[Derived], *,
         written = sum(1 for r in write_saves(tx, store, prepared) if r and r.action != "duplicate")
         for memory_id, sources in touches:
             set_sources(tx, memory_id, project, sources, now)
-    store.drain_outbox()
+    store.indexer.drain()
     return written + len(touches)
 
 
@@ -472,7 +472,7 @@ def set_sources(conn: Connection, memory_id: str, project: str | None, sources: 
     audit.append(conn, "update_sources", memory_id, project, {"sources": len(sources)}, at=now)
 
 
-def consolidate_project(store: Store, project: str | None) -> int:
+def consolidate_project(store: Parts, project: str | None) -> int:
     """Mine one project's observations by rules and write what changed; returns how many were written."""
     conn = store.conn
     rows = conn.execute(
@@ -496,7 +496,7 @@ def consolidate_project(store: Store, project: str | None) -> int:
 MINED_PREFIXES = ("workflow:", "bug:", "hot-files", "toolchain")
 
 
-def retire(store: Store, project: str | None, wanted: set[str], prefixes: tuple[str, ...]) -> int:
+def retire(store: Parts, project: str | None, wanted: set[str], prefixes: tuple[str, ...]) -> int:
     """Forget the rules' own memories (keyed by these prefixes) that the rules no longer produce: a command
     that stopped counting as knowledge goes, instead of staying in every briefing. Only consolidation's
     memories are touched (never a user's or an agent's), and only by their key."""
@@ -520,21 +520,15 @@ def dirty_projects(conn: Connection) -> list[tuple[str | None, str]]:
         "SELECT o.project, MAX(o.id), (SELECT COUNT(*) FROM sessions s WHERE s.project IS o.project "
         "AND s.summary_memory_id IS NOT NULL) FROM observations o WHERE o.status = 'compressed' GROUP BY o.project"):
         mark = f"{last_obs}:{summaries}"
-        if get_meta(conn, mark_key(project)) != mark:
+        if meta.get(conn, meta.consolidated(project)) != mark:
             out.append((project, mark))
     return out
 
 
-def mark_key(project: str | None) -> str:
-    return f"consolidated:{project or ''}"
+T = TypeVar("T")
 
 
-def get_meta(conn: Connection, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else None
-
-
-def set_meta(store: Store, key: str, value: str) -> None:
+def set_mark(store: Parts, key: meta.Key[T], value: T) -> None:
+    """Record a mark (what a pass over a project covered) in its own transaction."""
     with store.transaction() as tx:
-        tx.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                   (key, value))
+        meta.put(tx, key, value)

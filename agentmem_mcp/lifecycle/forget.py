@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..db import audit
+from ..db import audit, index_outbox, meta
+from ..db.memories import MemoryFilter
 from ..index import graph, neighbours, vectors, words
 from ..models import TIERS, TYPES, InvalidInput, NotFound, check_choice, check_memory_id
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..parts import Parts
 
 MAX_IDS = 1000
 
@@ -40,7 +41,7 @@ class ForgetResult:
         return data
 
 
-def forget(store: Store, *, ids: Sequence[str] | str | None = None, session_id: str | None = None,
+def forget(store: Parts, *, ids: Sequence[str] | str | None = None, session_id: str | None = None,
            project: str | None = ..., all_projects: bool = False, type: str | None = None,
            tier: str | None = None, older_than_days: float | None = None, before: float | None = None,
            dry_run: bool = False, reason: str = "", now: float | None = None,
@@ -105,9 +106,9 @@ def forget(store: Store, *, ids: Sequence[str] | str | None = None, session_id: 
     return result
 
 
-def forget_session(store: Store, session_id: str, reason: str, within: Sequence[str | None] | None = None
+def forget_session(store: Parts, session_id: str, reason: str, within: Sequence[str | None] | None = None
                    ) -> tuple[ForgetResult, list[str]]:
-    """`store.forget(session_id=...)` and what else holds that session's text: the summariser's state for it, and
+    """`forget(store, session_id=...)` and what else holds that session's text: the summariser's state for it, and
     the memories consolidation derived from its observations or its summaries (they are forgotten too; the worker
     derives again what the remaining sessions still support). Returns the forget result and the derived ids.
     within: as in `forget` (a session of another project is not found)."""
@@ -115,14 +116,14 @@ def forget_session(store: Store, session_id: str, reason: str, within: Sequence[
     cited = {f"obs:{row[0]}" for row in conn.execute("SELECT id FROM observations WHERE session_id = ?",
                                                       (session_id,))}
     cited |= {row[0] for row in conn.execute("SELECT id FROM memories WHERE session_id = ?", (session_id,))}
-    result = store.forget(session_id=session_id, reason=reason, within=within)
+    result = forget(store, session_id=session_id, reason=reason, within=within)
     derived = [row[0] for row in conn.execute(
         "SELECT DISTINCT m.id FROM memories m, json_each(m.source_ids) s WHERE s.value IN (SELECT value FROM "
         "json_each(?))", (json.dumps(sorted(cited)),))] if cited else []
     if derived:
-        store.forget(ids=derived, reason=f"derived from forgotten session {session_id[:80]}")
+        forget(store, ids=derived, reason=f"derived from forgotten session {session_id[:80]}")
     with store.transaction() as tx:
-        tx.execute("DELETE FROM meta WHERE key = ?", (f"summary-state:{session_id}",))
+        meta.delete(tx, meta.summary_state(session_id))
     return result, derived
 
 
@@ -134,32 +135,25 @@ def _session_outside(conn: Any, session_id: str, within: Sequence[str | None]) -
     return any(project not in within for project in projects)
 
 
-def _by_filter(store: Store, project: Any, all_projects: bool, type: Any, tier: Any, older_than_days: Any,
+def _by_filter(store: Parts, project: Any, all_projects: bool, type: Any, tier: Any, older_than_days: Any,
                before: Any, now: float) -> list[Any]:
-    where, args = ["1 = 1"], []
-    if not all_projects:
-        project = store.project if project is ... else project
-        where.append("project IS ?")
-        args.append(project)
-    if type is not None:
-        where.append("type = ?")
-        args.append(check_choice("type", type, TYPES))
-    if tier is not None:
-        where.append("tier = ?")
-        args.append(check_choice("tier", tier, TIERS))
+    types = (check_choice("type", type, TYPES),) if type is not None else ()
+    tiers = (check_choice("tier", tier, TIERS),) if tier is not None else ()
+    cutoffs = []
     if older_than_days is not None:
         if isinstance(older_than_days, bool) or not isinstance(older_than_days, (int, float)) or older_than_days < 0:
             raise InvalidInput("older_than_days must be a positive number")
-        where.append("created_at < ?")
-        args.append(now - older_than_days * 86400)
+        cutoffs.append(now - older_than_days * 86400)
     if before is not None:
-        where.append("created_at < ?")
-        args.append(float(before))
-    return store.conn.execute(
-        f"SELECT id, title, type, version, project FROM memories WHERE {' AND '.join(where)}", args).fetchall()
+        cutoffs.append(float(before))
+    chosen = MemoryFilter(
+        projects=None if all_projects else (store.project if project is ... else project,),
+        types=types, tiers=tiers, before=min(cutoffs) if cutoffs else None)
+    where, args = chosen.where()
+    return store.conn.execute(f"SELECT id, title, type, version, project FROM memories WHERE {where}", args).fetchall()
 
 
-def delete_memories(store: Store, rows: Sequence[Any], reason: str, now: float, action: str = "forget") -> None:
+def delete_memories(store: Parts, rows: Sequence[Any], reason: str, now: float, action: str = "forget") -> None:
     """Remove memories and everything derived from them, in one transaction, then update the index."""
     ids = [r["id"] for r in rows]
     for start in range(0, len(ids), 500):
@@ -172,13 +166,12 @@ def delete_memories(store: Store, rows: Sequence[Any], reason: str, now: float, 
             words.release(conn, batch_ids)
             graph.unlink_memories(conn, batch_ids)
             conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", batch_ids)
-            conn.executemany("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'delete', ?)",
-                             [(memory_id, now) for memory_id in batch_ids])
+            index_outbox.queue(conn, batch_ids, now, op="delete")
             _redo_context(conn, later, now)
             for row in batch:
                 audit.append(conn, action, row["id"], row["project"],
                              {"reason": reason, "type": row["type"], "version": row["version"]}, at=now)
-    store.index_soon()
+    store.indexer.index_soon()
 
 
 def _redo_context(conn: Any, memory_ids: Sequence[str], now: float) -> None:
@@ -186,5 +179,4 @@ def _redo_context(conn: Any, memory_ids: Sequence[str], now: float) -> None:
     they lose their answer chunk until the worker's next pass makes it again with their pieces."""
     vectors.drop_answers(conn, memory_ids)
     conn.executemany("UPDATE memories SET pieces = NULL WHERE id = ?", [(m,) for m in memory_ids])
-    conn.executemany("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
-                     [(m, now) for m in memory_ids])
+    index_outbox.queue(conn, memory_ids, now)

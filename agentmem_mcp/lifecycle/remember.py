@@ -12,7 +12,6 @@ beside it with a `conflicts_with` link, as is a statement whose polarity flipped
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import uuid
@@ -22,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..anchors import head_commit
 from ..capture.redact import redact
-from ..db import audit
+from ..db import audit, index_outbox
+from ..db.memories import content_hash
 from ..index import graph, vectors
 from ..index.entities import extract_entities
 from ..index.tokenize import terms
@@ -43,7 +43,7 @@ from .retention import initial_confidence
 from .supersede import FUNCTION_WORDS, Verdict, decide
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..parts import Parts
 
 MAX_CONTENT_CHARS = 65536
 MAX_TITLE_CHARS = 200
@@ -53,13 +53,7 @@ EARLY_CANDIDATES = 4  # saves up to this many look up BM25 candidates while the 
 # Facts, decisions and workflows get updated; episodes (what happened in a session) and raw
 # observations are records of events, so a similar later event never replaces an earlier one.
 SUPERSEDING_TIERS = ("semantic", "procedural")
-_SPACE = re.compile(r"\s+")
 _COMMIT = re.compile(r"^[0-9a-fA-F]{7,40}$")
-
-
-def content_hash(content: str) -> str:
-    normalized = _SPACE.sub(" ", content.strip().lower())
-    return hashlib.sha256(normalized.encode("utf-8")).hexdigest()
 
 
 def new_memory_id() -> str:
@@ -188,7 +182,7 @@ def trust_limits(source: str, priority: str, pinned: bool, project: str | None,
     return priority, pinned, project, notes
 
 
-def save(store: Store, content: str, *, title: str | None = None, type: str = "fact", tier: str = "semantic",
+def save(store: Parts, content: str, *, title: str | None = None, type: str = "fact", tier: str = "semantic",
          project: Any = ..., tags: Sequence[str] | None = None, files: Sequence[str] | None = None,
          source: str = "agent", importance: float = 0.5, priority: str = "P1", confidence: float | None = None,
          pinned: bool = False, ttl_days: float | None = None, supersedes: str | None = None,
@@ -213,7 +207,7 @@ def save(store: Store, content: str, *, title: str | None = None, type: str = "f
     return save_many(store, [{"content": content, **options}])[0]
 
 
-def save_many(store: Store, items: Sequence[dict[str, Any]], *, supersede_check: bool = True) -> list[SaveResult]:
+def save_many(store: Parts, items: Sequence[dict[str, Any]], *, supersede_check: bool = True) -> list[SaveResult]:
     """Save several memories with one embedding batch, one transaction and one index update.
 
     Each item holds `content` and the keyword arguments of `save`. Every item is validated before
@@ -224,7 +218,7 @@ def save_many(store: Store, items: Sequence[dict[str, Any]], *, supersede_check:
     prepared = prepare_saves(store, items, supersede_check=supersede_check)
     with store.transaction() as conn:
         results = write_prepared(conn, store, prepared)
-    store.index_soon()
+    store.indexer.index_soon()
     return results
 
 
@@ -239,7 +233,7 @@ class PreparedSave:
     vectorless: bool = False  # no vector by design (see `vector_text`), not for want of a model
 
 
-def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_check: bool = True,
+def prepare_saves(store: Parts, items: Sequence[dict[str, Any]], *, supersede_check: bool = True,
                   skip_invalid: bool = False) -> list[PreparedSave | None]:
     """Validate and embed `items` (one embedding batch, each distinct text once) without writing.
 
@@ -275,7 +269,7 @@ def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_ch
             drafts.append(None)
             continue
         if supersedes is not None:
-            supersedes = store.latest_version(check_memory_id(supersedes)).id
+            supersedes = store.memories.latest_version(check_memory_id(supersedes)).id
         drafts.append((draft, supersedes, vector_text))
     chunked = [_vector_chunks(entry[0], entry[2]) if entry else [] for entry in drafts]
     wanted = [i for i, entry in enumerate(drafts) if entry and supersede_check and entry[1] is None
@@ -305,14 +299,14 @@ def prepare_saves(store: Store, items: Sequence[dict[str, Any]], *, supersede_ch
     return prepared
 
 
-def write_prepared(conn: Any, store: Store, prepared: Sequence[PreparedSave | None]) -> list[SaveResult | None]:
+def write_prepared(conn: Any, store: Parts, prepared: Sequence[PreparedSave | None]) -> list[SaveResult | None]:
     """Write prepared saves inside the caller's write transaction (the caller indexes after it commits),
     so memories commit together with the caller's own rows, e.g. the worker's "compressed" marks."""
     return [_write(conn, store, p.draft, p.supersedes, p.chunks, p.embedded, p.candidates, p.vectorless)
             if p else None for p in prepared]
 
 
-def _embed(store: Store, texts: list[str]) -> list[Any] | None:
+def _embed(store: Parts, texts: list[str]) -> list[Any] | None:
     """Vectors for `texts`: each distinct text once, shortest first, so that batches pad to similar
     lengths (the model's cost is in the padded tokens). None without a model."""
     if not texts or not store.embedder.ready:
@@ -322,7 +316,7 @@ def _embed(store: Store, texts: list[str]) -> list[Any] | None:
     return [by_text[text] for text in texts] if len(by_text) == len(unique) else None
 
 
-def _write(conn: Any, store: Store, draft: Draft, supersedes: str | None, chunks: list[str], embedded: Any,
+def _write(conn: Any, store: Parts, draft: Draft, supersedes: str | None, chunks: list[str], embedded: Any,
            candidates: dict[str, float | None], vectorless: bool = False) -> SaveResult:
     now = draft.created_at
     duplicate = conn.execute(
@@ -340,8 +334,7 @@ def _write(conn: Any, store: Store, draft: Draft, supersedes: str | None, chunks
         conn.execute("UPDATE memories SET is_latest = 0, valid_to = COALESCE(valid_to, ?), updated_at = ? "
                      "WHERE id = ?", (now, now, old["id"]))
         vectors.set_latest(conn, old["id"], False)
-        conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
-                     (old["id"], now))
+        index_outbox.queue(conn, [old["id"]], now)
     _insert(conn, draft, memory_id, version, old["id"] if old else None, root_id,
             store.embedder.model_id if embedded else "" if vectorless else None)
     if embedded:
@@ -355,8 +348,7 @@ def _write(conn: Any, store: Store, draft: Draft, supersedes: str | None, chunks
     for source_id in draft.source_ids:
         if source_id.startswith("m_"):
             graph.add_link(conn, memory_id, source_id, "derived_from", now)
-    conn.execute("INSERT INTO index_outbox (memory_id, op, created_at) VALUES (?, 'upsert', ?)",
-                 (memory_id, now))
+    index_outbox.queue(conn, [memory_id], now)
     audit.append(conn, "supersede" if old else "save", memory_id, draft.project,
                  {"version": version, "supersedes": old["id"] if old else None, "type": draft.type,
                   "tier": draft.tier, "source": draft.source, "reason": reason,
@@ -383,7 +375,7 @@ def _notes(draft: Draft, memory_id: str, conflicts: list[tuple[str, str]]) -> li
     return notes
 
 
-def _validate(store: Store, content: Any, *, now: float, title: Any = None, type: Any = "fact",
+def _validate(store: Parts, content: Any, *, now: float, title: Any = None, type: Any = "fact",
               tier: Any = "semantic", project: Any = None, tags: Any = None, files: Any = None,
               source: Any = "agent", importance: Any = 0.5, priority: Any = "P1", confidence: Any = None,
               pinned: Any = False, ttl_days: Any = None, valid_from: Any = None, valid_to: Any = None,
@@ -430,12 +422,12 @@ def _vector_chunks(draft: Draft, vector_text: Any) -> list[str]:
         return []
     if isinstance(vector_text, str):
         return vectors.chunk_text(vector_text)
-    from ..store import memory_text
+    from ..index.document import memory_text
 
     return vectors.chunk_text(memory_text(draft.title, draft.content, draft.tags, draft.files))
 
 
-def _text_candidates(store: Store, draft: Draft) -> list[str]:
+def _text_candidates(store: Parts, draft: Draft) -> list[str]:
     """Ids of latest memories whose words overlap the draft's (BM25), and those not yet in BM25."""
     projects = None if draft.project is None else [draft.project, None]
     found: list[str] = []
@@ -444,10 +436,10 @@ def _text_candidates(store: Store, draft: Draft) -> list[str]:
                                                                      limit=SUPERSEDE_CANDIDATES)]
     except Exception:  # a broken index must not stop a save; the vector check still runs
         pass
-    return found + store.pending_index_ids(limit=200)
+    return found + store.indexer.pending_ids(limit=200)
 
 
-def _candidates(store: Store, draft: Draft, vector: Any, text_ids: list[str]) -> dict[str, float | None]:
+def _candidates(store: Parts, draft: Draft, vector: Any, text_ids: list[str]) -> dict[str, float | None]:
     """Ids of latest memories that might be near-duplicates, with their cosine similarity when known."""
     found: dict[str, float | None] = dict.fromkeys(text_ids)
     if vector is not None:
@@ -459,7 +451,7 @@ def _candidates(store: Store, draft: Draft, vector: Any, text_ids: list[str]) ->
     return found
 
 
-def _choose_old(conn: Any, store: Store, draft: Draft, supersedes: str | None, candidates: dict[str, float | None],
+def _choose_old(conn: Any, store: Parts, draft: Draft, supersedes: str | None, candidates: dict[str, float | None],
                 ) -> tuple[Any, str | None, list[tuple[str, str]]]:
     """The memory the draft replaces (or None), why, and the memories it is saved beside in conflict."""
     unconfirmed = is_unconfirmed(draft.source)

@@ -21,7 +21,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from ..anchors import head_commit
-from ..capture.transcript import Turn, is_noise, read_turns, relative_to
+from ..capture.transcript import Turn, is_noise, relative_to
+from ..capture.turns import read_turns
+from ..db import meta
 from ..project import worktree_root
 from ..trust import WITHHELD, withhold_instructions
 from . import OUTCOME, remember
@@ -30,11 +32,10 @@ from .consolidate import (
     PREPARATORY,
     Derived,
     ObsRecord,
-    get_meta,
     is_test_command,
     parse_observation,
     prepare_saves,
-    set_meta,
+    set_mark,
     upsert_derived,
     write_saves,
 )
@@ -43,7 +44,7 @@ from .session_log import session_reports, summary_files, transcript_path, turn_m
 
 if TYPE_CHECKING:
     from ..llm import LLM
-    from ..store import Store
+    from ..parts import Parts
 
 # The vector covers the goal and the first lines (files changed, commands): a summary is re-embedded at every
 # Stop, and the model's cost grows with the text; BM25 indexes all of it, paths included.
@@ -265,7 +266,7 @@ def due_sessions(conn: Any, now: float, limit: int = 20) -> list[Any]:
         "ORDER BY s.last_event_at LIMIT ?", (now - IDLE_SECONDS, limit)).fetchall()
 
 
-def summarize_session(store: Store, session: Any, *, llm: LLM | None = None) -> bool:
+def summarize_session(store: Parts, session: Any, *, llm: LLM | None = None) -> bool:
     """Fold a session's new observations into its summary; returns whether a summary was written.
 
     The summary, the session's new `summarized_upto` and the running state commit in one transaction,
@@ -274,7 +275,7 @@ def summarize_session(store: Store, session: Any, *, llm: LLM | None = None) -> 
     conn = store.conn
     session_id = session["id"]
     expected = session["summarized_upto"]
-    state = SessionState.from_json(get_meta(conn, f"summary-state:{session_id}"))
+    state = SessionState.from_json(meta.get(conn, meta.summary_state(session_id)))
     if state.upto != expected:  # the state was lost: fold again from the start
         state = SessionState()
     before = state.upto
@@ -317,13 +318,12 @@ def summarize_session(store: Store, session: Any, *, llm: LLM | None = None) -> 
                            "(?, ?, ?))", (session_id, state.upto, *STOP_EVENTS)).fetchone()[0]
         tx.execute("UPDATE sessions SET summarized_upto = ?, needs_summary = ?, summary_memory_id = COALESCE(?, "
                    "summary_memory_id) WHERE id = ?", (state.upto, int(bool(again)), memory_id, session_id))
-        tx.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
-                   "excluded.value", (f"summary-state:{session_id}", state.to_json()))
-    store.drain_outbox()
+        meta.put(tx, meta.summary_state(session_id), state.to_json())
+    store.indexer.drain()
     return bool(results) and results[0] is not None and results[0].action != "duplicate"
 
 
-def summarize_due(store: Store, *, llm: LLM | None = None, now: float | None = None) -> int:
+def summarize_due(store: Parts, *, llm: LLM | None = None, now: float | None = None) -> int:
     """Summarise every session that is due; returns how many summaries were written."""
     now = store.now() if now is None else now
     return sum(summarize_session(store, session, llm=llm) for session in due_sessions(store.conn, now))
@@ -366,16 +366,16 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "item"
 
 
-def merge_summaries(store: Store, project: str | None, llm: LLM) -> int:
+def merge_summaries(store: Parts, project: str | None, llm: LLM) -> int:
     """Semantic merge of the latest 20 session summaries (once there are 5+) into facts and workflows."""
     from ..llm import need, need_ids, need_text
 
     rows = store.conn.execute(
         "SELECT id, title, content FROM memories WHERE project IS ? AND tier = 'episodic' AND type = 'summary' "
         "AND is_latest = 1 ORDER BY created_at DESC LIMIT ?", (project, MERGE_LATEST)).fetchall()
-    mark_name = f"merged:{project or ''}"
+    mark_name = meta.merged(project)
     mark = hashlib.sha256(" ".join(r["id"] for r in rows).encode()).hexdigest()
-    if len(rows) < MERGE_MIN_SUMMARIES or get_meta(store.conn, mark_name) == mark:
+    if len(rows) < MERGE_MIN_SUMMARIES or meta.get(store.conn, mark_name) == mark:
         return 0
     ids = [r["id"] for r in rows]
     existing = [r[0] for r in store.conn.execute(
@@ -406,18 +406,19 @@ def merge_summaries(store: Store, project: str | None, llm: LLM) -> int:
     calls = llm.calls
     items = llm.ask_json("merge", MERGE_SYSTEM, prompt, validate, max_tokens=2000)
     if llm.calls > calls:  # asked (answered or not): not again until the summaries change
-        set_meta(store, mark_name, mark)
+        set_mark(store, mark_name, mark)
     return upsert_derived(store, project, items) if items else 0
 
 
-def reflect(store: Store, project: str | None, llm: LLM) -> int:
+def reflect(store: Parts, project: str | None, llm: LLM) -> int:
     """When enough has happened since the last reflection, ask high-level questions about the recent
     memories, answer them from retrieved memories, and store the insights with their sources."""
     from ..llm import need, need_ids, need_text
+    from ..retrieval import search
 
     conn = store.conn
-    mark_name = f"reflected:{project or ''}"
-    since = int(get_meta(conn, mark_name) or 0)
+    mark_name = meta.reflected(project)
+    since = meta.get(conn, mark_name) or 0
     total, last = conn.execute("SELECT COALESCE(SUM(importance), 0), MAX(id) FROM observations WHERE project IS ? "
                                "AND status = 'compressed' AND id > ?", (project, since)).fetchone()
     if last is None or total < REFLECT_THRESHOLD:
@@ -433,7 +434,7 @@ def reflect(store: Store, project: str | None, llm: LLM) -> int:
                                                                    list, "questions")[:3]], max_tokens=400)
     evidence: dict[str, str] = {}
     for question in questions or []:
-        for hit in store.search(question, project=project, limit=6, record_access=False).hits:
+        for hit in search(store, question, project=project, limit=6, record_access=False).hits:
             evidence.setdefault(hit.id, f"{hit.title}: {hit.snippet}")
     insights = None
     if evidence:
@@ -452,5 +453,5 @@ def reflect(store: Store, project: str | None, llm: LLM) -> int:
 
         insights = llm.ask_json("reflect", INSIGHTS_SYSTEM, prompt, validate, max_tokens=1200)
     if llm.calls > calls:
-        set_meta(store, mark_name, str(last))
+        set_mark(store, mark_name, last)
     return upsert_derived(store, project, insights) if insights else 0

@@ -13,14 +13,13 @@ often sweeps run: confidence decays once per ``CONFIDENCE_PERIOD_DAYS`` and stre
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..db import audit
+from ..db import audit, meta
 from ..models import InvalidInput, StoreDamaged
 from .forget import delete_memories
 from .forgetting import (
@@ -43,7 +42,7 @@ from .retention import (
 )
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..parts import Parts
 
 log = logging.getLogger("agentmem.sweep")
 
@@ -54,8 +53,8 @@ PRUNE_AFTER_DAYS = 90.0
 MAX_PRUNED = 2000
 MAX_CATCH_UP = 30  # decay periods applied at most in one sweep, after a long pause
 BATCH = 500
-CONFIDENCE_CLOCK = "last_confidence_decay"
-STRENGTH_CLOCK = "last_strength_decay"
+CONFIDENCE_CLOCK = meta.LAST_CONFIDENCE_DECAY
+STRENGTH_CLOCK = meta.LAST_STRENGTH_DECAY
 
 # Pinned memories count as P0. Columns 0-8 are MemoryFacts' fields, in order; then strength, title, rowid.
 _LATEST = (
@@ -174,10 +173,10 @@ class _Decay:
     confidence: list[tuple[float, int, str, float]] = field(default_factory=list)  # new, rowid, id, old
     strength: list[tuple[float, int, str, float]] = field(default_factory=list)
     low_confidence: dict[str, float] = field(default_factory=dict)
-    clocks: dict[str, float] = field(default_factory=dict)  # meta key -> new value
+    clocks: dict[meta.Key[float], float] = field(default_factory=dict)  # decay clock -> its new value
 
 
-def sweep(store: Store, *, strategy: str = "composite", dry_run: bool = False, threshold: float = 0.6,
+def sweep(store: Parts, *, strategy: str = "composite", dry_run: bool = False, threshold: float = 0.6,
           max_deletions: int = 50, now: float | None = None, options: Mapping[str, Any] | None = None,
           prune_after_days: float = PRUNE_AFTER_DAYS, max_pruned: int = MAX_PRUNED) -> SweepReport:
     """Score every latest memory of every project and forget, decay and prune accordingly.
@@ -230,12 +229,11 @@ def sweep(store: Store, *, strategy: str = "composite", dry_run: bool = False, t
     report.pruned_versions = len(prunable)
     report.duration_s = time.perf_counter() - started
     with store.transaction() as conn:
-        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_sweep', ?)",
-                     (json.dumps(report.record()),))
+        meta.put(conn, meta.LAST_SWEEP, report.record())
         detail = {key: value for key, value in report.record().items() if key not in ("at", "duration_s")}
         audit.append(conn, "sweep", None, None, detail, at=now)
     if report.expired or report.deleted or report.low_confidence or prunable:
-        store.erase_soon()  # what the sweep forgot leaves the BM25 segments and the WAL too
+        store.indexer.erase_soon()  # what the sweep forgot leaves the BM25 segments and the WAL too
     return report
 
 
@@ -265,13 +263,10 @@ def _plan_decay(conn: Any, facts: Sequence[MemoryFacts], rows: Sequence[tuple], 
     return decay
 
 
-def _periods(conn: Any, key: str, period_days: float, now: float, clocks: dict[str, float]) -> int:
+def _periods(conn: Any, key: meta.Key[float], period_days: float, now: float,
+             clocks: dict[meta.Key[float], float]) -> int:
     """Whole decay periods elapsed on the clock ``key`` (1 on a first sweep); sets its next value in clocks."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    try:
-        last = float(row[0]) if row else None
-    except ValueError:
-        last = None
+    last = meta.get(conn, key)
     if last is None:
         clocks[key] = now
         return 1
@@ -311,7 +306,7 @@ def _prunable(conn: Any, cutoff: float, limit: int) -> list[Any]:
         "ORDER BY updated_at LIMIT ?", (cutoff, limit)).fetchall()
 
 
-def _apply(store: Store, report: SweepReport, decay: _Decay, facts: Sequence[MemoryFacts], now: float) -> None:
+def _apply(store: Parts, report: SweepReport, decay: _Decay, facts: Sequence[MemoryFacts], now: float) -> None:
     snapshot = {m.id: m.last_accessed_at for m in facts}
     planned = set(report.expired) | set(report.deleted) | set(report.low_confidence)
     report.expired = _remove(store, report.expired, snapshot, "ttl expired", now)
@@ -322,8 +317,8 @@ def _apply(store: Store, report: SweepReport, decay: _Decay, facts: Sequence[Mem
     with store.transaction() as conn:
         report.confidence_decayed = _changed(conn, _SET_CONFIDENCE, confidence)
         report.strength_decayed = _changed(conn, _SET_STRENGTH, strength)
-        conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                         [(key, repr(value)) for key, value in decay.clocks.items()])
+        for clock, value in decay.clocks.items():
+            meta.put(conn, clock, value)
     report.low_confidence = _remove(store, report.low_confidence, snapshot, f"confidence below {FORGET_BELOW:g}",
                                     now)
 
@@ -334,7 +329,7 @@ def _changed(conn: Any, sql: str, params: list[tuple[float, int, str, float]]) -
     return conn.total_changes - before
 
 
-def _remove(store: Store, ids: Sequence[str], snapshot: Mapping[str, float | None], reason: str,
+def _remove(store: Parts, ids: Sequence[str], snapshot: Mapping[str, float | None], reason: str,
             now: float) -> list[str]:
     """Delete these memories with every version of them; returns the ids actually removed.
 
@@ -367,17 +362,17 @@ def _batches(items: Sequence[str]) -> Iterable[list[str]]:
         yield list(items[start:start + BATCH])
 
 
-def hours_since_last_sweep(store: Store, now: float) -> float | None:
+def hours_since_last_sweep(store: Parts, now: float) -> float | None:
     """Hours since the last real (not dry-run) sweep, or None if none is recorded."""
-    row = store.conn.execute("SELECT value FROM meta WHERE key = 'last_sweep'").fetchone()
+    last = meta.get(store.conn, meta.LAST_SWEEP)
     try:
-        at = float(json.loads(row[0])["at"]) if row else None
+        at = float(last["at"]) if last is not None else None
     except (ValueError, KeyError, TypeError):
         at = None
     return None if at is None else max(now - at, 0.0) / 3600
 
 
-def maybe_sweep(store: Store, *, count_threshold: int = 10000, interval_hours: float = 24.0,
+def maybe_sweep(store: Parts, *, count_threshold: int = 10000, interval_hours: float = 24.0,
                 min_interval_hours: float = 1.0, now: float | None = None,
                 **options: Any) -> SweepReport | None:
     """Run ``sweep(store, **options)`` if one is due; return its report, or None if none ran or it failed.

@@ -1,0 +1,179 @@
+"""The hook's front door: hand the event to agentmem's running process, or handle it in this one.
+
+    python -c "from agentmem_mcp.capture.hook_client import run; run()" hook [--client claude-code|cursor] EVENT
+
+(what `agentmem install` writes) and `agentmem hook ...` both come here. (Not this file's path: when a venv is
+recreated for another Python, that path is gone and Python exits 2, which Claude Code reads as "block"; a missing
+module exits 1, which it does not.) Starting Python's own libraries (`re`,
+`json`, `pathlib`, `sqlean`) costs a hook process more than starting the interpreter; the user's shared agentmem
+process (`index/embed_service.py`, running while agent sessions are) has them loaded already. So this module
+imports only `os`, `sys` and `_socket`: it reads the event, sends it over `<home>/hooks.sock` (0600, in a home
+nobody else can enter, never a network port), and prints the answer, which that process computes with the very
+code a hook runs (`capture.hook.respond`) and sends only after the observation is committed.
+
+When no process answers (none running, a home or socket not private, a timeout, a broken connection) the event is
+handled in this process (`capture/hook.py`), as it always was: nothing is lost. If the shared process committed
+and died before answering, the event is recorded again here, and the observation's count says 2.
+"""
+
+import _socket
+import os
+import sys
+
+SOCKET_NAME = "hooks.sock"
+MAGIC = b"agentmem-hook 1\n"
+ANSWERED = b"OK\n"
+HANDOFF_TIMEOUT_S = 4.5  # the process waits at most 3 s for SQLite's lock, then spools; the client allows 10 s
+MAX_STDIN_BYTES = 64 * 1024 * 1024  # as capture/hook.py: larger inputs are cut there, in this process
+PATH_VARIABLES = ("AGENTMEM_HOME", "AGENTMEM_DB", "AGENTMEM_INDEX_DIR", "AGENTMEM_EMBED_MODEL_PATH",
+                  "AGENTMEM_CONFIG")
+
+
+def home_dir(env) -> str:
+    """agentmem's home as `config.load_settings` finds it (without importing it: pathlib costs a hook ~4 ms)."""
+    home = env.get("AGENTMEM_HOME")
+    if home:
+        return os.path.abspath(os.path.expanduser(home))
+    if sys.platform == "darwin":
+        return os.path.expanduser("~/Library/Application Support/agentmem")
+    if os.name == "nt":
+        return os.path.join(env.get("APPDATA") or os.path.expanduser("~/AppData/Roaming"), "agentmem")
+    return os.path.join(env.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "agentmem")
+
+
+def request_env(env) -> dict:
+    """The variables that decide what a hook does (AGENTMEM_*), paths made absolute here, where they were set."""
+    sent = {key: value for key, value in env.items() if key.startswith("AGENTMEM_")}
+    for key in PATH_VARIABLES:
+        if sent.get(key):
+            sent[key] = os.path.abspath(os.path.expanduser(sent[key]))
+    sent["AGENTMEM_HOME"] = home_dir(env)
+    return sent
+
+
+def encode_request(client: str, event: str, env: dict, raw: bytes) -> bytes:
+    fields = [client, event, *(f"{key}={value}" for key, value in env.items())]
+    return MAGIC + "\0".join(fields).encode("utf-8", "surrogateescape") + b"\0\0" + raw
+
+
+def decode_request(data: bytes) -> tuple:
+    """(client, event, env, raw) of a request; ValueError if it is not one."""
+    if not data.startswith(MAGIC) or b"\0\0" not in data:
+        raise ValueError("not an agentmem hook request")
+    head, raw = data[len(MAGIC):].split(b"\0\0", 1)
+    client, event, *pairs = head.decode("utf-8", "surrogateescape").split("\0")
+    env = dict(pair.split("=", 1) for pair in pairs)
+    return client, event, env, raw
+
+
+def _private(home: str, path: str) -> bool:
+    """The home and its socket belong to this user and nobody else can enter the home (the event is not
+    redacted yet)."""
+    try:
+        home_st, sock_st = os.stat(home), os.lstat(path)
+    except OSError:
+        return False
+    uid = os.geteuid()
+    return (home_st.st_uid == uid and not home_st.st_mode & 0o077 and sock_st.st_uid == uid
+            and (sock_st.st_mode & 0o170000) == 0o140000)
+
+
+def hand_off(client: str, event: str, raw: bytes, env) -> bytes | None:
+    """What to print, as the running process answered (b"" for nothing); None when no process took the event."""
+    if os.name == "nt" or not hasattr(_socket, "AF_UNIX"):
+        return None
+    home = home_dir(env)
+    path = os.path.join(home, SOCKET_NAME)
+    if len(path) > 100 or not _private(home, path):
+        return None
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(HANDOFF_TIMEOUT_S)
+        sock.connect(path)
+        sock.sendall(encode_request(client, event, request_env(env), raw))
+        sock.shutdown(_socket.SHUT_WR)
+        chunks = []
+        while chunk := sock.recv(1 << 16):
+            chunks.append(chunk)
+    except OSError:  # no process, a dead socket, a timeout: this process handles the event
+        return None
+    finally:
+        sock.close()
+    answer = b"".join(chunks)
+    return answer[len(ANSWERED):] if answer.startswith(ANSWERED) else None
+
+
+def parse_args(argv: list) -> tuple:
+    """(client, event or None, wants help) from `[hook] [--client C] EVENT`."""
+    args = list(argv[1:] if argv[:1] == ["hook"] else argv)
+    client, event = "claude-code", None
+    while args:
+        arg = args.pop(0)
+        if arg in ("-h", "--help"):
+            return client, event, True
+        if arg == "--client" and args:
+            client = args.pop(0)
+        elif arg.startswith("--client="):
+            client = arg.split("=", 1)[1]
+        elif event is None:
+            event = arg
+    return client, event, False
+
+
+def _alone(env) -> bool:
+    """agentmem is off (AGENTMEM_DISABLE), or hooks are not to be handed off (AGENTMEM_HOOK_HANDOFF=0)."""
+    return (env.get("AGENTMEM_DISABLE", "").strip().lower() in ("1", "true", "yes", "on")
+            or env.get("AGENTMEM_HOOK_HANDOFF", "").strip().lower() in ("0", "false", "no", "off"))
+
+
+class _Prefixed:
+    """A stream that gives `head` first, then the rest of `stream` (an input already read in part)."""
+
+    def __init__(self, head: bytes, stream) -> None:
+        self.head, self.stream = head, stream
+
+    def read(self, size: int = -1) -> bytes:
+        if not self.head:
+            return self.stream.read(size)
+        if size < 0:
+            data, self.head = self.head + self.stream.read(), b""
+            return data
+        data, self.head = self.head[:size], self.head[size:]
+        return data
+
+
+def main(argv: list) -> int:
+    """`hook [--client C] EVENT`: hand off or handle; always exits 0 (through os._exit, see capture/hook.py)."""
+    client, event, wants_help = parse_args(argv)
+    stdin = sys.stdin.buffer
+    if event is not None and not wants_help:
+        raw = b""
+        try:
+            raw = stdin.read(MAX_STDIN_BYTES + 1)
+            answer = None if _alone(os.environ) or len(raw) > MAX_STDIN_BYTES else hand_off(client, event, raw,
+                                                                                              os.environ)
+        except BaseException:
+            answer = None
+        if answer is not None:
+            try:
+                sys.stdout.buffer.write(answer)
+                sys.stdout.flush()
+            except BaseException:
+                pass
+            os._exit(0)
+        stdin = _Prefixed(raw, stdin)
+    from agentmem_mcp.capture.hook import main as in_process
+
+    return in_process(["--client", client, *([event] if event else []), *(["--help"] if wants_help else [])],
+                      stdin=stdin)
+
+
+def run() -> None:
+    """The entry of the command `agentmem install` writes (see the module's docstring)."""
+    raise SystemExit(main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+        del sys.path[0]  # run as a script: this folder's modules must not shadow the standard library's
+    raise SystemExit(main(sys.argv[1:]))

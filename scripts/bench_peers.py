@@ -1,0 +1,343 @@
+"""agentmem beside a peer, on one machine, call by call: mcp-memory-service (PyPI) on the same model files.
+
+    python scripts/bench_peers.py [--sizes 1000,10000] [--searches 40] [--saves 20] [--mcp-runs 3]
+                                  [--peer-python /usr/bin/python3.11] [--venv DIR] [--version 12.4.0] [--json OUT]
+
+- Installs mcp-memory-service==VERSION from PyPI into its own venv (made with --peer-python once, then reused):
+  its sqlite-vec backend needs an interpreter whose sqlite3 can load extensions (Debian's python3.11 can, a
+  pyenv build often cannot). It runs on its ONNX path (MCP_MEMORY_USE_ONNX=1, MCP_MEMORY_ONNX_ALLOW_DOWNLOAD=0)
+  with the same int8 all-MiniLM-L6-v2 files as agentmem, put where it looks for them in a temporary HOME.
+- Each system runs in a driver process of its own (agentmem: this interpreter; the peer: its venv's), fed the
+  same corpus (scripts/bench_core.py's generated memories, real model vectors in both, built through each one's
+  batch write path) and then the same calls, alternated one by one (which system goes first alternates too);
+  each call is timed inside its driver, so the pipes are not counted.
+- Reported, per size: save p50/p95 (one memory, embedding included), search p50/p95 (10 results), and recall@5
+  of the 48 hand-written paraphrase pairs (scripts/data/paraphrase_pairs.json) saved among the corpus.
+- Then the MCP servers over stdio (newline-delimited JSON-RPC, as a client sends it), spawned in turn: spawn to
+  the `initialize` answer, `tools/call` search p50 once the model is loaded, and the server's RSS (for agentmem
+  also the shared embedding process's, which several sessions share).
+Ratios are peer / agentmem (above 1: agentmem is faster or smaller).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from bench_core import DEFAULT_MODEL, MODEL_NAME, PARAPHRASES, QUERIES, memory_text, percentile  # noqa: E402
+from machine import describe_machine  # noqa: E402
+
+PEER = "mcp-memory-service"
+BATCH = 200
+
+# The peer's driver: JSON lines in, JSON lines out, run by the peer venv's interpreter.
+PEER_DRIVER = r'''
+import asyncio, json, os, sys, time
+from mcp_memory_service.storage.sqlite_vec import SqliteVecMemoryStorage
+from mcp_memory_service.models.memory import Memory
+from mcp_memory_service.utils.hashing import generate_content_hash
+
+def memory(item):
+    return Memory(content=item["content"], content_hash=generate_content_hash(item["content"]),
+                  tags=item.get("tags", []), memory_type=item.get("type"))
+
+async def main():
+    storage = SqliteVecMemoryStorage(os.environ["MCP_MEMORY_SQLITE_PATH"])
+    await storage.initialize()
+    out = sys.stdout
+    model = type(getattr(storage, "embedding_model", None)).__name__
+    if "onnx" not in model.lower():  # e.g. its hash fallback when onnxruntime is missing: not a fair comparison
+        sys.exit(f"the peer's embedding model is {model}, not its ONNX model")
+    for line in sys.stdin:
+        request = json.loads(line)
+        op = request["op"]
+        started = time.perf_counter()
+        if op == "build":
+            await storage.store_batch([memory(item) for item in request["items"]])
+            answer = {}
+        elif op == "save":
+            ok, message = await storage.store(memory(request["item"]))
+            answer = {"ok": bool(ok)}
+        elif op == "search":
+            results = await storage.retrieve(request["query"], n_results=10)
+            answer = {"contents": [r.memory.content for r in results]}
+        else:
+            break
+        answer["ms"] = (time.perf_counter() - started) * 1000
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+
+asyncio.run(main())
+'''
+
+
+def agentmem_driver(home: Path, model: Path) -> int:
+    """The agentmem side of the same protocol (run with --driver)."""
+    from agentmem_mcp.config import load_settings
+    from agentmem_mcp.index.embedder import Embedder
+    from agentmem_mcp.store import Store
+
+    embedder = Embedder(MODEL_NAME, model)
+    embedder.load()
+    settings = load_settings(env={}, home=home, embed_model_path=model, shared_embedder=False)
+    with Store.open(settings, project="/bench/project", embedder=embedder) as store:
+        for line in sys.stdin:
+            request = json.loads(line)
+            started = time.perf_counter()
+            if request["op"] == "build":
+                store.save_many([{"content": i["content"], "type": i["type"], "tags": i.get("tags", [])}
+                                 for i in request["items"]], supersede_check=False)
+                if request.get("last"):
+                    store.flush()
+                    while store.add_sentence_pieces():
+                        pass
+                    while store.add_word_vectors():
+                        pass
+                answer: dict = {}
+            elif request["op"] == "save":
+                item = request["item"]
+                store.save(item["content"], type=item["type"], tags=item.get("tags", []))
+                answer = {}
+            elif request["op"] == "search":
+                hits = store.search(request["query"], limit=10).hits
+                contents = [row[0] for hit in hits for row in store.conn.execute(
+                    "SELECT content FROM memories WHERE id = ?", (hit.id,))]
+                answer = {"contents": contents}
+            else:
+                break
+            answer["ms"] = (time.perf_counter() - started) * 1000
+            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.flush()
+    return 0
+
+
+class Driver:
+    def __init__(self, name: str, command: list[str], env: dict[str, str], log: Path) -> None:
+        self.name, self.log = name, log
+        with open(log, "w") as err:
+            self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
+                                         stderr=err)
+
+    def call(self, **request) -> dict:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"the {self.name} driver died (exit {self.proc.wait()}): "
+                             f"{self.log.read_text(errors='replace')[-2000:]}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        try:
+            self.call(op="stop")
+        except (SystemExit, BrokenPipeError, json.JSONDecodeError):
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def peer_venv(args: argparse.Namespace) -> Path:
+    python = args.venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([args.peer_python, "-m", "venv", str(args.venv)], check=True)
+    check = subprocess.run([str(python), "-c", "import mcp_memory_service, sys; print(mcp_memory_service.__version__)"],
+                           capture_output=True, text=True)
+    if check.returncode != 0 or check.stdout.strip() != args.version:
+        # its ONNX path needs these two, which its base install leaves out (it falls back to hash vectors)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", f"{PEER}=={args.version}", "onnxruntime",
+                        "tokenizers"], check=True)
+    return python
+
+
+def peer_env(base: dict[str, str], tmp: Path, model: Path, name: str) -> dict[str, str]:
+    """A temporary HOME holding the model files where the peer looks for them, and its database."""
+    home = tmp / f"peer-home-{name}"
+    onnx = home / ".cache" / "mcp_memory" / "onnx_models" / "all-MiniLM-L6-v2" / "onnx"
+    onnx.mkdir(parents=True, exist_ok=True)
+    for item in model.iterdir():
+        if item.is_file() and not (onnx / item.name).exists():
+            os.symlink(item, onnx / item.name)
+    return dict(base, HOME=str(home), MCP_MEMORY_USE_ONNX="1", MCP_MEMORY_ONNX_ALLOW_DOWNLOAD="0",
+                MCP_MEMORY_STORAGE_BACKEND="sqlite_vec", MCP_MEMORY_SQLITE_PATH=str(home / "memory.db"),
+                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+
+
+def stats(values: list[float]) -> dict:
+    return {"n": len(values), "p50_ms": round(statistics.median(values), 1),
+            "p95_ms": round(percentile(values, 0.95), 1)}
+
+
+def alternate(drivers: list[Driver], n: int, request) -> dict[str, list[dict]]:
+    """Call every driver with request(i) for i < n, alternating which goes first."""
+    answers: dict[str, list[dict]] = {d.name: [] for d in drivers}
+    for i in range(n):
+        for driver in (drivers if i % 2 == 0 else drivers[::-1]):
+            answers[driver.name].append(driver.call(**request(i)))
+    return answers
+
+
+def bench_size(size: int, args: argparse.Namespace, peer_python: Path, tmp: Path, base_env: dict[str, str]) -> dict:
+    rng = random.Random(size)
+    corpus = [memory_text(rng, n) for n in range(size)]
+    pairs = json.loads(PARAPHRASES.read_text())["pairs"]
+    corpus += [{"content": p["memory"], "type": p["type"], "tags": []} for p in pairs]
+    ours = Driver("agentmem", [sys.executable, __file__, "--driver", str(tmp / f"agentmem-home-{size}"),
+                               "--model", str(args.model)], base_env, tmp / f"agentmem-{size}.log")
+    peer = Driver(PEER, [str(peer_python), "-c", PEER_DRIVER], peer_env(base_env, tmp, args.model, str(size)),
+                  tmp / f"peer-{size}.log")
+    drivers = [ours, peer]
+    try:
+        build_s = {}
+        for driver in drivers:
+            started = time.perf_counter()
+            for start in range(0, len(corpus), BATCH):
+                driver.call(op="build", items=corpus[start:start + BATCH], last=start + BATCH >= len(corpus))
+            build_s[driver.name] = round(time.perf_counter() - started, 1)
+            print(f"  {driver.name}: {len(corpus):,} memories built in {build_s[driver.name]} s", file=sys.stderr)
+        searches = alternate(drivers, args.searches, lambda i: {"op": "search", "query": QUERIES[i % len(QUERIES)]})
+        save_rng = random.Random(size + 1)
+        saves = [memory_text(save_rng, 10_000_000 + i) for i in range(args.saves)]
+        saved = alternate(drivers, args.saves, lambda i: {"op": "save", "item": saves[i]})
+        found = alternate(drivers, len(pairs), lambda i: {"op": "search", "query": pairs[i]["query"]})
+    finally:
+        for driver in drivers:
+            driver.close()
+    row: dict = {"memories": len(corpus), "build_s": build_s}
+    for name in (ours.name, peer.name):
+        row[name] = {"search": stats([a["ms"] for a in searches[name]]), "save": stats([a["ms"] for a in saved[name]]),
+                     "paraphrase_recall@5": sum(pairs[i]["memory"] in a["contents"][:5]
+                                                for i, a in enumerate(found[name])),
+                     "paraphrase_pairs": len(pairs)}
+    row["ratio_peer_over_agentmem"] = {
+        what: round(row[peer.name][what]["p50_ms"] / row[ours.name][what]["p50_ms"], 2) for what in ("search", "save")}
+    return row
+
+
+def rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
+
+
+def rpc(proc: subprocess.Popen, request: dict) -> dict:
+    assert proc.stdin and proc.stdout
+    proc.stdin.write((json.dumps(request) + "\n").encode())
+    proc.stdin.flush()
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise SystemExit("an MCP server closed its output")
+        try:
+            answer = json.loads(line)
+        except ValueError:  # a server's stray print
+            continue
+        if isinstance(answer, dict) and answer.get("id") == request.get("id"):
+            return answer
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench_peers", "version": "0"}}}
+
+
+def bench_mcp(args: argparse.Namespace, peer_python: Path, tmp: Path, base_env: dict[str, str]) -> dict:
+    """Spawn -> initialize, alternated; then one session each: search calls once the model answers, and RSS."""
+    ours_env = dict(base_env, AGENTMEM_HOME=str(tmp / "agentmem-mcp-home"), AGENTMEM_EMBED_MODEL_PATH=str(args.model),
+                    AGENTMEM_SHARED_EMBEDDER="0")  # one session: its model in its own process, as the peer's
+    agentmem = Path(sys.executable).with_name("agentmem")
+    servers = {"agentmem": ([str(agentmem), "serve"] if agentmem.exists() else
+                            [sys.executable, "-m", "agentmem_mcp", "serve"], ours_env),
+               PEER: ([str(peer_python), "-m", "mcp_memory_service.server"],
+                      peer_env(base_env, tmp, args.model, "mcp"))}
+    tools = {"agentmem": ("memory_search", {"query": "how do we run the tests"}),
+             PEER: ("memory_search", {"query": "how do we run the tests"})}
+    spawn: dict[str, list[float]] = {name: [] for name in servers}
+    search: dict[str, list[float]] = {name: [] for name in servers}
+    rss: dict[str, float | None] = {}
+    for run in range(args.mcp_runs):
+        for name in (list(servers) if run % 2 == 0 else list(servers)[::-1]):
+            command, env = servers[name]
+            started = time.perf_counter()
+            proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, env=env, cwd=tmp)
+            try:
+                rpc(proc, INIT)
+                spawn[name].append((time.perf_counter() - started) * 1000)
+                if run == args.mcp_runs - 1:
+                    proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+                    tool, arguments = tools[name]
+                    for n in range(2, 2 + args.searches):  # the first calls wait for the model: keep the last half
+                        call = {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                                "params": {"name": tool, "arguments": arguments}}
+                        t0 = time.perf_counter()
+                        rpc(proc, call)
+                        search[name].append((time.perf_counter() - t0) * 1000)
+                        if n == 2:
+                            time.sleep(5.0)  # let the model load in the background
+                    rss[name] = rss_mb(proc.pid)
+            finally:
+                proc.stdin.close()
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    return {"spawn_to_initialize": {name: stats(v) for name, v in spawn.items()},
+            "search_after_model": {name: stats(v[len(v) // 2:]) for name, v in search.items() if v},
+            "server_rss_mb": {name: round(v, 1) for name, v in rss.items() if v}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--searches", type=int, default=40)
+    parser.add_argument("--saves", type=int, default=20)
+    parser.add_argument("--mcp-runs", type=int, default=3)
+    parser.add_argument("--peer-python", default="/usr/bin/python3.11")
+    parser.add_argument("--venv", type=Path, default=Path.home() / ".cache" / "agentmem-bench" / "mcp-memory-service")
+    parser.add_argument("--version", default="12.4.0")
+    parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH", DEFAULT_MODEL)))
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--driver", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.driver:
+        return agentmem_driver(args.driver, args.model)
+    from agentmem_mcp.version import package_version
+
+    peer_python = peer_venv(args)
+    results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+                     "command": "python scripts/bench_peers.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+                     "versions": {"agentmem": package_version(), PEER: args.version}, "sizes": {}}
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTMEM_", "MCP_MEMORY_"))}
+    tmp = Path(tempfile.mkdtemp(prefix="bench-peers-"))
+    try:
+        for size in [int(s) for s in args.sizes.split(",") if s]:
+            print(f"{size:,} memories", file=sys.stderr)
+            results["sizes"][size] = bench_size(size, args, peer_python, tmp, base_env)
+            print(json.dumps({size: results["sizes"][size]}, indent=1), flush=True)
+        if args.mcp_runs:
+            results["mcp"] = bench_mcp(args, peer_python, tmp, base_env)
+            print(json.dumps(results["mcp"], indent=1), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,43 @@
+"""Migrations are recorded by name: a home whose rows carry only positions is not migrated again, and a
+migration inserted into the list is applied where it is missing."""
+
+from __future__ import annotations
+
+from agentmem_mcp.db import migrations
+from agentmem_mcp.db.connection import connect
+from agentmem_mcp.db.migrations import MIGRATIONS, migrate
+
+
+def recorded(conn) -> list[tuple[int, str]]:
+    return [tuple(row) for row in conn.execute("SELECT version, name FROM schema_migrations ORDER BY version")]
+
+
+def test_each_migration_is_recorded_once_by_name(tmp_path):
+    conn = connect(tmp_path / "a.db")
+    assert migrate(conn) == len(MIGRATIONS)
+    assert migrate(conn) == len(MIGRATIONS)
+    assert recorded(conn) == [(n, m.__name__) for n, m in enumerate(MIGRATIONS, start=1)]
+
+
+def test_rows_without_names_count_by_position(tmp_path):
+    conn = connect(tmp_path / "b.db")
+    migrate(conn)
+    conn.execute("UPDATE schema_migrations SET name = NULL")
+    conn.commit()
+    migrate(conn)  # m001 again would fail: its tables exist
+    assert len(recorded(conn)) == len(MIGRATIONS)
+
+
+def test_a_migration_inserted_later_is_applied_where_missing(tmp_path, monkeypatch):
+    conn = connect(tmp_path / "c.db")
+    migrate(conn)
+
+    def m003b_extra_table(c):
+        c.execute("CREATE TABLE extra (x INTEGER)")
+
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*MIGRATIONS[:3], m003b_extra_table, *MIGRATIONS[3:]])
+    assert migrate(conn) == len(MIGRATIONS) + 1
+    assert conn.execute("SELECT COUNT(*) FROM extra").fetchone()[0] == 0
+    assert recorded(conn)[-1] == (len(MIGRATIONS) + 1, "m003b_extra_table")
+    migrate(conn)
+    assert len(recorded(conn)) == len(MIGRATIONS) + 1
