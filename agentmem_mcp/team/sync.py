@@ -80,8 +80,13 @@ def share(store: Store, memory_id: str) -> str:
     if settings.team_read_only:
         raise InvalidInput("team memory is read-only for this member (team_read_only = true): nothing is "
                            "published; the memory stays on this machine")
-    memory = store.latest_version(memory_id)
-    row = store.conn.execute("SELECT * FROM memories WHERE id = ?", (memory.id,)).fetchone()
+    from ..models import NotFound, check_memory_id
+
+    found = store.conn.execute("SELECT root_id FROM memories WHERE id = ?", (check_memory_id(memory_id),)).fetchone()
+    if found is None:
+        raise NotFound(f"no memory {memory_id}: it may have been forgotten; search again for current ids")
+    row = store.conn.execute("SELECT * FROM memories WHERE root_id = ? ORDER BY is_latest DESC, version DESC "
+                             "LIMIT 1", (found[0],)).fetchone()
     check_shareable(row)
     with store.transaction() as conn:
         return outbox.mark_shared(conn, row, explicit=True)
