@@ -465,6 +465,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify", action="store_true", required=True, help="check the hash chain of the audit log")
     p.set_defaults(func=cmd_audit)
 
+    from .team.cli import add_parsers as add_team_parsers  # `agentmem share`, `agentmem team ...`
+
+    add_team_parsers(sub, scoped)
+
     p = sub.add_parser("serve", help="run the MCP stdio server")
     p.set_defaults(func=cmd_serve)
 

@@ -108,6 +108,22 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("allow_cross_project", "bool", False, "AGENTMEM_ALLOW_CROSS_PROJECT",
             "Set to 1 to let MCP tools read other projects' memories (`all_projects`, ids of other projects); "
             "by default they reach only the current project and global memories."),
+    # team memory (agentmem_mcp/team/, docs/team.md): off unless team_url is set
+    Setting("team_url", "str", "", "AGENTMEM_TEAM_URL",
+            "PostgreSQL (with pgvector) URL of the team's shared memory, `postgresql://user@host/db?sslmode=...`. "
+            "Empty: no team memory, nothing changes. A password in it is never shown or logged."),
+    Setting("team_password_file", "Path | None", None, "AGENTMEM_TEAM_PASSWORD_FILE",
+            "A file (0600) holding the team server's password, instead of putting it in the URL."),
+    Setting("team_author", "str", "", "AGENTMEM_TEAM_AUTHOR",
+            "The name shared memories carry as their author. Empty: user@host."),
+    Setting("team_read_only", "bool", False, "AGENTMEM_TEAM_READ_ONLY",
+            "Read team memory but publish nothing (shares, supersedes and forgets are refused)."),
+    Setting("team_share_knowledge", "bool", True, "AGENTMEM_TEAM_SHARE_KNOWLEDGE",
+            "Publish the knowledge tiers (semantic, procedural memories of a project) without being asked; 0: "
+            "only what `agentmem share` or `memory_save(share=true)` names."),
+    Setting("team_refresh_seconds", "int", 120, "AGENTMEM_TEAM_REFRESH_SECONDS",
+            "How old this machine's copy of team memory may be before a session start refreshes it (in the "
+            "background) and the worker pulls again."),
 )  # fmt: skip
 _DEFAULTS = {s.name: s.default for s in SETTINGS}
 
@@ -145,6 +161,12 @@ class Settings:
     llm_daily_tokens: int
     disabled: bool
     allow_cross_project: bool
+    team_url: str
+    team_password_file: Path | None
+    team_author: str
+    team_read_only: bool
+    team_share_knowledge: bool
+    team_refresh_seconds: int
 
     def __init__(self, **values: Any) -> None:
         unknown = set(values) - set(_DEFAULTS)
@@ -169,7 +191,16 @@ class Settings:
         return hash(tuple(str(getattr(self, n)) for n in _DEFAULTS))
 
     def __repr__(self) -> str:
-        return "Settings(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in _DEFAULTS) + ")"
+        return "Settings(" + ", ".join(f"{n}={self.shown(n)!r}" for n in _DEFAULTS) + ")"
+
+    def shown(self, name: str) -> Any:
+        """A setting's value as it may be shown or logged: the team URL without its password."""
+        value = getattr(self, name)
+        if name == "team_url" and value:
+            from .team.credentials import mask_url
+
+            return mask_url(value)
+        return value
 
     @property
     def database(self) -> Path:
@@ -191,7 +222,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "rrf_k": (1, None), "search_budget_tokens": (1, None), "context_budget_tokens": (0, None),
     "prompt_budget_tokens": (0, None), "prompt_min_score": (0, 1), "supersede_jaccard": (0, 1),
     "supersede_cosine": (0, 1), "busy_timeout_ms": (0, 3_600_000), "max_output_chars": (100, None),
-    "llm_daily_tokens": (0, None), "embed_idle_seconds": (1, 7 * 86400),
+    "llm_daily_tokens": (0, None), "embed_idle_seconds": (1, 7 * 86400), "team_refresh_seconds": (1, 86400),
 }  # fmt: skip
 _ABOVE_ZERO = ("supersede_jaccard", "supersede_cosine")  # 0 itself is not allowed
 _CHOICES = {"fusion": FUSIONS, "llm": ("off", "anthropic")}
@@ -259,6 +290,8 @@ def _check_value(name: str, value: Any) -> str | None:
             return f"must be at most {high}"
     if name == "embed_model" and not str(value).strip():
         return "must name a model"
+    if name == "team_url" and value and not str(value).strip().startswith(("postgresql://", "postgres://")):
+        return "must be a postgresql:// URL (or empty for no team memory)"
     return None
 
 
@@ -370,7 +403,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, on_warning: Callable[
         if f.name in overrides:
             values[f.name], sources[f.name] = overrides[f.name], f"setting {f.name}"
             continue
-        raw, source = env.get(f.env), f"{f.env}={env.get(f.env)!r}"
+        raw, source = env.get(f.env), f"{f.env}={env.get(f.env)!r}" if f.name != "team_url" else f.env
         parse = _parse_env
         if raw is None and f.name in file_values and f.name != "home":
             raw, source, parse = file_values[f.name], f"`{f.name}` in {config_path}", _parse_toml
@@ -384,7 +417,8 @@ def load_settings(env: Mapping[str, str] | None = None, *, on_warning: Callable[
     for name, value in values.items():
         problem = _check_value(name, value)
         if problem:
-            raise ConfigError(f"{sources[name]}: {value!r} {problem} (default {_DEFAULTS[name]!r})")
+            shown = value if name != "team_url" else "(the URL given)"  # it may hold a password
+            raise ConfigError(f"{sources[name]}: {shown!r} {problem} (default {_DEFAULTS[name]!r})")
     values["home"] = home
     settings = Settings(**values)
     if settings.weight_bm25 + settings.weight_vector + settings.weight_graph <= 0:

@@ -83,6 +83,10 @@ def _flat(text: str) -> str:
 def provenance(row: Any) -> str:
     """Where a memory came from, in words."""
     source = row["source"]
+    if source == "team":  # team memory (agentmem_mcp/team/): another member's, from this machine's copy
+        from .team.recall import provenance as team_provenance
+
+        return team_provenance(row)
     if source == "user":
         return "you said it in a session" if (row["key"] or "").startswith("instruction:") else "you saved it"
     if source == "agent":
@@ -340,11 +344,29 @@ def session_context(conn: Connection, project: str | None, budget_tokens: int, *
     """The session-start briefing; one line saying so when nothing is known about the project yet.
     current_session (after a compaction or a resume): that session's own state so far comes first."""
     lines = session_lines(conn, project, now, exclude_session, current_session, tree)
+    lines += _team_lines(conn, project, time.time() if now is None else now)
     for level in range(len(SESSION_OUTCOME_CHARS)):  # the most detail that leaves no line of more value out
         text, ids, dropped = _pack(lines, budget_tokens, HEADER, level)
         if not dropped:
             break
     return (text or EMPTY_PROJECT), ids
+
+
+def _team_lines(conn: Connection, project: str | None, now: float) -> list[ContextLine]:
+    """The team's memories of this project (team memory on: agentmem_mcp/team/recall.py), after the local lines."""
+    from .team import in_use
+
+    if not in_use(conn):
+        return []
+    from .team.recall import briefing_lines
+
+    return briefing_lines(conn, project, now)
+
+
+def _team_prompt_rows(conn: Connection, prompt: str, project: str | None) -> list[Any]:
+    from .team.recall import prompt_rows
+
+    return prompt_rows(conn, prompt, project)
 
 
 def worth_recalling(prompt: str) -> bool:
@@ -400,13 +422,17 @@ def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | 
     for memory_id, score in fulltext.search(prompt, projects=projects, limit=KNOWLEDGE_CANDIDATES,
                                             tiers=["semantic", "procedural"]):
         hits.setdefault(memory_id, score)  # learned memories compete even when session notes outscore them
-    if not hits:
+    from .team import in_use  # team memory: the team's memories from this machine's copy
+
+    team_rows = _team_prompt_rows(conn, prompt, project) if in_use(conn) else []
+    if not hits and not team_rows:
         return "", []
     now = time.time()
     marks = ",".join("?" * len(hits))
     rows = conn.execute(f"SELECT {COLUMNS} FROM memories m WHERE id IN ({marks}) AND is_latest = 1 "
                         "AND quarantined IS NULL AND (forget_after IS NULL OR forget_after > ?)",
-                        [*hits, now]).fetchall()
+                        [*hits, now]).fetchall() if hits else []
+    rows += team_rows
     weights = fulltext.term_weights(query_terms)
     total_weight = sum(weights.values()) or 1.0
     top = max(hits.values(), default=1.0) or 1.0

@@ -182,4 +182,8 @@ def doctor(store: Parts) -> list[Check]:
     checks.append(Check("worker", failed == 0, f"{failed} observations parked as failed",
                         "see the log under the home directory; `agentmem worker --retry-failed` retries them"
                         if failed else ""))
+    if store.settings.team_url:  # team memory (docs/team.md): the server, its password hidden
+        from .team.health import team_check
+
+        checks.append(Check(*team_check(store)))
     return checks

@@ -234,6 +234,11 @@ def search(store: Parts, query: str, *, project: str | None = ..., all_projects:
     hits = _rerank(store, knobs, fused[: knobs.reranked(limit)], projects, not include_history, type_list, tier_list,
                    since, until, min_confidence, reasons, query, top, similar, include_quarantined)
     hits = [hit for hit in hits if hit.score >= knobs.min_score][:limit]
+    if store.settings.team_url:  # team memory: the server's hits in the same ranking (agentmem_mcp/team/)
+        from .team.recall import merge_hits
+
+        hits = merge_hits(store, query, hits, results, query_vector, limit=limit, notes=notes, project=project,
+                          types=type_list, tiers=tier_list, min_confidence=min_confidence)
     packed, used = _pack(hits, budget)
     if record_access and packed:
         _record_access(store, [h.id for h in packed])

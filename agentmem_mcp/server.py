@@ -215,6 +215,7 @@ def build_server(settings: Settings | None = None) -> MCPServer:
                          Field(description="global: every project")] = "project",
         ttl_days: Annotated[float | None, Field(gt=0)] = None,
         supersedes: Annotated[str | None, Field(description="Id it replaces")] = None,
+        share: Annotated[bool, Field(description="Also share with the team (team memory)")] = False,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Save what a later session should know, when you learn it, in 1-2 sentences: a decision and why, a
@@ -230,6 +231,10 @@ def build_server(settings: Settings | None = None) -> MCPServer:
                                 priority=priority, project=None if scope == "global" else store.project,
                                 ttl_days=ttl_days, supersedes=supersedes, source="agent")
             answer = result.to_dict()
+            if share:
+                from .team.tools import share_saved
+
+                answer["notes"].append(share_saved(store, answer["id"]))
             answer["reason"] = neutralize(answer["reason"])
             answer["notes"] = [neutralize(note) for note in answer["notes"]]
             return answer
@@ -338,6 +343,9 @@ def build_server(settings: Settings | None = None) -> MCPServer:
             return store.stats(all_projects=all_projects)
         return await _call(state, ctx, run)
 
+    from .team.tools import register_team_tools  # team memory (docs/team.md): the share tool, or no `share`
+
+    register_team_tools(tools, state, _tool, _call)
     from .version import package_version
 
     return MCPServer(name="agentmem", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING",

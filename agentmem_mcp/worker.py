@@ -105,6 +105,7 @@ class Worker:
         self.sweep = sweep
         self._last_maintenance = 0.0
         self._consolidated_at: dict[str | None, float] = {}
+        self._team_last: dict[str, float] = {}
 
     # one pass ------------------------------------------------------------------------------------
 
@@ -131,6 +132,10 @@ class Worker:
         report.consolidated += self.consolidate(every=consolidate_every)
         report.pieces += self.store.add_sentence_pieces()
         report.words += self.store.add_word_vectors()
+        if self.store.settings.team_url:  # team memory: publish the outbox, pull the team's changes
+            from .team.sync import worker_step
+
+            worker_step(self.store, self._team_last)
         if time.time() - self._last_maintenance >= MAINTENANCE_EVERY_SECONDS:
             self._last_maintenance = time.time()
             report.pruned += self.maintain()

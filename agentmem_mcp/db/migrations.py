@@ -260,10 +260,68 @@ def m010_audit_by_memory(conn: Connection) -> None:
     conn.execute("CREATE INDEX audit_memory ON audit(memory_id, seq) WHERE memory_id IS NOT NULL")
 
 
+def m011_team(conn: Connection) -> None:
+    """Team memory (agentmem_mcp/team/): `team_outbox`, what waits to be published (retried with backoff);
+    `team_shared`, this machine's memories on the team server (local root id -> global id, the version sent);
+    `team_mirror` (+ FTS5 `team_mirror_fts`), this machine's copy of the team's memories of its projects, which
+    the briefing and prompt recall read (the hooks never talk to the server); `team_state`, pull positions and
+    this machine's id. Empty and unused unless team_url is set."""
+    _run_script(
+        conn,
+        """
+        CREATE TABLE team_outbox (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            memory_id TEXT NOT NULL,
+            op TEXT NOT NULL CHECK (op IN ('publish', 'forget')),
+            explicit INTEGER NOT NULL DEFAULT 0,
+            reason TEXT NOT NULL DEFAULT '',
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at REAL NOT NULL DEFAULT 0,
+            last_error TEXT,
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX team_outbox_due ON team_outbox(next_attempt_at);
+        CREATE TABLE team_shared (
+            root_id TEXT PRIMARY KEY,
+            gid TEXT NOT NULL UNIQUE,
+            memory_id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            explicit INTEGER NOT NULL DEFAULT 0,
+            state TEXT NOT NULL DEFAULT 'queued',
+            shared_at REAL NOT NULL
+        );
+        CREATE TABLE team_mirror (
+            gid TEXT PRIMARY KEY,
+            project_key TEXT,
+            tier TEXT NOT NULL,
+            type TEXT NOT NULL,
+            title TEXT NOT NULL,
+            content TEXT NOT NULL,
+            source TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            importance REAL NOT NULL,
+            explicit INTEGER NOT NULL,
+            author TEXT NOT NULL,
+            origin_machine TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            content_hash TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX team_mirror_project ON team_mirror(project_key, importance, updated_at);
+        CREATE VIRTUAL TABLE team_mirror_fts USING fts5(gid UNINDEXED, text, tokenize = 'porter');
+        CREATE TABLE team_state (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces,
                                                   m004_word_vectors, m005_answer_chunks, m006_keyed_audit,
                                                   m007_quarantine, m008_anchor_commit, m009_briefing_indexes,
-                                                  m010_audit_by_memory]
+                                                  m010_audit_by_memory, m011_team]
 
 
 def migrate(conn: Connection) -> int:

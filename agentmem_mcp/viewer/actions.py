@@ -66,6 +66,17 @@ async def priority(request: Request) -> Response:
     return _to(f"/memory/{memory.id}", "priority")
 
 
+async def share(request: Request) -> Response:
+    """Share the memory with the team (team memory, shown only when it is configured), as `agentmem share`."""
+    from ..team import sync
+
+    v = viewer(request)
+    memory_id = _id(request)
+    await v.call(sync.share, v.store, memory_id)  # refused (read-only, working tier, ...) with a clear error
+    await v.call(sync.sync, v.store, pull_changes=False, force=True)  # publish now, or keep it queued
+    return _to(f"/memory/{memory_id}", "shared")
+
+
 def _forget_for_good(store: Store, run: Callable[[], ForgetResult]) -> None:
     """Forget, then leave no copy of the text on disk (maintenance.erase_forgotten), as `agentmem forget` does."""
     from ..maintenance import erase_forgotten

@@ -40,6 +40,7 @@ DONE = {  # ?done= codes: the messages are fixed here, so a crafted link cannot 
     "priority": "Priority changed.",
     "forgotten": "Forgotten: every version is gone from the database, the vectors and the keyword index.",
     "released": "Released from quarantine: it is searched and injected again.",
+    "shared": "Shared with the team (team memory): published, or queued until the team server answers.",
 }
 T = TypeVar("T")
 
@@ -142,6 +143,7 @@ def build_app(settings: Settings, keys: Secrets) -> Guard:
         Route("/memory/{memory_id}/pin", actions.pin, methods=["POST"]),
         Route("/memory/{memory_id}/unpin", actions.unpin, methods=["POST"]),
         Route("/memory/{memory_id}/priority", actions.priority, methods=["POST"]),
+        Route("/memory/{memory_id}/share", actions.share, methods=["POST"]),
         Route("/sessions", pages.sessions),
         Route("/session/{session_id}", pages.session),
         Route("/knowledge", pages.knowledge),

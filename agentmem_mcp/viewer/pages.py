@@ -110,7 +110,7 @@ async def memory(request: Request) -> Response:
                   if row["title"] else f"{row['other']} (gone)") for row in await reads.links(v.db, m["id"])]
     found = await reads.entities(v.db, m["id"])
     history, _ = await reads.audit_rows(v.db, memory_ids=[x["id"] for x in chain], limit=100)
-    body = [views.badges(m), views.memory_actions(m, v.keys.csrf),
+    body = [views.badges(m), views.memory_actions(m, v.keys.csrf, team=bool(v.settings.team_url)),
             tag("div", m["content"], class_="content", id="content"),
             tag("h2", f"Version chain ({len(chain)})"), views.version_chain(chain, m["id"], compare, now),
             tag("h2", "State and provenance"), views.memory_facts(m, now, stale),

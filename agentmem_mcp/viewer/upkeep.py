@@ -167,6 +167,10 @@ async def _checks(v: Any) -> Markup:
 
 
 def _masked(name: str, value: Any) -> str:
+    if name == "team_url" and value:  # the team server's URL without its password
+        from ..team.credentials import mask_url
+
+        return mask_url(str(value))
     if any(word in name.lower() for word in SECRET_WORDS) and value:
         return "(set, hidden)"
     return str(value)

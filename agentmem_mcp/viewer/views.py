@@ -211,7 +211,8 @@ def version_chain(chain: Sequence[dict[str, Any]], current: str, compare: str | 
     return join(parts)
 
 
-def memory_actions(m: dict[str, Any], csrf: str) -> Markup:
+def memory_actions(m: dict[str, Any], csrf: str, team: bool = False) -> Markup:
+    """The memory's buttons; `team`: team memory is configured, so it can be shared."""
     if not m["is_latest"]:
         return tag("p", "This version is superseded: act on the latest one.", class_="muted")
     base = f"/memory/{m['id']}"
@@ -219,8 +220,10 @@ def memory_actions(m: dict[str, Any], csrf: str) -> Markup:
                     button="Unpin" if m["pinned"] else "Pin", id="pin-form")
     priority = post_form(f"{base}/priority", csrf, labelled("priority", select(
         "priority", [(p, p) for p in PRIORITIES], m["priority"])), button="Set priority", id="priority-form")
+    share = post_form(f"{base}/share", csrf, button="Share with the team", id="share-form") \
+        if team and m["tier"] != "working" else ""
     return tag("div", tag("a", "Edit", href=href(f"{base}/edit"), class_="button", id="edit-link"), pin, priority,
-               tag("a", "Forget…", href=href(f"{base}/forget"), class_="button danger", id="forget-link"),
+               share, tag("a", "Forget…", href=href(f"{base}/forget"), class_="button danger", id="forget-link"),
                class_="actions")
 
 
