@@ -360,7 +360,7 @@ def _team_lines(conn: Connection, project: str | None, now: float) -> list[Conte
         return []
     from .team.recall import briefing_lines
 
-    return briefing_lines(conn, project, now)
+    return [ContextLine(section, text) for section, text in briefing_lines(conn, project, now)]
 
 
 def _team_prompt_rows(conn: Connection, prompt: str, project: str | None) -> list[Any]:

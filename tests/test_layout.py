@@ -84,7 +84,7 @@ def test_operations_do_not_import_the_store():
     importers = {name for name, targets in edges.items() if "agentmem_mcp.store" in targets}
     assert importers <= {"agentmem_mcp.cli", "agentmem_mcp.cli_io", "agentmem_mcp.cli_commands",
                          "agentmem_mcp.server", "agentmem_mcp.worker", "agentmem_mcp.viewer.actions",
-                         "agentmem_mcp.viewer.app"}, importers
+                         "agentmem_mcp.viewer.app", "agentmem_mcp.team.cli", "agentmem_mcp.team.tools"}, importers
 
 
 def test_circles_are_found():

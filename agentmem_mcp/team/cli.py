@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def _open(args: argparse.Namespace) -> Store:
-    from ..cli import _open as open_store
+    from ..cli_io import _open as open_store
 
     return open_store(args)
 

@@ -9,7 +9,7 @@ from . import outbox, reach
 from . import server as team_server
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..parts import Parts as Store  # an operation is given the store's parts
 
 
 def team_check(store: Store) -> tuple[str, bool, str, str]:

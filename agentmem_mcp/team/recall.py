@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..db.connection import Connection
     from ..models import SearchHit
-    from ..store import Store
+    from ..parts import Parts as Store  # an operation is given the store's parts
 
 log = logging.getLogger("agentmem.team")
 
@@ -69,8 +69,8 @@ def _spawn_sync(settings: Settings) -> None:
 
 
 def briefing_lines(conn: Connection, project: str | None, now: float, settings: Settings | None = None,
-                   refresh: bool = True) -> list[Any]:
-    """The briefing's team section (ContextLine list; empty when team memory is off): the most important team
+                   refresh: bool = True) -> list[tuple[str, str]]:
+    """The briefing's team section as (section, text) lines (none when team memory is off): the most important team
     memories of this project from this machine's copy, and a note when the server was unreachable. When the copy
     is older than team_refresh_seconds, a background `agentmem team sync` refreshes it for the next session."""
     if settings is None and not in_use(conn):
@@ -78,22 +78,22 @@ def briefing_lines(conn: Connection, project: str | None, now: float, settings: 
     settings = settings or _settings()
     if settings is None or not enabled(settings):
         return []
-    from ..context import ContextLine, clip
+    from ..lifecycle.digest import clip
 
-    lines = []
+    lines: list[tuple[str, str]] = []
     pulled = float(outbox.state(conn, "pulled_at", "0") or 0)
     down = reach.unreachable(settings.home)
     if down is not None:
         copy = f"this machine's copy from {humanize_age(now - pulled)}" if pulled else "no copy yet"
-        lines.append(ContextLine(SECTION, f"- ({UNREACHABLE_NOTE} since {humanize_age(now - down[0])}: "
-                                          f"{clip(down[1], 120)}; {copy})"))
+        lines.append((SECTION, f"- ({UNREACHABLE_NOTE} since {humanize_age(now - down[0])}: "
+                               f"{clip(down[1], 120)}; {copy})"))
     if refresh and now - pulled > settings.team_refresh_seconds and not reach.recently_unreachable(settings.home):
         _spawn_sync(settings)
     for row in mirror.for_briefing(conn, _keys(project), project, limit=BRIEFING_LINES * 2):
         if instruction_reason(f"{row['title']}\n{row['content']}"):
             continue
         body = clip(" ".join(row["content"].split()), 200)
-        lines.append(ContextLine(SECTION, f"- {body} ({provenance(row)}, {humanize_age(now - row['updated_at'])})"))
+        lines.append((SECTION, f"- {body} ({provenance(row)}, {humanize_age(now - row['updated_at'])})"))
         if len(lines) >= BRIEFING_LINES:
             break
     return lines
@@ -124,7 +124,7 @@ def merge_hits(store: Store, query: str, hits: list[SearchHit], results: dict[st
         return hits
     from ..models import SearchHit
     from ..ranking import state_factor
-    from ..retrieval import snippet
+    from ..snippets import snippet
     from .remote import TeamPermissionError, TeamUnreachable
 
     vector = list(query_vector) if query_vector is not None else None

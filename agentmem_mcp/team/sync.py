@@ -24,7 +24,7 @@ from .identity import project_key
 from .remote import TeamPermissionError, TeamUnreachable
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..parts import Parts as Store  # an operation is given the store's parts
 
 log = logging.getLogger("agentmem.team")
 
@@ -145,7 +145,7 @@ def reconcile(store: Store) -> int:
 
 
 def _payload(store: Store, row: Any, gid: str, explicit: bool, who: str, machine: str) -> dict[str, Any]:
-    from ..store import memory_text
+    from ..index.document import memory_text
 
     key = project_key(row["project"]) or TEAM_WIDE
     files = [_relative(f, row["project"]) for f in json.loads(row["files"] or "[]")]
