@@ -19,6 +19,10 @@ import os
 import stat
 from pathlib import Path
 
+TYPE_CHECKING = False  # typing costs a hook process ~5 ms, and hooks import this module
+if TYPE_CHECKING:
+    import socket
+
 MARKER = ".agentmem-owned"
 _MARKER_TEXT = "This folder was created by agentmem, which may change or delete what it created here.\n"
 # What an older agentmem (before markers) wrote in its home; a folder holding only these, with the database and
@@ -129,3 +133,28 @@ def check_private_file(path: Path) -> str | None:
     chown = "" if st.st_uid == os.geteuid() else f" and `chown {os.geteuid()} {path}`"
     return (f"{path} is not private: {why}, so anyone could have put what it says there. Check its content, "
             f"then run `chmod 600 {path}`{chown}")
+
+
+def listen_private_socket(path: Path, backlog: int) -> tuple[socket.socket, tuple[int, int]]:
+    """A Unix socket listening at `path`, 0600 from the moment it exists (umask), and its (inode, device) to
+    notice later that it was removed or replaced. A socket already there is unlinked first: the caller holds
+    the home's lock, so it was left by a process that died."""
+    import socket  # noqa: F811  (not at the top: hooks import this module and need no socket)
+
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    st = os.stat(path)
+    listener.listen(backlog)
+    listener.settimeout(1.0)
+    return listener, (st.st_ino, st.st_dev)
+

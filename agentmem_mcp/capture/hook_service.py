@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import stat
 import struct
 import threading
 from pathlib import Path
@@ -57,22 +56,9 @@ class HookListener:
 
     def start(self) -> None:
         """Bind the socket (the caller holds the home's lock, so a socket left there is stale) and serve."""
-        try:
-            if stat.S_ISSOCK(os.lstat(self.path).st_mode):
-                os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
-        try:
-            listener.bind(str(self.path))
-        finally:
-            os.umask(old)
-        os.chmod(self.path, 0o600)
-        st = os.stat(self.path)
-        self._socket_id = (st.st_ino, st.st_dev)
-        listener.listen(64)
-        listener.settimeout(1.0)
+        from ..files import listen_private_socket
+
+        listener, self._socket_id = listen_private_socket(self.path, 64)
         self._listener = listener
         self._thread = threading.Thread(target=self._accept, name="agentmem-hooks", daemon=True)
         self._thread.start()

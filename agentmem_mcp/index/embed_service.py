@@ -424,21 +424,9 @@ class EmbedService:
         return hooks
 
     def _listen(self) -> socket.socket:
-        try:
-            if stat.S_ISSOCK(os.lstat(self.path).st_mode):
-                os.unlink(self.path)  # a socket left by a process that died: we hold the lock, so it is stale
-        except FileNotFoundError:
-            pass
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
-        try:
-            listener.bind(str(self.path))
-        finally:
-            os.umask(old)
-        os.chmod(self.path, 0o600)
-        self.socket_id = (os.stat(self.path).st_ino, os.stat(self.path).st_dev)
-        listener.listen(16)
-        listener.settimeout(1.0)
+        from ..files import listen_private_socket
+
+        listener, self.socket_id = listen_private_socket(self.path, 16)
         return listener
 
     def _socket_is_ours(self) -> bool:

@@ -20,6 +20,12 @@ def _open(args: argparse.Namespace) -> Store:
     return open_store(args)
 
 
+def _need_writable_team(store: Store) -> None:
+    _need_team(store)
+    if store.settings.team_read_only:
+        raise AgentmemError("team memory is read-only for this member (team_read_only = true)")
+
+
 def _need_team(store: Store) -> None:
     if not store.settings.team_url:
         raise AgentmemError("team memory is not configured: set team_url in config.toml or AGENTMEM_TEAM_URL "
@@ -111,9 +117,7 @@ def _forget(args: argparse.Namespace) -> int:
     from . import server as team_server
 
     with _open(args) as store:
-        _need_team(store)
-        if store.settings.team_read_only:
-            raise AgentmemError("team memory is read-only for this member (team_read_only = true)")
+        _need_writable_team(store)
         who, machine = _who(store)
         outcome = team_server(store.settings).forget(args.gid, author=who, machine=machine, reason=args.reason)
         print({"forgotten": f"{args.gid}: forgotten on the team server (history keeps who and when)",
@@ -126,9 +130,7 @@ def _supersede(args: argparse.Namespace) -> int:
     from . import server as team_server
 
     with _open(args) as store:
-        _need_team(store)
-        if store.settings.team_read_only:
-            raise AgentmemError("team memory is read-only for this member (team_read_only = true)")
+        _need_writable_team(store)
         who, machine = _who(store)
         outcome = team_server(store.settings).propose_supersede(args.gid, args.content, author=who,
                                                                 machine=machine, reason=args.reason)
