@@ -104,7 +104,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("llm_daily_tokens", "int", 200000, "AGENTMEM_LLM_DAILY_TOKENS",
             "Daily LLM token budget; past it the rules take over."),
     Setting("disabled", "bool", False, "AGENTMEM_DISABLE",
-            "Kill switch: `1` makes every hook a no-op."),
+            "Kill switch: `1` (or `disabled = true` in config.toml) makes every hook a no-op: nothing is "
+            "recorded or injected."),
     Setting("allow_cross_project", "bool", False, "AGENTMEM_ALLOW_CROSS_PROJECT",
             "Set to 1 to let MCP tools read other projects' memories (`all_projects`, ids of other projects); "
             "by default they reach only the current project and global memories."),

@@ -146,6 +146,30 @@ def test_hook_survives_bad_input_and_honours_the_kill_switch(project, hook_env, 
         conn.close()
 
 
+def test_config_file_kill_switch_is_honoured_by_hooks(project, hook_env, home):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("disabled = true\n")
+    (home / "config.toml").chmod(0o600)
+    payload = {"session_id": "s", "cwd": str(project), "tool_name": "Bash", "tool_input": {"command": "ls"},
+               "tool_response": {"stdout": "a b"}}
+    done = run_hook("claude-code", "PostToolUse", payload, hook_env)
+    assert done.returncode == 0 and done.stdout == b""
+    start = run_hook("claude-code", "SessionStart", {"session_id": "s", "cwd": str(project), "source": "startup"},
+                     hook_env)
+    assert start.returncode == 0 and start.stdout == b""
+    assert run_hook("cursor", "beforeSubmitPrompt", {"conversation_id": "c", "prompt": "hi"},
+                    hook_env).stdout == b'{"continue": true}'
+    if (home / "agentmem.db").exists():
+        conn = connect(home / "agentmem.db", load_vec=False)
+        assert conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0] == 0
+        conn.close()
+    (home / "config.toml").write_text("disabled = false\n")
+    assert run_hook("claude-code", "PostToolUse", payload, hook_env).returncode == 0
+    conn = connect(home / "agentmem.db", load_vec=False)
+    assert conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0] == 1
+    conn.close()
+
+
 def test_prompt_injection_only_when_relevant(project, hook_env, home, settings, embedder):
     from agentmem_mcp.store import Store
 

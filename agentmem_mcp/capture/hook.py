@@ -78,6 +78,8 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
     from .events import decode_payload, parse_hook_event
 
     settings = load_settings(env, on_warning=lambda message: _log_failure(client, event_name, Warning(message), env))
+    if settings.disabled:  # `disabled = true` in config.toml: the same kill switch as AGENTMEM_DISABLE
+        return _idle_answer(client, event_name)
     ev = parse_hook_event(client, event_name, decode_payload(raw))
     from ..db.connection import DatabaseError, connect
     from ..db.migrations import migrate
