@@ -217,3 +217,27 @@ def test_files_written_by_hooks_are_private(project, hook_env, home):
     run_hook("claude-code", "PostToolUse", payload, hook_env)
     assert oct(os.stat(home).st_mode & 0o777) == "0o700"
     assert oct(os.stat(home / "agentmem.db").st_mode & 0o777) == "0o600"
+
+
+def test_cursor_edit_tool_after_its_file_edit_keeps_the_change(project, hook_env, home):
+    """Cursor reports an edit as afterFileEdit (old/new strings) and as postToolUse of edit_file (code_edit with
+    markers); the stored row is the tool call, with the change the file edit reported."""
+    path = str(project / "lib" / "cart.py")
+    base = {"conversation_id": "c1", "generation_id": "g1", "workspace_roots": [str(project)]}
+    run_hook("cursor", "afterFileEdit", {**base, "hook_event_name": "afterFileEdit", "file_path": path,
+                                         "edits": [{"old_string": "return item.price * item.qty",
+                                                    "new_string": "return round(item.price * item.qty, 2)"}]},
+             hook_env)
+    run_hook("cursor", "postToolUse", {**base, "hook_event_name": "postToolUse", "tool_name": "edit_file",
+                                       "tool_input": {"target_file": path, "code_edit": "// ... existing code ...\n"
+                                                      "    return round(item.price * item.qty, 2)"},
+                                       "tool_output": "{}"}, hook_env)
+    from agentmem_mcp.capture.compress import compress
+
+    conn = connect(home / "agentmem.db", load_vec=False)
+    rows = conn.execute("SELECT event, tool, input FROM observations WHERE session_id = 'c1' AND "
+                        "event IN ('tool_use', 'file_edit')").fetchall()
+    conn.close()
+    assert len(rows) == 1 and rows[0]["tool"] == "edit_file", [dict(r) for r in rows]
+    obs = compress(rows[0]["event"], rows[0]["tool"], json.loads(rows[0]["input"]), None, extra={"cwd": str(project)})
+    assert obs.title == "Edited lib/cart.py: +1 -1 lines", obs.title

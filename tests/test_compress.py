@@ -403,3 +403,12 @@ def test_fuzz_compress_never_raises(event, name, args, output, prompt, extra):
     assert all(isinstance(f, str) for f in obs.facts) and len(obs.facts) <= 12
     assert all(isinstance(f, str) for f in obs.files)
     assert obs.exit_code is None or isinstance(obs.exit_code, int)
+
+
+def test_cursor_edit_file_counts_its_new_code_not_its_markers():
+    args = {"target_file": f"{CWD}/lib/cart.py", "instructions": "Round the total",
+            "code_edit": "// ... existing code ...\ndef total(item):\n    return round(item.price * item.qty, 2)\n"
+                         "// ... existing code ..."}
+    obs = compress("tool_use", "edit_file", args, None, extra={"cwd": CWD})
+    assert obs.kind == "file_edit" and obs.title == "Edited lib/cart.py: added total", obs.title
+    assert obs.facts[0] == "+2 -0 lines in 1 change"

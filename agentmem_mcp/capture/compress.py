@@ -53,6 +53,7 @@ _TEST_SUMMARY = re.compile(
     r"\b\d+ (?:passed|failed)\b|\b\d+ tests?, \d+ failures?\b|\btest result: (?:ok|FAILED)\b"
     r"|^\s*Tests?:\s+\d+|^(?:OK|FAILED) \(|^Ran \d+ tests? in\b"
 )
+_EXISTING_CODE = re.compile(r"^\s*(?://|#|/\*|<!--|--)?\s*\.\.\.\s*existing code\s*\.\.\.", re.IGNORECASE)
 _EXIT_LINE = re.compile(r"\s*(?:Error:\s*)?Exit code:?\s+-?\d+\s*$")
 _CD_PREFIX = re.compile(r"^\s*cd\s+(?:\"[^\"]*\"|'[^']*'|[^\s;&|]+)\s*(?:&&|;)\s*")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[!?]?")
@@ -477,6 +478,9 @@ def _edit_pairs(args: dict) -> list[tuple[str, str]]:
             return pairs
     if "new_source" in args:
         return [("", _s(args.get("new_source")))]
+    if not args.get("old_string") and not args.get("new_string") and isinstance(args.get("code_edit"), str):
+        # Cursor's edit_file: the new code between "// ... existing code ..." markers; what it replaced is unknown
+        return [("", "\n".join(line for line in args["code_edit"].splitlines() if not _EXISTING_CODE.search(line)))]
     return [(_s(args.get("old_string")), _s(args.get("new_string")))]
 
 

@@ -78,6 +78,20 @@ def scrub(ev: HookEvent, max_output_chars: int) -> HookEvent:
                       files=[redact(f) for f in ev.files])
 
 
+def _with_twin_edits(tool_input: str | None, edit_input: str | None) -> str | None:
+    """A Cursor tool call's input, given the old/new strings its afterFileEdit twin reported when the call itself
+    carries none (Cursor's `edit_file` sends `code_edit` with "existing code" markers, not the change)."""
+    try:
+        call, edit = json.loads(tool_input or "null"), json.loads(edit_input or "null")
+    except ValueError:
+        return tool_input
+    if not isinstance(call, dict) or not isinstance(edit, dict) or not edit.get("edits"):
+        return tool_input
+    if call.get("edits") or call.get("old_string") or call.get("new_string"):
+        return tool_input
+    return json.dumps({**call, "edits": edit["edits"]}, ensure_ascii=False)
+
+
 class ObservationStore:
     """Session-scoped observation rows and the sessions table (hook side: plain SQLite, no extensions)."""
 
@@ -118,13 +132,14 @@ class ObservationStore:
             return None
         twin_event = "tool_use" if ev.event == "file_edit" else "file_edit"
         for row in conn.execute(
-            "SELECT id, tool, files FROM observations WHERE session_id = ? AND event = ? AND created_at >= ? "
+            "SELECT id, tool, files, input FROM observations WHERE session_id = ? AND event = ? AND created_at >= ? "
             "ORDER BY id DESC LIMIT 20", (ev.session_id, twin_event, now - EDIT_TWIN_SECONDS)):
             if twin_event == "tool_use" and not _EDIT_TOOL.search(row["tool"] or ""):
                 continue
             if not set(json.loads(row["files"] or "[]")) & set(ev.files):
                 continue
             if ev.event == "tool_use":
+                input_json = _with_twin_edits(input_json, row["input"])
                 try:
                     conn.execute(
                         "UPDATE observations SET event = ?, tool = ?, input = ?, output = ?, fingerprint = ?, "
