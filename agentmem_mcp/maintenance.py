@@ -46,15 +46,16 @@ def erase_forgotten(store: Parts, memories_deleted: bool = True, attempts: int =
     """After a forget: leave no copy of the forgotten text on disk.
 
     SQLite already zeroed the deleted rows (secure_delete is on for every connection). What remains is (1) the BM25
-    index, where tantivy keeps a deleted document's terms in its segment until a merge, so the index is rebuilt
-    from SQLite into new segments and the old segment files are deleted (when memories were deleted); and (2) the
+    index, where tantivy keeps a deleted document's terms in its segment until a merge, so the index is written anew
+    from SQLite in one commit and the old segment files are deleted (when memories were deleted; searches read the
+    old commit until the new one is in place, `Indexer.rewrite_all`); and (2) the
     WAL, which holds the pages as they were before the delete until a checkpoint, so it is checkpointed and
     truncated to zero bytes, retried while another process is reading (busy_readers: it still was)."""
     import time
 
     store.indexer.drain()
     if memories_deleted:
-        rebuild_bm25(store)
+        store.indexer.rewrite_all()
     emptied = busy = False
     for attempt in range(attempts):
         busy_flag, _, _ = store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()

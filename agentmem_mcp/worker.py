@@ -41,6 +41,9 @@ MAX_ATTEMPTS = 5
 RETENTION_DAYS = 30
 PRUNE_BELOW_IMPORTANCE = 0.5
 PRUNE_EVERY_SECONDS = 3600.0
+# Pruned working memories leave their words in the BM25 segments until the index is written anew (what a forget
+# does at once): at most this long after a prune, which bounds the rewrite's cost to one a day.
+ERASE_PRUNED_EVERY_SECONDS = 86400.0
 MAINTENANCE_EVERY_SECONDS = 60.0
 CONSOLIDATE_EVERY_SECONDS = 600.0  # a project's mining reads all its observations: not after every batch
 PASS_SECONDS = 10.0
@@ -285,6 +288,11 @@ class Worker:
         if force or last is None or now - last >= PRUNE_EVERY_SECONDS:
             pruned = prune_observations(self.store, now=now)
             consolidate.set_mark(self.store, meta.LAST_PRUNE, now)
+        since = meta.get(self.store.conn, meta.PRUNED_UNERASED)
+        if since is not None and (force or now - since >= ERASE_PRUNED_EVERY_SECONDS):
+            with self.store.transaction() as tx:
+                meta.delete(tx, meta.PRUNED_UNERASED)
+            self.store.erase_soon()
         if self.sweep:
             from .lifecycle.sweep import maybe_sweep
 
@@ -363,6 +371,8 @@ def prune_observations(store: Store, *, now: float | None = None, days: float = 
         delete_memories(store, delete, f"its observation was pruned (older than {days:g} days, low importance)",
                         now, action="prune")
     with store.transaction() as tx:
+        if delete and meta.get(tx, meta.PRUNED_UNERASED) is None:
+            meta.put(tx, meta.PRUNED_UNERASED, now)
         tx.executemany("UPDATE memories SET source_ids = ? WHERE id = ?", trim)
         for start in range(0, len(doomed), 500):
             part = doomed[start:start + 500]

@@ -24,7 +24,7 @@ from agentmem_mcp.lifecycle.consolidate import error_signature, normalize_comman
 from agentmem_mcp.lifecycle.summarize import SUMMARY_MAX_CHARS
 from agentmem_mcp.maintenance import doctor
 from agentmem_mcp.store import Store
-from agentmem_mcp.worker import MAX_ATTEMPTS, Worker, prune_observations, serve_worker_loop
+from agentmem_mcp.worker import ERASE_PRUNED_EVERY_SECONDS, MAX_ATTEMPTS, Worker, prune_observations, serve_worker_loop
 
 from .conftest import SHARED, require_shared
 from .transcript_replay import claude_code_events
@@ -357,6 +357,61 @@ def test_old_unimportant_observations_are_pruned_unless_a_memory_names_them(stor
     assert store.get(kept_by.id)
     pruned = store.conn.execute("SELECT COUNT(*) FROM audit WHERE action = 'prune'").fetchone()[0]
     assert pruned == 2
+
+
+def test_pruned_working_memories_leave_the_bm25_segments_within_a_day(store):
+    """Pruning deletes working memories; tantivy keeps a deleted document's terms in its segment until a merge, so
+    the worker writes the index anew within ERASE_PRUNED_EVERY_SECONDS of a prune."""
+    import tantivy
+
+    from agentmem_mcp.index.tokenize import build_analyzer, index_text
+
+    clock = [time.time()]
+    store.now = lambda: clock[0]
+    record(store, 3, session="old", created_at=clock[0] - 40 * DAY)
+    record(store, 2, session="new", created_at=clock[0] - DAY)
+    worker = Worker(store, sweep=False)
+    while worker.compress_batch().claimed:
+        pass
+    store.drain_outbox()
+    term = build_analyzer().analyze(index_text("module_old_1"))[-1]  # its joined form
+
+    def segments_holding() -> int:
+        return tantivy.Index.open(str(store.settings.fulltext_dir)).searcher().doc_freq("text", term)
+
+    assert segments_holding() == 1
+    worker.maintain()  # due: the prune deletes the old reads' working memories
+    assert store.conn.execute("SELECT COUNT(*) FROM memories WHERE tier = 'working'").fetchone()[0] == 2
+    assert segments_holding() == 1 and store.search("module_old_1").hits == []  # deleted, its terms still on disk
+    clock[0] += 3600
+    worker.maintain()
+    assert segments_holding() == 1  # not yet a day
+    clock[0] += ERASE_PRUNED_EVERY_SECONDS
+    worker.maintain()
+    store.indexer.close()
+    assert segments_holding() == 0
+    assert store.fulltext.count() == 2
+
+
+def test_rewriting_the_index_keeps_every_document_searchable_meanwhile(store):
+    saved = store.save_many([{"content": f"Deploy step {i} uses the heliotrope runner"} for i in range(1200)])
+    store.drain_outbox()
+    seen = []
+    original = store.fulltext.rewrite
+
+    def watched(docs):
+        def counting():
+            for n, doc in enumerate(docs):
+                if n == 600:  # halfway: what a search in another thread or process reads
+                    seen.append(len(store.fulltext.search("heliotrope", limit=5000)))
+                yield doc
+        return original(counting())
+
+    store.fulltext.rewrite = watched
+    store.forget(ids=[saved[0].id], reason="test")
+    store.indexer.rewrite_all()
+    assert seen == [1199] or seen == [1200]
+    assert len(store.fulltext.search("heliotrope", limit=5000)) == 1199
 
 
 # -- the lease and the loop inside `agentmem serve` --------------------------------------------------------

@@ -42,3 +42,13 @@ def next_batch(conn: Connection, size: int) -> list[tuple[int, str]]:
 def remove(conn: Connection, seqs: list[int]) -> None:
     """Drop applied changes from the queue, inside the caller's transaction."""
     conn.execute(f"DELETE FROM index_outbox WHERE seq IN ({','.join('?' * len(seqs))})", seqs)
+
+
+def last_seq(conn: Connection) -> int:
+    """The newest queued change's sequence number (0 when the queue is empty)."""
+    return conn.execute("SELECT COALESCE(MAX(seq), 0) FROM index_outbox").fetchone()[0]
+
+
+def remove_through(conn: Connection, seq: int) -> None:
+    """Drop the queued changes up to `seq`: an index rewritten from the memories as they were then holds them."""
+    conn.execute("DELETE FROM index_outbox WHERE seq <= ?", (seq,))

@@ -36,6 +36,7 @@ def _text(name: str) -> Key[str]:
 
 LAST_SWEEP: Key[dict[str, Any]] = Key("last_sweep", json.dumps, json.loads)  # the last real sweep's record
 LAST_PRUNE: Key[float] = Key("last_prune", repr, _float)  # when the worker last pruned observations
+PRUNED_UNERASED: Key[float] = Key("pruned_unerased", repr, _float)  # the first prune since the last erasure
 LAST_CONFIDENCE_DECAY: Key[float] = Key("last_confidence_decay", repr, _float)  # the sweep's decay clocks
 LAST_STRENGTH_DECAY: Key[float] = Key("last_strength_decay", repr, _float)
 EMBEDDING_MODEL = _text("embedding_model")  # "model|dimension|encoding" of the vector table (index/vectors.py)

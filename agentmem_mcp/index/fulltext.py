@@ -249,6 +249,40 @@ class FulltextIndex:
             self._make_private()
         return len(delete_ids)
 
+    def rewrite(self, docs: Iterable[FulltextDoc]) -> int:
+        """Replace every document of the index by `docs`, in one writer and one commit; returns how many were written.
+
+        Searches keep reading the previous commit until the new one is in place (nothing is missing meanwhile, as it
+        is between `reset` and the end of a rebuild), then the previous segments' files are deleted: terms that
+        tantivy keeps for deleted documents until it merges their segment go with them."""
+        with self._lock:
+            self.check_files()
+            writer = self._writer()
+        written = 0
+        try:
+            writer.delete_all_documents()
+            for doc in docs:
+                writer.add_document(tantivy.Document(
+                    id=doc.id, project=project_key(doc.project), tier=doc.tier, type=doc.type,
+                    latest="1" if doc.is_latest else "0", text=index_text(doc.text),
+                ))
+                written += 1
+            writer.commit()
+            writer.garbage_collect_files()
+            writer.wait_merging_threads()
+        except ValueError as exc:
+            _rollback(writer)
+            raise IndexDamagedError(f"the BM25 index at {self.path} cannot be written: {exc}") from exc
+        except BaseException:
+            _rollback(writer)
+            raise
+        finally:
+            del writer
+        with self._lock:
+            self._note_files()
+            self._make_private()
+        return written
+
     def clear(self) -> None:
         with self._lock:
             self.check_files()

@@ -24,6 +24,8 @@ from .neighbours import turn_contexts
 
 log = logging.getLogger("agentmem")
 
+DOC_COLUMNS = "id, project, tier, type, is_latest, title, content, tags, files, session_id, created_at"
+
 OUTBOX_BATCH = 500
 # The indexer waits this long after a write before it commits to tantivy, so a burst of saves makes one
 # commit (each costs CPU and an fsync, and competes with the next save's embedding: saves back to back took
@@ -229,14 +231,8 @@ class Indexer:
             ids = list(dict.fromkeys(memory_id for _, memory_id in rows))
             marks = ",".join("?" * len(ids))
             present = {row["id"]: row for row in conn.execute(
-                f"SELECT id, project, tier, type, is_latest, title, content, tags, files, session_id, created_at "
-                f"FROM memories WHERE id IN ({marks})", ids)}
-            contexts = turn_contexts(conn, present.values())
-            docs = [FulltextDoc(
-                id=r["id"], project=r["project"], tier=r["tier"], type=r["type"], is_latest=bool(r["is_latest"]),
-                text=memory_text(r["title"], r["content"], json.loads(r["tags"]), json.loads(r["files"]))
-                + (f"\n{contexts[r['id']]}" if r["id"] in contexts else ""),
-            ) for r in present.values()]
+                f"SELECT {DOC_COLUMNS} FROM memories WHERE id IN ({marks})", ids)}
+            docs = _documents(conn, list(present.values()))
             try:
                 self.fulltext.apply(docs, [i for i in ids if i not in present])
             except IndexBusyError as exc:
@@ -252,6 +248,30 @@ class Indexer:
                 index_outbox.remove(write, [seq for seq, _ in rows])
             applied += len(rows)
         return applied
+
+    def rewrite_all(self, page: int = OUTBOX_BATCH) -> int:
+        """Write the whole BM25 index anew from SQLite in one tantivy commit (`FulltextIndex.rewrite`): searches read
+        the previous commit until then, and the previous segments, with the terms of documents deleted from them,
+        are deleted after it. Changes queued meanwhile stay queued and are applied after it. Returns how many
+        memories were written."""
+        with self._drain_lock:
+            conn = self.db.conn
+            through = index_outbox.last_seq(conn)
+
+            def every_document():
+                after = 0
+                while True:
+                    rows = conn.execute(f"SELECT rowid, {DOC_COLUMNS} FROM memories WHERE rowid > ? ORDER BY rowid "
+                                        "LIMIT ?", (after, page)).fetchall()
+                    if not rows:
+                        return
+                    after = rows[-1]["rowid"]
+                    yield from _documents(conn, rows)
+
+            written = self.fulltext.rewrite(every_document())
+            with self.db.transaction() as write:
+                index_outbox.remove_through(write, through)
+            return written
 
     def close(self) -> None:
         """Stop the thread, run a pending erasure (forgotten text must not outlive the process that forgot it),
@@ -275,3 +295,13 @@ class Indexer:
             log.debug("could not update the BM25 index at close: %s", exc)
         except Exception:  # the outbox keeps what is not indexed; the next open drains it
             log.exception("could not update the BM25 index at close")
+
+
+def _documents(conn, rows: list) -> list[FulltextDoc]:
+    """The BM25 documents of memory rows (DOC_COLUMNS)."""
+    contexts = turn_contexts(conn, rows)
+    return [FulltextDoc(
+        id=r["id"], project=r["project"], tier=r["tier"], type=r["type"], is_latest=bool(r["is_latest"]),
+        text=memory_text(r["title"], r["content"], json.loads(r["tags"]), json.loads(r["files"]))
+        + (f"\n{contexts[r['id']]}" if r["id"] in contexts else ""),
+    ) for r in rows]
