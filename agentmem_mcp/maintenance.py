@@ -94,9 +94,10 @@ def database_error_line(exc: BaseException) -> str:
     text = str(exc)
     if "disk I/O error" in text:
         return (f"the memory database could not be read ({text}): its write-ahead log (agentmem.db-wal) may have been "
-                "deleted or replaced while an agentmem process had it open. Nothing was changed. A running agentmem "
-                "server notices it and saves what it holds within seconds: retry in a moment, and restart the MCP "
-                "server; `agentmem doctor` checks the database. Hooks keep their events in the spool meanwhile")
+                "deleted, replaced or cut short while an agentmem process had it open. Nothing was changed. A running "
+                "agentmem server notices a deleted or replaced log and saves what it holds within seconds: retry in a "
+                "moment, and restart the MCP server; `agentmem doctor` checks the database and offers recovery. Hooks "
+                "keep their events in the spool meanwhile")
     return (f"the memory database cannot be used ({text}). Nothing was changed. Keep a copy of the home folder, then "
             "run `agentmem doctor`: if the database is damaged, `agentmem doctor --recover` copies what is readable "
             "into a new file beside it. Hooks keep their events in the spool meanwhile")

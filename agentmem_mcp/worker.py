@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from . import lease
 from .capture.compress import CompressedObservation, compress
 from .db import audit, meta, observations
+from .db.connection import is_damage
 from .lifecycle import consolidate, summarize
 from .lifecycle.consolidate import prepare_saves, write_saves
 from .llm import LLM, need, need_text, need_unit
@@ -189,12 +190,16 @@ class Worker:
         try:
             report.compressed += self._compress(ids)
         except Exception as exc:
+            if is_damage(exc):  # not this batch's fault: the pass stops, its loop says it once
+                raise
             log.warning("compressing a batch of %d failed (%s: %s); retrying one by one", len(ids),
                         type(exc).__name__, exc)
             for obs_id in ids:
                 try:
                     report.compressed += self._compress([obs_id])
                 except Exception as one:
+                    if is_damage(one):
+                        raise
                     log.exception("observation %d could not be compressed", obs_id)
                     report.failed += self._fail(obs_id, one)
         return report
@@ -400,6 +405,7 @@ async def serve_worker_loop(state: Any) -> None:
             return state.stopping.is_set() or not keeper.held.is_set()
 
         idle = IDLE_SLEEP[0]
+        damaged = ""
         while not state.stopping.is_set():
             try:
                 if keeper.held.is_set():
@@ -411,8 +417,16 @@ async def serve_worker_loop(state: Any) -> None:
                     idle = 0.5  # another process works; look again soon (the keeper retries every renewal)
             except StoreDamaged:  # the database's files changed under this server (logged once): it writes no more
                 return
-            except Exception:
-                log.exception("worker pass failed; retrying later")
+            except Exception as exc:
+                if is_damage(exc):  # a damaged database: one line per message, not a traceback every pass
+                    from .maintenance import database_error_line
+
+                    line = database_error_line(exc)
+                    if line != damaged:
+                        log.error("worker pass failed, retrying later: %s", line)
+                        damaged = line
+                else:
+                    log.exception("worker pass failed; retrying later")
                 idle = IDLE_SLEEP[1]
             waited = 0.0
             while waited < idle and not state.stopping.is_set():

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -110,3 +111,72 @@ def test_the_server_checkpoints_when_idle_and_at_exit(cli_env, home, tmp_path):
     finally:
         for holder in holders:
             holder.close()
+
+
+
+@pytest.mark.parametrize("checkpointed", [False, True])
+def test_a_wal_truncated_under_a_running_server_is_said_in_one_line_and_recovered(cli_env, home, tmp_path,
+                                                                                   checkpointed):
+    """The WAL cut short in place (same file, fewer bytes) while the server has it open: SQLite's shared index still
+    points at frames past the new end, and the pages in them are gone. No command prints a traceback, the hook
+    answers the agent as usual, doctor says the database is damaged and how to recover, and `doctor --recover`
+    copies what is readable into a new file; or, when the cut took only frames SQLite had already copied into the
+    database file, nothing is lost."""
+    import os
+
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    env = cli_env | {"AGENTMEM_EMBEDDINGS": "0"}
+    wal = home / "agentmem.db-wal"
+
+    async def scenario() -> None:
+        async with stdio_client(serve(env, project)) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                for n in range(6):
+                    saved = await session.call_tool("memory_save", {"content": f"Release note {n}: the train leaves"})
+                    assert not saved.is_error, saved.content[0].text
+                    if n == 2 and checkpointed:  # the first three reach the database file, the rest stay in the WAL
+                        other = connect(home / "agentmem.db", load_vec=False)
+                        assert other.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[0] == 0
+                        other.close()
+                size = wal.stat().st_size
+                assert size > 8192
+                os.truncate(wal, size // 2)
+                await session.call_tool("memory_save", {"content": "Staging deploys need a ticket"})
+                for args in (("search", "release note"), ("stats",), ("list",)):
+                    done = run(env, project, *args)
+                    # a result, or the one line that says what happened (never a traceback)
+                    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) <= 1, (args, done)
+                    assert done.returncode == 0 or done.stderr.startswith("agentmem: the memory database"), done
+                prompt = {"session_id": "s-1", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
+                          "prompt": "when does the release train leave?"}
+                hooked = run(env, project, "hook", "UserPromptSubmit", stdin=json.dumps(prompt))
+                assert hooked.returncode == 0 and hooked.stderr == ""
+
+    anyio.run(scenario)
+    doctor = run(env, project, "doctor")
+    assert no_raw_error(doctor), doctor.stdout + doctor.stderr
+    if "damaged" not in doctor.stdout:  # the cut took only frames already copied into the database (SQLite had
+        # started the WAL over after the checkpoint): nothing is lost
+        assert "integrity check ok" in doctor.stdout, doctor.stdout
+        conn = connect(home / "agentmem.db", load_vec=False)
+        try:
+            assert conn.execute("SELECT COUNT(*) FROM memories WHERE content LIKE 'Release note%'").fetchone()[0] == 6
+        finally:
+            conn.close()
+        return
+    assert "doctor --recover" in doctor.stdout, doctor.stdout
+    recovered = run(env, project, "doctor", "--recover")
+    assert recovered.returncode == 0 and no_raw_error(recovered), recovered.stdout + recovered.stderr
+    (copy,) = home.glob("agentmem.recovered-*.db")
+    conn = connect(copy, load_vec=False)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        # whatever is readable; pages whose newest copy was in the cut frames are gone (the server's last checkpoint,
+        # at exit, may also have copied a cut frame's zeros into the database file)
+        conn.execute("SELECT COUNT(*) FROM memories").fetchone()
+    finally:
+        conn.close()
+    log = (home / "logs" / "agentmem.log").read_text()
+    assert "Traceback" not in log, log[-3000:]

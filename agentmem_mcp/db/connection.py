@@ -20,6 +20,16 @@ OperationalError = sqlean.OperationalError
 IntegrityError = sqlean.IntegrityError
 
 
+def is_damage(exc: BaseException) -> bool:
+    """Whether an error says the database's files cannot be used (damaged, cut short, replaced, not a database),
+    rather than a lock, a constraint or a mistake in a statement: retrying or going on with other rows won't help."""
+    if not isinstance(exc, DatabaseError) or isinstance(exc, IntegrityError):
+        return False
+    text = str(exc)
+    return not isinstance(exc, OperationalError) or any(
+        sign in text for sign in ("disk I/O error", "malformed", "not a database", "vtable constructor failed"))
+
+
 
 class Connection(sqlean.Connection):
     """A sqlean connection that may carry the `FileWatch` of the process that opened it (see `watch_files`)."""

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from ..db import index_outbox
-from ..db.connection import DatabaseError
+from ..db.connection import DatabaseError, is_damage
 from ..db.database import Database
 from ..models import StoreDamaged
 from .document import memory_text
@@ -61,6 +61,7 @@ class Indexer:
         self._closing = False
         self._closed = threading.Event()
         self._healed_at = float("-inf")
+        self._said_damaged = False
         self._erase_pending: bool | None = None  # an erasure asked for (`erase_soon`): whether memories went
         self._erase_lock = threading.Lock()
         self.fulltext = self._open_fulltext()
@@ -190,6 +191,14 @@ class Indexer:
                     self._run_erasure()
             except StoreDamaged:  # the database's files changed under this process (logged once)
                 return
+            except DatabaseError as exc:
+                if not is_damage(exc):
+                    log.exception("background BM25 indexing failed; the outbox keeps the work")
+                elif not self._said_damaged:  # a damaged database: one line, once (doctor says what to do)
+                    log.error("background BM25 indexing stopped: the memory database cannot be read (%s); run "
+                              "`agentmem doctor`", exc)
+                    self._said_damaged = True
+                unfinished = False
             except Exception:
                 log.exception("background BM25 indexing failed; the outbox keeps the work")
                 unfinished = False  # searches go back to applying the outbox themselves
