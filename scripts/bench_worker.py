@@ -30,7 +30,7 @@ from machine import describe_machine
 from agentmem_mcp.capture.events import HookEvent, parse_hook_event
 from agentmem_mcp.capture.observations import ObservationStore, scrub
 from agentmem_mcp.config import load_settings
-from agentmem_mcp.index.embedder import Embedder
+from agentmem_mcp.index.embedder import Embedder, PassageCache
 from agentmem_mcp.store import Store
 from agentmem_mcp.worker import Worker
 
@@ -40,16 +40,17 @@ DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared/models/all-MiniLM-
 
 
 class TimedEmbedder(Embedder):
-    """The real embedder, keeping count of the seconds it spends and the texts it embeds."""
+    """The real embedder, keeping count of the seconds its model spends and the texts the model embeds (a text
+    found in the embedder's cache of recent passages is not counted)."""
 
     seconds = 0.0
     texts = 0
     chars = 0
 
-    def embed(self, texts: Any) -> Any:
+    def _embed_passages(self, texts: Any) -> Any:
         started = time.perf_counter()
         try:
-            return super().embed(texts)
+            return super()._embed_passages(texts)
         finally:
             self.seconds += time.perf_counter() - started
             self.texts += len(texts)
@@ -119,6 +120,7 @@ def one_run(events: list[HookEvent], embedder: TimedEmbedder) -> dict[str, float
                 observations.record(scrub(ev, settings.max_output_chars), ev.cwd)
             count = store.conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
             embedder.seconds, embedder.texts, embedder.chars = 0.0, 0, 0
+            embedder.passages = PassageCache()  # each run starts as a new process does: nothing embedded yet
             started = time.perf_counter()
             report = Worker(store).run_until_idle()
             seconds = time.perf_counter() - started

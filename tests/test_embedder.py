@@ -70,3 +70,35 @@ def test_loading_the_model_sends_no_telemetry(model_path, tmp_path):
     theirs = _load_in(tmp_path / "theirs", model_path, ORT_DISABLE_TELEMETRY="0", HF_HUB_DISABLE_TELEMETRY="0")
     if not theirs.exists():
         pytest.skip("this onnxruntime keeps no telemetry queue: nothing to compare with")
+
+
+def test_a_text_embedded_lately_is_not_embedded_again(model_path):
+    """A summary saved again at each turn repeats most of its lines: the model embeds each text once, the
+    vectors are the model's own, and the cache keeps only the most recent texts."""
+    from agentmem_mcp.index.embedder import Embedder, PassageCache
+
+    class Counting(Embedder):
+        model_texts: list[str] = []
+
+        def _embed_passages(self, texts):
+            self.model_texts.extend(texts)
+            return super()._embed_passages(texts)
+
+    embedder = Counting("sentence-transformers/all-MiniLM-L6-v2", model_path)
+    assert embedder.load(), embedder.error
+    first = embedder.embed(["Ran `mix test`: 410 passed", "Edited lib/session_live.ex", "Ran `mix test`: 410 passed"])
+    assert embedder.model_texts == ["Ran `mix test`: 410 passed", "Edited lib/session_live.ex"]
+    assert float(np.dot(first[0], first[2])) > 0.9999 and first[0] is not first[2]
+    again = embedder.embed(["Edited lib/session_live.ex", "Committed 64f1b9a"])
+    assert embedder.model_texts[2:] == ["Committed 64f1b9a"]
+    assert float(np.dot(again[0], first[1])) > 0.9999
+    fresh = Embedder("sentence-transformers/all-MiniLM-L6-v2", model_path)
+    assert fresh.load()
+    assert float(np.dot(fresh.embed(["Committed 64f1b9a"])[0], again[1])) > 0.9999  # the same as without a cache
+    again[1][:] = 0  # a caller changing its vector changes nothing cached
+    assert float(np.dot(embedder.embed(["Committed 64f1b9a"])[0], fresh.embed(["Committed 64f1b9a"])[0])) > 0.9999
+    small = PassageCache(entries=2)
+    small.put_many(["a", "b"], [np.ones(2), np.ones(2)])
+    small.get_many(["a"])  # a is used again: b is now the oldest
+    small.put_many(["c"], [np.ones(2)])
+    assert [v is not None for v in small.get_many(["a", "b", "c"])] == [True, False, True]

@@ -268,10 +268,8 @@ class SharedEmbedder(Embedder):
                 self._loaded.set()
         return self.ready
 
-    def embed(self, texts: Sequence[str]) -> list[Any] | None:
-        if not self.ready or not texts:
-            return None if not self.ready else []
-        return self._embed("passage", list(texts))
+    def _embed_passages(self, texts: list[str]) -> list[Any] | None:
+        return self._embed("passage", texts)
 
     def embed_query(self, text: str) -> Any | None:
         if not self.ready:

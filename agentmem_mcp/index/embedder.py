@@ -10,6 +10,7 @@ import os
 import socket
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,38 @@ def _release_freed_memory() -> None:
         pass
 
 
+PASSAGE_CACHE_ENTRIES = 4096  # ~1.5 KB of vector a text (384 float32), plus the text: a few MB at most
+
+
+class PassageCache:
+    """The vectors of the texts embedded last (least recently used dropped first), safe across threads."""
+
+    def __init__(self, entries: int = PASSAGE_CACHE_ENTRIES) -> None:
+        self.entries = entries
+        self._vectors: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def get_many(self, texts: Sequence[str]) -> list[Any | None]:
+        with self._lock:
+            found = []
+            for text in texts:
+                vector = self._vectors.get(text)
+                if vector is not None:
+                    self._vectors.move_to_end(text)
+                    self.hits += 1
+                found.append(vector)
+            return found
+
+    def put_many(self, texts: Sequence[str], vectors: Sequence[Any]) -> None:
+        with self._lock:
+            for text, vector in zip(texts, vectors):
+                self._vectors[text] = vector
+                self._vectors.move_to_end(text)
+            while len(self._vectors) > self.entries:
+                self._vectors.popitem(last=False)
+
+
 class Embedder:
     """A fastembed TextEmbedding behind a lock, with background loading and a recorded failure."""
 
@@ -160,6 +193,7 @@ class Embedder:
         self._thread: threading.Thread | None = None
         self._announced = False
         self.dimension: int | None = KNOWN_DIMENSIONS.get(model_name)
+        self.passages = PassageCache()
         if not enabled:
             self._loaded.set()
 
@@ -258,10 +292,25 @@ class Embedder:
         return self.ready
 
     def embed(self, texts: Sequence[str]) -> list[Any] | None:
-        """Normalised float32 vectors for passages, or None when the model is not ready."""
+        """Normalised float32 vectors for passages, or None when the model is not ready. A text embedded lately by
+        this process is not embedded again (`PassageCache`: a session's summary saved again at each turn repeats
+        most of its lines, a prompt or an error repeats)."""
         if not self.ready or not texts:
             return None if not self.ready else []
         texts = list(texts)
+        found = self.passages.get_many(texts)
+        missing = list(dict.fromkeys(t for t, v in zip(texts, found) if v is None))
+        if missing:
+            computed = self._embed_passages(missing)
+            if computed is None:
+                return None
+            self.passages.put_many(missing, computed)
+            fresh = dict(zip(missing, computed))
+            found = [v if v is not None else fresh[t] for t, v in zip(texts, found)]
+        return [v.copy() for v in found]
+
+    def _embed_passages(self, texts: list[str]) -> list[Any] | None:
+        """The model's vectors for `texts` (all different), in order."""
         # texts of like length batched together: a batch is padded to its longest text, so one long text among
         # short ones makes the whole batch cost what it costs
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
