@@ -145,6 +145,9 @@ def _release_freed_memory() -> None:
         pass
 
 
+# Texts per model call, sorted by length first. Small batches of like length ran faster than big ones on a 2-core
+# machine (texts/s at batch 4 / 8 / 32: 16.1 / 13.8 / 9.5, scripts/bench_embed_batch.py, docs/benchmarks.md)
+MODEL_BATCH = 8
 PASSAGE_CACHE_ENTRIES = 4096  # ~1.5 KB of vector a text (384 float32), plus the text: a few MB at most
 
 
@@ -315,7 +318,7 @@ class Embedder:
         # short ones makes the whole batch cost what it costs
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         vectors: list[Any] = [None] * len(texts)
-        for index, vector in zip(order, self._model.embed([texts[i] for i in order], batch_size=32)):
+        for index, vector in zip(order, self._model.embed([texts[i] for i in order], batch_size=MODEL_BATCH)):
             vectors[index] = vector.astype("float32")
         if len(texts) > 32:  # a big batch's working memory goes back to the system (no arena keeps it)
             _release_freed_memory()
