@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from .capture.redact import redact
-from .db import audit, index_outbox
+from .db import audit, index_outbox, memories
 from .db.memories import content_hash
 from .index import graph
 from .index.entities import extract_entities
@@ -136,8 +136,7 @@ def _import_memory(store: Parts, m: dict[str, Any]) -> bool:
         for name in ("created_at", "updated_at"):
             if values.get(name) is None:
                 values[name] = store.now()
-        conn.execute(f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
-                     [values[name] for name in COLUMNS])
+        memories.insert(conn, values)
         graph.link_entities(conn, m["id"], extract_entities(f"{values['title']}\n{content}"))
         index_outbox.queue(conn, [m["id"]], store.now())
     return True

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import lease
 from .capture.compress import CompressedObservation, compress
-from .db import audit, meta, observations
+from .db import audit, memories, meta, observations
 from .lifecycle import consolidate, summarize
 from .lifecycle.consolidate import prepare_saves, write_saves
 from .llm import LLM, need, need_text, need_unit
@@ -325,8 +325,7 @@ def _add_working_source(conn: Connection, memory_id: str, obs_id: int) -> None:
         return
     sources = json.loads(row["source_ids"])
     if f"obs:{obs_id}" not in sources and len(sources) < MAX_WORKING_SOURCES:
-        conn.execute("UPDATE memories SET source_ids = ? WHERE id = ?", (json.dumps([*sources, f"obs:{obs_id}"]),
-                                                                       memory_id))
+        memories.set_sources(conn, [(memory_id, [*sources, f"obs:{obs_id}"])])
 
 
 def prune_observations(store: Store, *, now: float | None = None, days: float = RETENTION_DAYS,
@@ -355,7 +354,7 @@ def prune_observations(store: Store, *, now: float | None = None, days: float = 
             names):
             left = [s for s in json.loads(row["source_ids"]) if s not in gone]
             if left:
-                trim.append((json.dumps(left), row["id"]))
+                trim.append((row["id"], left))
             else:
                 delete.append(row)
     delete = list({row["id"]: row for row in delete}.values())
@@ -363,7 +362,7 @@ def prune_observations(store: Store, *, now: float | None = None, days: float = 
         delete_memories(store, delete, f"its observation was pruned (older than {days:g} days, low importance)",
                         now, action="prune")
     with store.transaction() as tx:
-        tx.executemany("UPDATE memories SET source_ids = ? WHERE id = ?", trim)
+        memories.set_sources(tx, trim)
         for start in range(0, len(doomed), 500):
             part = doomed[start:start + 500]
             tx.execute(f"DELETE FROM observations WHERE id IN ({','.join('?' * len(part))})", part)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..capture.transcript import mentioned_paths
-from ..db import audit, meta
+from ..db import audit, memories, meta
 from ..index import graph
 from ..models import InvalidInput, SaveResult
 from ..project import worktree_root
@@ -461,8 +461,7 @@ def upsert_derived(store: Parts, project: str | None, items: list[Derived], *,
 
 def set_sources(conn: Connection, memory_id: str, project: str | None, sources: list[str], now: float) -> None:
     """Replace a memory's sources in place (inside a transaction), keeping its derived_from links in step."""
-    conn.execute("UPDATE memories SET source_ids = ?, updated_at = ? WHERE id = ?",
-                 (json.dumps(sources), now, memory_id))
+    memories.set_sources(conn, [(memory_id, sources)], updated_at=now)
     linked = [s for s in sources if s.startswith("m_")]
     marks = ",".join("?" * len(linked)) or "''"
     conn.execute(f"DELETE FROM memory_links WHERE src_id = ? AND relation = 'derived_from' AND dst_id NOT IN "

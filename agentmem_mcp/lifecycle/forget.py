@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..db import audit, index_outbox, meta
+from ..db import audit, index_outbox, memories, meta
 from ..db.memories import MemoryFilter
 from ..index import graph, neighbours, vectors, words
 from ..models import TIERS, TYPES, InvalidInput, NotFound, check_choice, check_memory_id
@@ -159,13 +159,12 @@ def delete_memories(store: Parts, rows: Sequence[Any], reason: str, now: float, 
     for start in range(0, len(ids), 500):
         batch = rows[start:start + 500]
         batch_ids = ids[start:start + 500]
-        marks = ",".join("?" * len(batch_ids))
         with store.transaction() as conn:
             later = sorted(neighbours.later_turns(conn, batch_ids) - set(ids))
             vectors.delete(conn, batch_ids)
             words.release(conn, batch_ids)
             graph.unlink_memories(conn, batch_ids)
-            conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", batch_ids)
+            memories.delete(conn, batch_ids)
             index_outbox.queue(conn, batch_ids, now, op="delete")
             _redo_context(conn, later, now)
             for row in batch:
@@ -178,5 +177,5 @@ def _redo_context(conn: Any, memory_ids: Sequence[str], now: float) -> None:
     """The turns that followed forgotten ones: BM25 indexes them again (with the turns now before them), and
     they lose their answer chunk until the worker's next pass makes it again with their pieces."""
     vectors.drop_answers(conn, memory_ids)
-    conn.executemany("UPDATE memories SET pieces = NULL WHERE id = ?", [(m,) for m in memory_ids])
+    memories.clear_pieces(conn, memory_ids)
     index_outbox.queue(conn, memory_ids, now)
