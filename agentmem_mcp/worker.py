@@ -337,8 +337,7 @@ def prune_observations(store: Store, *, now: float | None = None, days: float = 
     now = store.now() if now is None else now
     conn = store.conn
     cutoff = now - days * 86400
-    old = [r[0] for r in conn.execute("SELECT id FROM observations WHERE status = 'compressed' AND created_at < ? "
-                                      "AND COALESCE(importance, 0) < ? ORDER BY id LIMIT 5000", (cutoff, below))]
+    old = observations.prunable(conn, cutoff, below)
     if not old:
         return 0
     kept = {r[0] for r in conn.execute("SELECT DISTINCT j.value FROM memories m, json_each(m.source_ids) j "
@@ -363,9 +362,7 @@ def prune_observations(store: Store, *, now: float | None = None, days: float = 
                         now, action="prune")
     with store.transaction() as tx:
         memories.set_sources(tx, trim)
-        for start in range(0, len(doomed), 500):
-            part = doomed[start:start + 500]
-            tx.execute(f"DELETE FROM observations WHERE id IN ({','.join('?' * len(part))})", part)
+        observations.delete(tx, doomed)
         meta.delete_summary_states_before(tx, cutoff)
     return len(doomed)
 

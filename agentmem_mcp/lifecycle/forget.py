@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..db import audit, index_outbox, memories, meta
+from ..db import audit, index_outbox, memories, meta, observations
 from ..db.memories import MemoryFilter
 from ..index import graph, neighbours, vectors, words
 from ..models import TIERS, TYPES, InvalidInput, NotFound, check_choice, check_memory_id
@@ -85,8 +85,7 @@ def forget(store: Parts, *, ids: Sequence[str] | str | None = None, session_id: 
             raise NotFound(f"no session {session_id[:80]!r} in this project: nothing was forgotten")
         rows = conn.execute("SELECT id, title, type, version, project FROM memories WHERE session_id = ?",
                             (session_id,)).fetchall()
-        session_observations = conn.execute("SELECT COUNT(*) FROM observations WHERE session_id = ?",
-                                            (session_id,)).fetchone()[0]
+        session_observations = observations.count_of_session(conn, session_id)
         if not rows and not session_observations:
             raise NotFound(f"no memories or observations for session {session_id[:80]!r}")
     else:
@@ -99,7 +98,7 @@ def forget(store: Parts, *, ids: Sequence[str] | str | None = None, session_id: 
     delete_memories(store, rows, reason or "forgotten on request", now)
     if session_id is not None and session_observations:
         with store.transaction() as conn:
-            conn.execute("DELETE FROM observations WHERE session_id = ?", (session_id,))
+            observations.delete_session(conn, session_id)
             audit.append(conn, "forget_session", None, None,
                          {"session_id": session_id, "observations": session_observations,
                           "memories": len(rows), "reason": reason}, at=now)
@@ -113,8 +112,7 @@ def forget_session(store: Parts, session_id: str, reason: str, within: Sequence[
     derives again what the remaining sessions still support). Returns the forget result and the derived ids.
     within: as in `forget` (a session of another project is not found)."""
     conn = store.conn
-    cited = {f"obs:{row[0]}" for row in conn.execute("SELECT id FROM observations WHERE session_id = ?",
-                                                      (session_id,))}
+    cited = {f"obs:{obs_id}" for obs_id in observations.ids_of_session(conn, session_id)}
     cited |= {row[0] for row in conn.execute("SELECT id FROM memories WHERE session_id = ?", (session_id,))}
     result = forget(store, session_id=session_id, reason=reason, within=within)
     derived = [row[0] for row in conn.execute(
