@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..capture.transcript import mentioned_paths
-from ..db import audit, memories, meta, observations, sessions
-from ..index import graph
+from ..db import audit, links, memories, meta, observations, sessions
 from ..models import InvalidInput, SaveResult
 from ..project import worktree_root
 from ..trust import withhold_instructions
@@ -459,11 +458,9 @@ def set_sources(conn: Connection, memory_id: str, project: str | None, sources: 
     """Replace a memory's sources in place (inside a transaction), keeping its derived_from links in step."""
     memories.set_sources(conn, [(memory_id, sources)], updated_at=now)
     linked = [s for s in sources if s.startswith("m_")]
-    marks = ",".join("?" * len(linked)) or "''"
-    conn.execute(f"DELETE FROM memory_links WHERE src_id = ? AND relation = 'derived_from' AND dst_id NOT IN "
-                 f"({marks})", [memory_id, *linked])
+    links.keep_derived_from(conn, memory_id, linked)
     for source in linked:
-        graph.add_link(conn, memory_id, source, "derived_from", now)
+        links.add_link(conn, memory_id, source, "derived_from", now)
     audit.append(conn, "update_sources", memory_id, project, {"sources": len(sources)}, at=now)
 
 

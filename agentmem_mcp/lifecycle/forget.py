@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..db import audit, index_outbox, memories, meta, observations
+from ..db import audit, index_outbox, links, memories, meta, observations
 from ..db.memories import MemoryFilter
-from ..index import graph, neighbours, vectors, words
+from ..index import neighbours, vectors, words
 from ..models import TIERS, TYPES, InvalidInput, NotFound, check_choice, check_memory_id
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ def delete_memories(store: Parts, rows: Sequence[Any], reason: str, now: float, 
             later = sorted(neighbours.later_turns(conn, batch_ids) - set(ids))
             vectors.delete(conn, batch_ids)
             words.release(conn, batch_ids)
-            graph.unlink_memories(conn, batch_ids)
+            links.unlink_memories(conn, batch_ids)
             memories.delete(conn, batch_ids)
             index_outbox.queue(conn, batch_ids, now, op="delete")
             _redo_context(conn, later, now)

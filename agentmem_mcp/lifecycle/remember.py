@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..anchors import head_commit
 from ..capture.redact import redact
-from ..db import audit, index_outbox, memories
+from ..db import audit, index_outbox, links, memories
 from ..db.memories import content_hash
-from ..index import graph, vectors
+from ..index import vectors
 from ..index.entities import extract_entities
 from ..index.tokenize import terms
 from ..models import (
@@ -338,15 +338,15 @@ def _write(conn: Any, store: Parts, draft: Draft, supersedes: str | None, chunks
             store.embedder.model_id if embedded else "" if vectorless else None)
     if embedded:
         vectors.put(conn, memory_id, draft.project, True, chunks, embedded)
-    graph.link_entities(conn, memory_id, extract_entities(f"{draft.title}\n{draft.content}\n"
+    links.link_entities(conn, memory_id, extract_entities(f"{draft.title}\n{draft.content}\n"
                                                           + " ".join(draft.files)))
     if old:
-        graph.add_link(conn, memory_id, old["id"], "supersedes", now)
+        links.add_link(conn, memory_id, old["id"], "supersedes", now)
     for conflict_id, _ in conflicts:
-        graph.add_link(conn, memory_id, conflict_id, "conflicts_with", now)
+        links.add_link(conn, memory_id, conflict_id, "conflicts_with", now)
     for source_id in draft.source_ids:
         if source_id.startswith("m_"):
-            graph.add_link(conn, memory_id, source_id, "derived_from", now)
+            links.add_link(conn, memory_id, source_id, "derived_from", now)
     index_outbox.queue(conn, [memory_id], now)
     audit.append(conn, "supersede" if old else "save", memory_id, draft.project,
                  {"version": version, "supersedes": old["id"] if old else None, "type": draft.type,
