@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .anchors import FreshRows, missing_files, relative, stale_note
+from .db import observations, sessions
 from .db.connection import Connection
 from .index.tokenize import terms
 from .lifecycle import OUTCOME
@@ -249,9 +250,7 @@ def _usefulness(row: Any, now: float) -> float:
 
 
 def _unsummarised_ids(conn: Connection, project: str | None, exclude: str | None, current: str | None) -> list[str]:
-    return [r[0] for r in conn.execute(
-        "SELECT id FROM sessions WHERE project IS ? AND summary_memory_id IS NULL AND id IS NOT ? AND id IS NOT ? "
-        "ORDER BY last_event_at DESC LIMIT 2", (project, exclude, current))]
+    return sessions.unsummarised(conn, project, leaving_out=(exclude, current))
 
 
 def _unsummarised(conn: Connection, project: str | None, session_ids: list[str], now: float,
@@ -263,9 +262,7 @@ def _unsummarised(conn: Connection, project: str | None, session_ids: list[str],
         commands: dict[str, None] = {}
         prompts: list[str] = []
         last = 0.0
-        for obs in conn.execute(
-            "SELECT event, tool, input, prompt, files, created_at FROM observations WHERE session_id = ? "
-            "ORDER BY id LIMIT 2000", (session_id,)):
+        for obs in observations.session_events(conn, session_id):
             last = max(last, obs["created_at"])
             if obs["event"] in ("tool_use", "file_edit") and obs["tool"] in ("Edit", "MultiEdit", "Write",
                                                                            "NotebookEdit", None):

@@ -18,6 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .db import sessions
+
 _NOT_TYPED = ("<command-", "<local-command", "<task-notification>", "<system-reminder>", "Caveat:")
 
 
@@ -280,8 +282,7 @@ def import_sessions(settings: Any, client: str, sources: Sequence[Any], events_o
 
 
 def _known(conn: Any, session_id: str) -> bool:
-    return conn.execute("SELECT 1 FROM observations WHERE session_id = ? UNION ALL "
-                        "SELECT 1 FROM sessions WHERE id = ? LIMIT 1", (session_id, session_id)).fetchone() is not None
+    return sessions.known(conn, session_id)
 
 
 def parse_since(text: str) -> float:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .db import sessions as session_rows
+
 if TYPE_CHECKING:
     from .config import Settings
     from .parts import Parts
@@ -62,8 +64,7 @@ def plan_purge(store: Parts | None, settings: Settings, project: str | None) -> 
         return PurgePlan(files=own_files(settings))
     conn = store.conn
     memories = conn.execute("SELECT COUNT(*) FROM memories WHERE project IS ?", (project,)).fetchone()[0]
-    sessions = conn.execute("SELECT COUNT(*) FROM sessions WHERE project IS ?", (project,)).fetchone()[0]
-    return PurgePlan(project=project, memories=memories, sessions=sessions)
+    return PurgePlan(project=project, memories=memories, sessions=session_rows.count(conn, project))
 
 
 def purge_project(store: Parts, project: str, reason: str = "purged from the command line") -> tuple[int, int]:
@@ -73,9 +74,7 @@ def purge_project(store: Parts, project: str, reason: str = "purged from the com
     from .models import NotFound
 
     conn = store.conn
-    sessions = [row[0] for row in conn.execute(
-        "SELECT id FROM sessions WHERE project IS ? UNION SELECT DISTINCT session_id FROM observations "
-        "WHERE project IS ? AND session_id IS NOT NULL", (project, project))]
+    sessions = session_rows.ids_of_project(conn, project)
     for session_id in sessions:
         try:
             forget(store, session_id=session_id, reason=reason)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from .db import meta
+from .db import meta, observations
 from .db.audit import check_triggers, head_path, key_path, verify
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ def doctor(store: Parts) -> list[Check]:
     checks.append(Check("audit triggers", not broken, "; ".join(broken) or "the audit log is append-only",
                         "" if not broken else "the triggers were dropped outside agentmem: keep a copy of the home "
                         "for investigation; `agentmem audit --verify` says what else changed"))
-    failed = conn.execute("SELECT COUNT(*) FROM observations WHERE status = 'failed'").fetchone()[0]
+    failed = observations.failed_count(conn)
     checks.append(Check("worker", failed == 0, f"{failed} observations parked as failed",
                         "see the log under the home directory; `agentmem worker --retry-failed` retries them"
                         if failed else ""))

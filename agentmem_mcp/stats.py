@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from .db import meta
+from .db import meta, observations, sessions
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -26,7 +26,6 @@ def stats(store: Parts, *, project: str | None = ..., all_projects: bool = False
     if not all_projects:
         where += " AND (project IS ? OR project IS NULL)"
         args.append(project)
-    scope, scope_args = ("1 = 1", []) if all_projects else ("project IS ?", [project])
     total, never, superseded = conn.execute(
         f"SELECT COUNT(*), SUM(access_count = 0), "
         f"(SELECT COUNT(*) FROM memories WHERE is_latest = 0 AND (project IS ? OR project IS NULL OR ?)) "
@@ -41,8 +40,6 @@ def stats(store: Parts, *, project: str | None = ..., all_projects: bool = False
     day = time.strftime("%Y-%m-%d", time.gmtime(now))
     spend = conn.execute("SELECT COALESCE(SUM(input_tokens + output_tokens), 0), COUNT(*) FROM llm_ledger "
                          "WHERE day = ?", (day,)).fetchone()
-    observations = {row[0]: row[1] for row in conn.execute(
-        f"SELECT status, COUNT(*) FROM observations WHERE {scope} GROUP BY status", scope_args)}
     return {
         "project": None if all_projects else project,
         "all_projects": all_projects,
@@ -57,8 +54,8 @@ def stats(store: Parts, *, project: str | None = ..., all_projects: bool = False
         "never_accessed": never or 0,
         "expiring_within_7_days": expiring,
         "last_sweep": sweep,
-        "observations": observations,
-        "sessions": conn.execute(f"SELECT COUNT(*) FROM sessions WHERE {scope}", scope_args).fetchone()[0],
+        "observations": observations.status_counts(conn, project, all_projects=all_projects),
+        "sessions": sessions.count(conn, project, all_projects=all_projects),
         "index_backlog": store.indexer.backlog(),
         # what the background worker has still to embed: whole memories, then their sentence pieces and words
         "vector_backlog": {

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from .capture.redact import redact
-from .db import audit, index_outbox
+from .db import audit, index_outbox, memories
+from .db import links as graph_links
 from .db.memories import content_hash
-from .index import graph
 from .index.entities import extract_entities
 from .models import EXPORT_FORMAT, MEMORY_ID, TIERS, TYPES, InvalidInput, Memory
 from .trust import instruction_reason
@@ -36,9 +36,7 @@ def export_lines(store: Parts, *, project: str | None = ..., all_projects: bool 
         where, args = "project IS ? OR project IS NULL", [store.project if project is ... else project]
     for row in conn.execute(f"SELECT * FROM memories WHERE {where} ORDER BY root_id, version", args):
         yield json.dumps({"kind": "memory", **Memory.from_row(row).to_dict()}, ensure_ascii=False)
-    ends = f"SELECT id FROM memories WHERE {where}"
-    for row in conn.execute(f"SELECT src_id, dst_id, relation, created_at FROM memory_links WHERE src_id IN ({ends}) "
-                            f"AND dst_id IN ({ends}) ORDER BY src_id", [*args, *args]):
+    for row in graph_links.links_within(conn, f"SELECT id FROM memories WHERE {where}", args):
         yield json.dumps({"kind": "link", **dict(row)})
 
 
@@ -98,7 +96,7 @@ def import_(store: Parts, lines: IO[str]) -> ImportReport:
             ends = conn.execute("SELECT COUNT(*) FROM memories WHERE id IN (?, ?)",
                                 (link.get("src_id"), link.get("dst_id"))).fetchone()[0]
             if ends == 2:
-                graph.add_link(conn, link["src_id"], link["dst_id"], str(link.get("relation", "related")),
+                graph_links.add_link(conn, link["src_id"], link["dst_id"], str(link.get("relation", "related")),
                                float(link.get("created_at") or store.now()))
                 report.links += 1
         audit.append(conn, "import", None, None, {"imported": report.imported, "skipped": report.skipped})
@@ -136,8 +134,7 @@ def _import_memory(store: Parts, m: dict[str, Any]) -> bool:
         for name in ("created_at", "updated_at"):
             if values.get(name) is None:
                 values[name] = store.now()
-        conn.execute(f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
-                     [values[name] for name in COLUMNS])
-        graph.link_entities(conn, m["id"], extract_entities(f"{values['title']}\n{content}"))
+        memories.insert(conn, values)
+        graph_links.link_entities(conn, m["id"], extract_entities(f"{values['title']}\n{content}"))
         index_outbox.queue(conn, [m["id"]], store.now())
     return True

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import lease
 from .capture.compress import CompressedObservation, compress
-from .db import audit, meta, observations
+from .db import audit, memories, meta, observations
 from .db.connection import is_damage
 from .lifecycle import consolidate, summarize
 from .lifecycle.consolidate import prepare_saves, write_saves
@@ -338,8 +338,7 @@ def _add_working_source(conn: Connection, memory_id: str, obs_id: int) -> None:
         return
     sources = json.loads(row["source_ids"])
     if f"obs:{obs_id}" not in sources and len(sources) < MAX_WORKING_SOURCES:
-        conn.execute("UPDATE memories SET source_ids = ? WHERE id = ?", (json.dumps([*sources, f"obs:{obs_id}"]),
-                                                                       memory_id))
+        memories.set_sources(conn, [(memory_id, [*sources, f"obs:{obs_id}"])])
 
 
 def prune_observations(store: Store, *, now: float | None = None, days: float = RETENTION_DAYS,
@@ -351,8 +350,7 @@ def prune_observations(store: Store, *, now: float | None = None, days: float = 
     now = store.now() if now is None else now
     conn = store.conn
     cutoff = now - days * 86400
-    old = [r[0] for r in conn.execute("SELECT id FROM observations WHERE status = 'compressed' AND created_at < ? "
-                                      "AND COALESCE(importance, 0) < ? ORDER BY id LIMIT 5000", (cutoff, below))]
+    old = observations.prunable(conn, cutoff, below)
     if not old:
         return 0
     kept = {r[0] for r in conn.execute("SELECT DISTINCT j.value FROM memories m, json_each(m.source_ids) j "
@@ -368,7 +366,7 @@ def prune_observations(store: Store, *, now: float | None = None, days: float = 
             names):
             left = [s for s in json.loads(row["source_ids"]) if s not in gone]
             if left:
-                trim.append((json.dumps(left), row["id"]))
+                trim.append((row["id"], left))
             else:
                 delete.append(row)
     delete = list({row["id"]: row for row in delete}.values())
@@ -378,10 +376,8 @@ def prune_observations(store: Store, *, now: float | None = None, days: float = 
     with store.transaction() as tx:
         if delete and meta.get(tx, meta.PRUNED_UNERASED) is None:
             meta.put(tx, meta.PRUNED_UNERASED, now)
-        tx.executemany("UPDATE memories SET source_ids = ? WHERE id = ?", trim)
-        for start in range(0, len(doomed), 500):
-            part = doomed[start:start + 500]
-            tx.execute(f"DELETE FROM observations WHERE id IN ({','.join('?' * len(part))})", part)
+        memories.set_sources(tx, trim)
+        observations.delete(tx, doomed)
         meta.delete_summary_states_before(tx, cutoff)
     return len(doomed)
 

@@ -11,6 +11,7 @@ import json
 import re
 import time
 
+from ..db import observations, sessions
 from ..db.connection import Connection, IntegrityError, write_transaction
 from ..lazy_regex import lazy
 from .events import HookEvent, event_fingerprint
@@ -108,16 +109,11 @@ class ObservationStore:
             merged = self._merge_edit_twin(conn, ev, input_json, now)
             if merged is not None:
                 return merged
-            row = conn.execute(
-                "INSERT INTO observations (session_id, project, client, event, tool, input, output, prompt, files, "
-                "extra, fingerprint, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (session_id, fingerprint) DO UPDATE SET count = count + 1, "
-                "updated_at = excluded.updated_at RETURNING id",
-                (ev.session_id, project, ev.client, ev.event, ev.tool, input_json, ev.tool_output, ev.prompt,
-                 json.dumps(ev.files, ensure_ascii=False), json.dumps(ev.extra, ensure_ascii=False, default=str),
-                 fingerprint, now, now),
-            ).fetchone()
-        return int(row[0])
+            return observations.add(
+                conn, session_id=ev.session_id, project=project, client=ev.client, event=ev.event, tool=ev.tool,
+                input=input_json, output=ev.tool_output, prompt=ev.prompt,
+                files=json.dumps(ev.files, ensure_ascii=False),
+                extra=json.dumps(ev.extra, ensure_ascii=False, default=str), fingerprint=fingerprint, now=now)
 
     @staticmethod
     def _merge_edit_twin(conn: Connection, ev: HookEvent, input_json: str | None, now: float) -> int | None:
@@ -131,9 +127,7 @@ class ObservationStore:
         if ev.event != "file_edit" and not is_edit_tool:
             return None
         twin_event = "tool_use" if ev.event == "file_edit" else "file_edit"
-        for row in conn.execute(
-            "SELECT id, tool, files, input FROM observations WHERE session_id = ? AND event = ? AND created_at >= ? "
-            "ORDER BY id DESC LIMIT 20", (ev.session_id, twin_event, now - EDIT_TWIN_SECONDS)):
+        for row in observations.recent_events(conn, ev.session_id, twin_event, now - EDIT_TWIN_SECONDS):
             if twin_event == "tool_use" and not _EDIT_TOOL.search(row["tool"] or ""):
                 continue
             if not set(json.loads(row["files"] or "[]")) & set(ev.files):
@@ -141,10 +135,8 @@ class ObservationStore:
             if ev.event == "tool_use":
                 input_json = _with_twin_edits(input_json, row["input"])
                 try:
-                    conn.execute(
-                        "UPDATE observations SET event = ?, tool = ?, input = ?, output = ?, fingerprint = ?, "
-                        "updated_at = ? WHERE id = ?",
-                        (ev.event, ev.tool, input_json, ev.tool_output, event_fingerprint(ev), now, row["id"]))
+                    observations.replace_event(conn, row["id"], event=ev.event, tool=ev.tool, input=input_json,
+                                               output=ev.tool_output, fingerprint=event_fingerprint(ev), now=now)
                 except IntegrityError:  # the very same tool call is already stored
                     return int(row["id"])
             return int(row["id"])
@@ -152,15 +144,6 @@ class ObservationStore:
 
     @staticmethod
     def _touch_session(conn: Connection, ev: HookEvent, project: str | None, now: float) -> None:
-        ended = ev.event == "session_end"
-        needs_summary = ev.event in ("stop", "session_end", "pre_compact")
-        conn.execute(
-            "INSERT INTO sessions (id, project, client, cwd, started_at, last_event_at, ended_at, status, "
-            "needs_summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-            "last_event_at = excluded.last_event_at, ended_at = COALESCE(excluded.ended_at, sessions.ended_at), "
-            "status = CASE WHEN excluded.status = 'ended' THEN 'ended' ELSE sessions.status END, "
-            "needs_summary = MAX(sessions.needs_summary, excluded.needs_summary), "
-            "project = COALESCE(sessions.project, excluded.project)",
-            (ev.session_id, project, ev.client, ev.cwd, now, now, now if ended else None,
-             "ended" if ended else "active", int(needs_summary)),
-        )
+        sessions.touch(conn, session_id=ev.session_id, project=project, client=ev.client, cwd=ev.cwd, now=now,
+                       ended=ev.event == "session_end",
+                       needs_summary=ev.event in ("stop", "session_end", "pre_compact"))

@@ -1,19 +1,23 @@
-"""The `memories` table read by id: a memory, its version chain, its latest version; the one filter that
-search, listing and forgetting select memories by (`MemoryFilter`); and the content hash that saves dedup on
-and the audit chain binds."""
+"""The `memories` table: its reads by id (a memory, its version chain, its latest version), the one filter that
+search, listing and forgetting select memories by (`MemoryFilter`), the content hash that saves dedup on and the
+audit chain binds, and every write to the table, each a named operation run inside the caller's transaction.
+The only module that writes this table's SQL."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..models import Memory, NotFound, check_memory_id
+from .connection import Connection
 from .database import Database
 
 _SPACE = re.compile(r"\s+")
+COLUMNS = frozenset(Memory.__dataclass_fields__)  # what `insert` may be given; `pieces` and `words` are the index's
 
 
 def content_hash(content: str) -> str:
@@ -117,3 +121,124 @@ class Memories:
         row = self.db.conn.execute("SELECT * FROM memories WHERE root_id = ? AND is_latest = 1",
                                    (memory.root_id,)).fetchone()
         return Memory.from_row(row) if row else memory
+
+
+def _marks(ids: Sequence[Any]) -> str:
+    return ",".join("?" * len(ids))
+
+
+# -- writes, each inside the caller's transaction ----------------------------------------------------
+
+
+def insert(conn: Connection, values: Mapping[str, Any]) -> None:
+    """A new row with these column values (names from `COLUMNS`; lists already JSON text); the rest default."""
+    unknown = set(values) - COLUMNS
+    if unknown:
+        raise ValueError(f"not columns of memories: {sorted(unknown)}")
+    names = list(values)
+    conn.execute(f"INSERT INTO memories ({', '.join(names)}) VALUES ({_marks(names)})", [values[n] for n in names])
+
+
+def retire(conn: Connection, memory_id: str, now: float) -> None:
+    """A new version supersedes the memory: no longer the latest, valid until `now` (unless it ended before)."""
+    conn.execute("UPDATE memories SET is_latest = 0, valid_to = COALESCE(valid_to, ?), updated_at = ? WHERE id = ?",
+                 (now, now, memory_id))
+
+
+def delete(conn: Connection, memory_ids: Sequence[str]) -> None:
+    """Remove these rows (what hangs on them, vectors, links, the index, is the caller's to remove)."""
+    if memory_ids:
+        conn.execute(f"DELETE FROM memories WHERE id IN ({_marks(memory_ids)})", list(memory_ids))
+
+
+def access_values(conn: Connection, memory_ids: Sequence[str]) -> list[Any]:
+    """(id, strength, confidence) of those of `memory_ids` that exist: what a use of them changes."""
+    return conn.execute(f"SELECT id, strength, confidence FROM memories WHERE id IN ({_marks(memory_ids)})",
+                        list(memory_ids)).fetchall()
+
+
+def record_access(conn: Connection, changes: Iterable[tuple[str, float, float]], now: float) -> None:
+    """Each (id, strength, confidence): a use at `now`, counted, with the memory's new strength and confidence."""
+    conn.executemany("UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, strength = ?, "
+                     "confidence = ? WHERE id = ?",
+                     [(now, strength, confidence, memory_id) for memory_id, strength, confidence in changes])
+
+
+def pin(conn: Connection, memory_id: str, *, pinned: bool, priority: str | None, confidence: float,
+        now: float) -> None:
+    """The user confirms (or unpins) a memory: pinned, its priority set when given, confidence at least
+    `confidence`."""
+    conn.execute("UPDATE memories SET pinned = ?, priority = COALESCE(?, priority), confidence = MAX(confidence, ?), "
+                 "updated_at = ? WHERE id = ?", (int(pinned), priority, confidence, now, memory_id))
+
+
+def make_global(conn: Connection, memory_id: str) -> None:
+    """The memory belongs to no project; its vectors (partitioned by project) are made again by the next
+    embedding pass."""
+    conn.execute("UPDATE memories SET project = NULL, embedding_model = NULL, pieces = NULL WHERE id = ?",
+                 (memory_id,))
+
+
+def set_priority(conn: Connection, memory_id: str, priority: str, confidence: float, now: float) -> None:
+    """The user sets a memory's priority; its confidence becomes at least `confidence`."""
+    conn.execute("UPDATE memories SET priority = ?, confidence = MAX(confidence, ?), updated_at = ? WHERE id = ?",
+                 (priority, confidence, now, memory_id))
+
+
+def release(conn: Connection, memory_id: str, now: float) -> None:
+    """The user releases a memory from quarantine."""
+    conn.execute("UPDATE memories SET quarantined = NULL, updated_at = ? WHERE id = ?", (now, memory_id))
+
+
+def set_sources(conn: Connection, changes: Iterable[tuple[str, Sequence[str]]], *,
+                updated_at: float | None = None) -> None:
+    """Each (id, sources): the memory's source ids replaced; `updated_at` given: it is changed then too."""
+    if updated_at is None:
+        conn.executemany("UPDATE memories SET source_ids = ? WHERE id = ?",
+                         [(json.dumps(list(sources)), memory_id) for memory_id, sources in changes])
+    else:
+        conn.executemany("UPDATE memories SET source_ids = ?, updated_at = ? WHERE id = ?",
+                         [(json.dumps(list(sources)), updated_at, memory_id) for memory_id, sources in changes])
+
+
+def decay(conn: Connection, column: str, changes: Sequence[tuple[float, int, str, float]]) -> int:
+    """The sweep's decay of `column` ('confidence' or 'strength'): each (new value, rowid, id, value read),
+    compare-and-set on the value read and on being the latest, so a memory used or superseded meanwhile keeps
+    its fresher value. Returns how many rows changed."""
+    if column not in ("confidence", "strength"):
+        raise ValueError(f"the sweep decays confidence or strength, not {column!r}")
+    before = conn.total_changes
+    conn.executemany(f"UPDATE memories SET {column} = ? WHERE rowid = ? AND id = ? AND {column} = ? AND "
+                     "is_latest = 1", changes)  # in rowid order (the order read), so pages are visited once
+    return conn.total_changes - before
+
+
+def set_embedded(conn: Connection, memory_id: str, model_id: str) -> None:
+    """The memory's vectors are those of `model_id`."""
+    conn.execute("UPDATE memories SET embedding_model = ? WHERE id = ?", (model_id, memory_id))
+
+
+def unembed_all(conn: Connection) -> None:
+    """The embedding model changed: every memory is embedded again, pieces included ('' marks a memory that
+    has no vector by design and keeps it)."""
+    conn.execute("UPDATE memories SET embedding_model = NULL, pieces = NULL WHERE embedding_model IS NOT ''")
+
+
+def set_pieces(conn: Connection, memory_id: str, count: int | None) -> None:
+    """How many sentence-piece vectors the memory has (None: to be looked at again by the worker)."""
+    conn.execute("UPDATE memories SET pieces = ? WHERE id = ?", (count, memory_id))
+
+
+def clear_pieces(conn: Connection, memory_ids: Sequence[str]) -> None:
+    """The worker looks at these memories' sentence pieces and answer chunk again."""
+    conn.executemany("UPDATE memories SET pieces = NULL WHERE id = ?", [(m,) for m in memory_ids])
+
+
+def set_words(conn: Connection, words: Iterable[tuple[str, str]]) -> None:
+    """Each (id, words): the memory's words, space-separated, counted in the word vectors."""
+    conn.executemany("UPDATE memories SET words = ? WHERE id = ?", [(text, memory_id) for memory_id, text in words])
+
+
+def unword_all(conn: Connection) -> None:
+    """The word vectors were emptied: every memory's words are counted again."""
+    conn.execute("UPDATE memories SET words = NULL WHERE words IS NOT NULL")

@@ -1,17 +1,25 @@
-"""The `observations` table as the worker's queue: claiming a batch under a lease, reading it, marking what
-was compressed, releasing or parking what failed, and giving parked ones another try.
+"""The `observations` table: the hook's rows (recorded, a repeat counted, an edit reported twice kept once),
+the worker's queue (claiming a batch under a lease, reading it, marking what was compressed, releasing or parking
+what failed, giving parked ones another try), the reads of the summariser, the rules, the briefing and
+forgetting, and removal. The only module that writes this table's SQL.
 
-The hook's own INSERT stays in capture/observations.py (the hook process imports as little as it can).
+The hook process imports this module: it imports nothing the hook does not already (no `typing`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from .connection import Connection
 
+TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Any
+
+# What the rules and the summariser read of an observation (lifecycle.consolidate.parse_observation).
+PARSED_COLUMNS = ("id, session_id, project, event, tool, input, files, kind, title, facts, importance, created_at, "
+                  "count, substr(output, 1, 2000) AS output")
 PARKED_ERROR = "the worker stopped while processing it, every time"
 
 
@@ -93,3 +101,125 @@ def retry_failed(conn: Connection) -> int:
     """Give every parked observation a fresh set of attempts; returns how many."""
     return conn.execute("UPDATE observations SET status = 'pending', attempts = 0, next_attempt_at = NULL, "
                         "claimed_by = NULL, claimed_until = NULL, error = NULL WHERE status = 'failed'").rowcount
+
+
+# -- the hook's rows ------------------------------------------------------------------------------
+
+
+def add(conn: Connection, *, session_id: str, project: str | None, client: str, event: str, tool: str | None,
+        input: str | None, output: str | None, prompt: str | None, files: str, extra: str, fingerprint: str,
+        now: float) -> int:
+    """Record an event (input, files and extra as JSON text); the same event again in the session (same
+    fingerprint) counts once more on its row. Returns the row's id."""
+    return int(conn.execute(
+        "INSERT INTO observations (session_id, project, client, event, tool, input, output, prompt, files, "
+        "extra, fingerprint, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (session_id, fingerprint) DO UPDATE SET count = count + 1, "
+        "updated_at = excluded.updated_at RETURNING id",
+        (session_id, project, client, event, tool, input, output, prompt, files, extra, fingerprint, now, now),
+    ).fetchone()[0])
+
+
+def recent_events(conn: Connection, session_id: str, event: str, since: float, limit: int = 20) -> list[Any]:
+    """(id, tool, files, input) of the session's `event` rows created since `since`, newest first."""
+    return conn.execute("SELECT id, tool, files, input FROM observations WHERE session_id = ? AND event = ? AND "
+                        "created_at >= ? ORDER BY id DESC LIMIT ?", (session_id, event, since, limit)).fetchall()
+
+
+def replace_event(conn: Connection, obs_id: int, *, event: str, tool: str | None, input: str | None,
+                  output: str | None, fingerprint: str, now: float) -> None:
+    """Another report of the same edit takes the row's place; raises IntegrityError when the session already
+    has a row with that fingerprint."""
+    conn.execute("UPDATE observations SET event = ?, tool = ?, input = ?, output = ?, fingerprint = ?, "
+                 "updated_at = ? WHERE id = ?", (event, tool, input, output, fingerprint, now, obs_id))
+
+
+# -- reads ----------------------------------------------------------------------------------------
+
+
+def of_session_after(conn: Connection, session_id: str, after: int, limit: int) -> list[Any]:
+    """The session's rows after id `after` (`PARSED_COLUMNS` and status), oldest first, at most `limit`."""
+    return conn.execute(f"SELECT {PARSED_COLUMNS}, status FROM observations WHERE session_id = ? AND id > ? "
+                        "ORDER BY id LIMIT ?", (session_id, after, limit)).fetchall()
+
+
+def session_events(conn: Connection, session_id: str, limit: int = 2000) -> list[Any]:
+    """(event, tool, input, prompt, files, created_at) of the session's rows, oldest first, at most `limit`."""
+    return conn.execute("SELECT event, tool, input, prompt, files, created_at FROM observations WHERE session_id = ? "
+                        "ORDER BY id LIMIT ?", (session_id, limit)).fetchall()
+
+
+def stop_after(conn: Connection, session_id: str, after: int, events: Sequence[str]) -> bool:
+    """Whether the session has a row of one of `events` after id `after`."""
+    return bool(conn.execute(f"SELECT EXISTS (SELECT 1 FROM observations WHERE session_id = ? AND id > ? AND event "
+                             f"IN ({_marks(events)}))", (session_id, after, *events)).fetchone()[0])
+
+
+def last_extra_naming(conn: Connection, session_id: str, word: str) -> str | None:
+    """The `extra` JSON text of the session's last row whose extra contains `word`."""
+    row = conn.execute("SELECT extra FROM observations WHERE session_id = ? AND extra LIKE ? ORDER BY id DESC "
+                       "LIMIT 1", (session_id, f"%{word}%")).fetchone()
+    return None if row is None else row[0]
+
+
+def compressed_of_project(conn: Connection, project: str | None, kinds: Sequence[str]) -> list[Any]:
+    """The project's compressed rows of these kinds (`PARSED_COLUMNS`), oldest first."""
+    return conn.execute(f"SELECT {PARSED_COLUMNS} FROM observations WHERE project IS ? AND status = 'compressed' "
+                        f"AND kind IN ({_marks(kinds)}) ORDER BY id", (project, *kinds)).fetchall()
+
+
+def compressed_since(conn: Connection, project: str | None, after: int) -> tuple[float, int | None]:
+    """The summed importance and the last id of the project's compressed rows after id `after`."""
+    total, last = conn.execute("SELECT COALESCE(SUM(importance), 0), MAX(id) FROM observations WHERE project IS ? "
+                               "AND status = 'compressed' AND id > ?", (project, after)).fetchone()
+    return total, last
+
+
+def last_compressed_by_project(conn: Connection) -> list[tuple[str | None, int, int]]:
+    """(project, last compressed id, sessions of the project with a summary) for every project with compressed
+    rows."""
+    return [tuple(row) for row in conn.execute(
+        "SELECT o.project, MAX(o.id), (SELECT COUNT(*) FROM sessions s WHERE s.project IS o.project "
+        "AND s.summary_memory_id IS NOT NULL) FROM observations o WHERE o.status = 'compressed' GROUP BY o.project")]
+
+
+def status_counts(conn: Connection, project: str | None, *, all_projects: bool = False) -> dict[str, int]:
+    """status -> how many rows of the project (or of every project) have it."""
+    scope, args = ("1 = 1", []) if all_projects else ("project IS ?", [project])
+    return {row[0]: row[1] for row in conn.execute(
+        f"SELECT status, COUNT(*) FROM observations WHERE {scope} GROUP BY status", args)}
+
+
+def failed_count(conn: Connection) -> int:
+    """How many rows are parked as failed."""
+    return conn.execute("SELECT COUNT(*) FROM observations WHERE status = 'failed'").fetchone()[0]
+
+
+def count_of_session(conn: Connection, session_id: str) -> int:
+    return conn.execute("SELECT COUNT(*) FROM observations WHERE session_id = ?", (session_id,)).fetchone()[0]
+
+
+def ids_of_session(conn: Connection, session_id: str) -> list[int]:
+    return [row[0] for row in conn.execute("SELECT id FROM observations WHERE session_id = ?", (session_id,))]
+
+
+def prunable(conn: Connection, before: float, below: float, limit: int = 5000) -> list[int]:
+    """Compressed rows created before `before` with importance under `below`, oldest first, at most `limit`."""
+    return [row[0] for row in conn.execute(
+        "SELECT id FROM observations WHERE status = 'compressed' AND created_at < ? AND COALESCE(importance, 0) < ? "
+        "ORDER BY id LIMIT ?", (before, below, limit))]
+
+
+# -- removal --------------------------------------------------------------------------------------
+
+
+def delete_session(conn: Connection, session_id: str) -> None:
+    """Remove the session's rows, inside the caller's transaction."""
+    conn.execute("DELETE FROM observations WHERE session_id = ?", (session_id,))
+
+
+def delete(conn: Connection, ids: Sequence[int]) -> None:
+    """Remove these rows, inside the caller's transaction."""
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        conn.execute(f"DELETE FROM observations WHERE id IN ({_marks(part)})", part)

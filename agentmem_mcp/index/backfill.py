@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from ..db import memories as memory_rows
 from ..db.connection import Connection
 from ..db.database import Database
 from . import neighbours, vectors, words
@@ -68,7 +69,7 @@ class VectorBackfill:
                     if still_there is None:
                         continue
                     vectors.put(conn, memory["id"], memory["project"], bool(memory["is_latest"]), chunks, vecs)
-                    conn.execute("UPDATE memories SET embedding_model = ? WHERE id = ?", (model_id, memory["id"]))
+                    memory_rows.set_embedded(conn, memory["id"], model_id)
             done += len(rows)
             if progress:
                 progress(done, total)
@@ -139,5 +140,5 @@ class VectorBackfill:
                 for word in found[memory_id]:
                     uses[word] = uses.get(word, 0) + 1
             words.add(conn, uses, dict(zip(new, embedded)))
-            conn.executemany("UPDATE memories SET words = ? WHERE id = ?", [(" ".join(found[m]), m) for m in still])
+            memory_rows.set_words(conn, [(m, " ".join(found[m])) for m in still])
         return len(rows)

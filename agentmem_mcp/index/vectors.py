@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..db import meta
+from ..db import memories, meta
 from ..db.connection import Connection
 from . import words
 from .tokenize import without_stamp
@@ -146,7 +146,7 @@ def ensure_table(conn: Connection, model_id: str, dimension: int) -> bool:
         f"latest INTEGER, embedding BIT[{int(dimension)}])"
     )
     # '' marks a memory that has no vector by design (see remember.prepare_saves' vector_text)
-    conn.execute("UPDATE memories SET embedding_model = NULL, pieces = NULL WHERE embedding_model IS NOT ''")
+    memories.unembed_all(conn)
     words.reset(conn)
     meta.put(conn, meta.EMBEDDING_MODEL, wanted)
     return True
@@ -157,7 +157,7 @@ def put(conn: Connection, memory_id: str, project: str | None, latest: bool, chu
     """Replace a memory's chunks and vectors (inside the caller's transaction); its sentence pieces go too,
     and the worker gives it new ones."""
     delete(conn, [memory_id])
-    conn.execute("UPDATE memories SET pieces = NULL WHERE id = ?", (memory_id,))
+    memories.clear_pieces(conn, [memory_id])
     for index, (text, vector) in enumerate(zip(chunks, vectors)):
         _insert_chunk(conn, memory_id, project, latest, index, text, vector)
 
@@ -196,7 +196,7 @@ def put_pieces(conn: Connection, memory_id: str, pieces: Sequence[str], vectors:
     conn.executemany("INSERT INTO memory_chunks (memory_id, chunk_index, text, embedding) VALUES (?, ?, ?, ?)",
                      [(memory_id, PIECE_INDEX + i, text, vector.tobytes())
                       for i, (text, vector) in enumerate(zip(pieces, vectors))])
-    conn.execute("UPDATE memories SET pieces = ? WHERE id = ?", (len(pieces), memory_id))
+    memories.set_pieces(conn, memory_id, len(pieces))
 
 
 def delete(conn: Connection, memory_ids: Sequence[str]) -> None:

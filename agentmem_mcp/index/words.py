@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..db import memories
 from ..db.connection import Connection
 from .tokenize import STOPWORDS, terms, without_stamp
 
@@ -314,4 +315,4 @@ def release(conn: Connection, memory_ids: Sequence[str]) -> None:
 def reset(conn: Connection) -> None:
     """Forget every word vector (the embedding model changed): the worker embeds the words again."""
     conn.execute(f"DELETE FROM {TABLE}")
-    conn.execute("UPDATE memories SET words = NULL WHERE words IS NOT NULL")
+    memories.unword_all(conn)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..db import audit, index_outbox
+from ..db import audit, index_outbox, memories
 from ..index import vectors
 from ..models import PRIORITIES, InvalidInput, Memory, check_choice
 from .forget import forget
@@ -30,14 +30,12 @@ def pin(store: Parts, memory_id: str, *, priority: str | None = None, make_globa
         check_choice("priority", priority, PRIORITIES)
     now = store.now()
     with store.transaction() as conn:
-        conn.execute("UPDATE memories SET pinned = ?, priority = COALESCE(?, priority), "
-                     "confidence = MAX(confidence, ?), updated_at = ? WHERE id = ?",
-                     (0 if unpin else 1, priority, USER_CONFIRMED_CONFIDENCE, now, memory.id))
+        memories.pin(conn, memory.id, pinned=not unpin, priority=priority, confidence=USER_CONFIRMED_CONFIDENCE,
+                     now=now)
         if make_global and memory.project is not None:
             # the vectors are partitioned by project: they are made again by the next embedding pass
             vectors.delete(conn, [memory.id])
-            conn.execute("UPDATE memories SET project = NULL, embedding_model = NULL, pieces = NULL WHERE id = ?",
-                         (memory.id,))
+            memories.make_global(conn, memory.id)
         index_outbox.queue(conn, [memory.id], now)
         audit.append(conn, "unpin" if unpin else "pin", memory.id, None if make_global else memory.project,
                      {"priority": priority or memory.priority, "global": make_global or memory.project is None,
@@ -55,8 +53,7 @@ def set_priority(store: Parts, memory_id: str, priority: str) -> Memory:
     memory = store.memories.latest_version(memory_id)
     now = store.now()
     with store.transaction() as conn:
-        conn.execute("UPDATE memories SET priority = ?, confidence = MAX(confidence, ?), updated_at = ? WHERE id = ?",
-                     (priority, USER_CONFIRMED_CONFIDENCE, now, memory.id))
+        memories.set_priority(conn, memory.id, priority, USER_CONFIRMED_CONFIDENCE, now)
         audit.append(conn, "priority", memory.id, memory.project,
                      {"from": memory.priority, "to": priority, "source": memory.source}, at=now)
     return store.memories.get(memory.id)
@@ -77,7 +74,7 @@ def release(store: Parts, memory_id: str) -> Memory:
     memory = _quarantined(store, memory_id)
     now = store.now()
     with store.transaction() as conn:
-        conn.execute("UPDATE memories SET quarantined = NULL, updated_at = ? WHERE id = ?", (now, memory.id))
+        memories.release(conn, memory.id, now)
         index_outbox.queue(conn, [memory.id], now)
         audit.append(conn, "release", memory.id, memory.project, {"was": memory.quarantined}, at=now)
     store.indexer.index_soon()

@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..capture.transcript import mentioned_paths
-from ..db import audit, meta
-from ..index import graph
+from ..db import audit, links, memories, meta, observations, sessions
 from ..models import InvalidInput, SaveResult
 from ..project import worktree_root
 from ..trust import withhold_instructions
@@ -115,10 +114,6 @@ def parse_observation(row: Any) -> ObsRecord:
         tool_input = _json(row["input"], {})
         record.extra = tool_input if isinstance(tool_input, dict) else {}
     return record
-
-
-OBS_COLUMNS = ("id, session_id, project, event, tool, input, files, kind, title, facts, importance, created_at, count, "
-               "substr(output, 1, 2000) AS output")
 
 
 def _json(text: Any, default: Any) -> Any:
@@ -461,29 +456,21 @@ def upsert_derived(store: Parts, project: str | None, items: list[Derived], *,
 
 def set_sources(conn: Connection, memory_id: str, project: str | None, sources: list[str], now: float) -> None:
     """Replace a memory's sources in place (inside a transaction), keeping its derived_from links in step."""
-    conn.execute("UPDATE memories SET source_ids = ?, updated_at = ? WHERE id = ?",
-                 (json.dumps(sources), now, memory_id))
+    memories.set_sources(conn, [(memory_id, sources)], updated_at=now)
     linked = [s for s in sources if s.startswith("m_")]
-    marks = ",".join("?" * len(linked)) or "''"
-    conn.execute(f"DELETE FROM memory_links WHERE src_id = ? AND relation = 'derived_from' AND dst_id NOT IN "
-                 f"({marks})", [memory_id, *linked])
+    links.keep_derived_from(conn, memory_id, linked)
     for source in linked:
-        graph.add_link(conn, memory_id, source, "derived_from", now)
+        links.add_link(conn, memory_id, source, "derived_from", now)
     audit.append(conn, "update_sources", memory_id, project, {"sources": len(sources)}, at=now)
 
 
 def consolidate_project(store: Parts, project: str | None) -> int:
     """Mine one project's observations by rules and write what changed; returns how many were written."""
     conn = store.conn
-    rows = conn.execute(
-        f"SELECT {OBS_COLUMNS} FROM observations WHERE project IS ? AND status = 'compressed' "
-        "AND kind IN ('command', 'error', 'file_edit', 'file_write') ORDER BY id", (project,)).fetchall()
+    rows = observations.compressed_of_project(conn, project, ("command", "error", "file_edit", "file_write"))
     records = [parse_observation(row) for row in rows]
-    summaries = {row[0]: row[1] for row in conn.execute(
-        "SELECT id, summary_memory_id FROM sessions WHERE project IS ? AND summary_memory_id IS NOT NULL",
-        (project,))}
-    roots = tuple(r for r in {worktree_root(row[0]) for row in conn.execute(
-        "SELECT DISTINCT cwd FROM sessions WHERE project IS ? AND cwd IS NOT NULL", (project,))} if r)
+    summaries = sessions.summaries_of_project(conn, project)
+    roots = tuple(r for r in {worktree_root(cwd) for cwd in sessions.cwds_of_project(conn, project)} if r)
     derived = mine(records, project, roots)
     for item in derived:
         if item.key.startswith(("workflow:", "bug:")):  # a command's own files anchor it too
@@ -516,9 +503,7 @@ def dirty_projects(conn: Connection) -> list[tuple[str | None, str]]:
     """Projects with compressed observations or summaries newer than their last consolidation, with
     the mark to record once they are consolidated."""
     out = []
-    for project, last_obs, summaries in conn.execute(
-        "SELECT o.project, MAX(o.id), (SELECT COUNT(*) FROM sessions s WHERE s.project IS o.project "
-        "AND s.summary_memory_id IS NOT NULL) FROM observations o WHERE o.status = 'compressed' GROUP BY o.project"):
+    for project, last_obs, summaries in observations.last_compressed_by_project(conn):
         mark = f"{last_obs}:{summaries}"
         if meta.get(conn, meta.consolidated(project)) != mark:
             out.append((project, mark))

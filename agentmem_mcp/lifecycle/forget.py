@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..db import audit, index_outbox, meta
+from ..db import audit, index_outbox, links, memories, meta, observations
 from ..db.memories import MemoryFilter
-from ..index import graph, neighbours, vectors, words
+from ..index import neighbours, vectors, words
 from ..models import TIERS, TYPES, InvalidInput, NotFound, check_choice, check_memory_id
 
 if TYPE_CHECKING:
@@ -85,8 +85,7 @@ def forget(store: Parts, *, ids: Sequence[str] | str | None = None, session_id: 
             raise NotFound(f"no session {session_id[:80]!r} in this project: nothing was forgotten")
         rows = conn.execute("SELECT id, title, type, version, project FROM memories WHERE session_id = ?",
                             (session_id,)).fetchall()
-        session_observations = conn.execute("SELECT COUNT(*) FROM observations WHERE session_id = ?",
-                                            (session_id,)).fetchone()[0]
+        session_observations = observations.count_of_session(conn, session_id)
         if not rows and not session_observations:
             raise NotFound(f"no memories or observations for session {session_id[:80]!r}")
     else:
@@ -99,7 +98,7 @@ def forget(store: Parts, *, ids: Sequence[str] | str | None = None, session_id: 
     delete_memories(store, rows, reason or "forgotten on request", now)
     if session_id is not None and session_observations:
         with store.transaction() as conn:
-            conn.execute("DELETE FROM observations WHERE session_id = ?", (session_id,))
+            observations.delete_session(conn, session_id)
             audit.append(conn, "forget_session", None, None,
                          {"session_id": session_id, "observations": session_observations,
                           "memories": len(rows), "reason": reason}, at=now)
@@ -113,8 +112,7 @@ def forget_session(store: Parts, session_id: str, reason: str, within: Sequence[
     derives again what the remaining sessions still support). Returns the forget result and the derived ids.
     within: as in `forget` (a session of another project is not found)."""
     conn = store.conn
-    cited = {f"obs:{row[0]}" for row in conn.execute("SELECT id FROM observations WHERE session_id = ?",
-                                                      (session_id,))}
+    cited = {f"obs:{obs_id}" for obs_id in observations.ids_of_session(conn, session_id)}
     cited |= {row[0] for row in conn.execute("SELECT id FROM memories WHERE session_id = ?", (session_id,))}
     result = forget(store, session_id=session_id, reason=reason, within=within)
     derived = [row[0] for row in conn.execute(
@@ -159,13 +157,12 @@ def delete_memories(store: Parts, rows: Sequence[Any], reason: str, now: float, 
     for start in range(0, len(ids), 500):
         batch = rows[start:start + 500]
         batch_ids = ids[start:start + 500]
-        marks = ",".join("?" * len(batch_ids))
         with store.transaction() as conn:
             later = sorted(neighbours.later_turns(conn, batch_ids) - set(ids))
             vectors.delete(conn, batch_ids)
             words.release(conn, batch_ids)
-            graph.unlink_memories(conn, batch_ids)
-            conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", batch_ids)
+            links.unlink_memories(conn, batch_ids)
+            memories.delete(conn, batch_ids)
             index_outbox.queue(conn, batch_ids, now, op="delete")
             _redo_context(conn, later, now)
             for row in batch:
@@ -178,5 +175,5 @@ def _redo_context(conn: Any, memory_ids: Sequence[str], now: float) -> None:
     """The turns that followed forgotten ones: BM25 indexes them again (with the turns now before them), and
     they lose their answer chunk until the worker's next pass makes it again with their pieces."""
     vectors.drop_answers(conn, memory_ids)
-    conn.executemany("UPDATE memories SET pieces = NULL WHERE id = ?", [(m,) for m in memory_ids])
+    memories.clear_pieces(conn, memory_ids)
     index_outbox.queue(conn, memory_ids, now)

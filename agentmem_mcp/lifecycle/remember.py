@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..anchors import head_commit
 from ..capture.redact import redact
-from ..db import audit, index_outbox
+from ..db import audit, index_outbox, links, memories
 from ..db.memories import content_hash
-from ..index import graph, vectors
+from ..index import vectors
 from ..index.entities import extract_entities
 from ..index.tokenize import terms
 from ..models import (
@@ -331,23 +331,22 @@ def _write(conn: Any, store: Parts, draft: Draft, supersedes: str | None, chunks
     version = old["version"] + 1 if old else 1
     root_id = old["root_id"] if old else memory_id
     if old:
-        conn.execute("UPDATE memories SET is_latest = 0, valid_to = COALESCE(valid_to, ?), updated_at = ? "
-                     "WHERE id = ?", (now, now, old["id"]))
+        memories.retire(conn, old["id"], now)
         vectors.set_latest(conn, old["id"], False)
         index_outbox.queue(conn, [old["id"]], now)
     _insert(conn, draft, memory_id, version, old["id"] if old else None, root_id,
             store.embedder.model_id if embedded else "" if vectorless else None)
     if embedded:
         vectors.put(conn, memory_id, draft.project, True, chunks, embedded)
-    graph.link_entities(conn, memory_id, extract_entities(f"{draft.title}\n{draft.content}\n"
+    links.link_entities(conn, memory_id, extract_entities(f"{draft.title}\n{draft.content}\n"
                                                           + " ".join(draft.files)))
     if old:
-        graph.add_link(conn, memory_id, old["id"], "supersedes", now)
+        links.add_link(conn, memory_id, old["id"], "supersedes", now)
     for conflict_id, _ in conflicts:
-        graph.add_link(conn, memory_id, conflict_id, "conflicts_with", now)
+        links.add_link(conn, memory_id, conflict_id, "conflicts_with", now)
     for source_id in draft.source_ids:
         if source_id.startswith("m_"):
-            graph.add_link(conn, memory_id, source_id, "derived_from", now)
+            links.add_link(conn, memory_id, source_id, "derived_from", now)
     index_outbox.queue(conn, [memory_id], now)
     audit.append(conn, "supersede" if old else "save", memory_id, draft.project,
                  {"version": version, "supersedes": old["id"] if old else None, "type": draft.type,
@@ -496,14 +495,13 @@ def _choose_old(conn: Any, store: Parts, draft: Draft, supersedes: str | None, c
 
 def _insert(conn: Any, d: Draft, memory_id: str, version: int, parent_id: str | None, root_id: str,
             model_id: str | None) -> None:
-    conn.execute(
-        "INSERT INTO memories (id, project, tier, type, title, content, tags, files, source, confidence, "
-        "importance, priority, pinned, strength, access_count, last_accessed_at, created_at, updated_at, "
-        "valid_from, valid_to, forget_after, version, parent_id, root_id, is_latest, source_ids, session_id, "
-        "content_hash, embedding_model, key, quarantined, anchor_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-        "?, ?, 1.0, 0, NULL, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)",
-        (memory_id, d.project, d.tier, d.type, d.title, d.content, json.dumps(d.tags), json.dumps(d.files),
-         d.source, d.confidence, d.importance, d.priority, int(d.pinned), d.created_at, d.created_at,
-         d.valid_from, d.valid_to, d.forget_after, version, parent_id, root_id, json.dumps(d.source_ids),
-         d.session_id, d.content_hash, model_id, d.key, d.quarantined, d.anchor_commit),
-    )
+    memories.insert(conn, {
+        "id": memory_id, "project": d.project, "tier": d.tier, "type": d.type, "title": d.title,
+        "content": d.content, "tags": json.dumps(d.tags), "files": json.dumps(d.files), "source": d.source,
+        "confidence": d.confidence, "importance": d.importance, "priority": d.priority, "pinned": int(d.pinned),
+        "strength": 1.0, "access_count": 0, "last_accessed_at": None, "created_at": d.created_at,
+        "updated_at": d.created_at, "valid_from": d.valid_from, "valid_to": d.valid_to,
+        "forget_after": d.forget_after, "version": version, "parent_id": parent_id, "root_id": root_id,
+        "is_latest": 1, "source_ids": json.dumps(d.source_ids), "session_id": d.session_id,
+        "content_hash": d.content_hash, "embedding_model": model_id, "key": d.key, "quarantined": d.quarantined,
+        "anchor_commit": d.anchor_commit})

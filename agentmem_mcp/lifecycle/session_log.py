@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from ..capture.transcript import Turn, mentioned_paths, relative_to
+from ..db import observations
 from ..trust import instruction_reason
 from .digest import clip, plain
 
@@ -46,12 +47,11 @@ _INSTRUCTION = re.compile(r"\b(?:always|never|prefer|don't|do not|dont|make sure
 
 def transcript_path(conn: Any, session_id: str) -> str | None:
     """The session log's path, as the client last sent it with a hook (Claude Code does; Cursor may not)."""
-    row = conn.execute("SELECT extra FROM observations WHERE session_id = ? AND extra LIKE '%transcript_path%' "
-                       "ORDER BY id DESC LIMIT 1", (session_id,)).fetchone()
-    if row is None:
+    extra = observations.last_extra_naming(conn, session_id, "transcript_path")
+    if extra is None:
         return None
     try:
-        path = json.loads(row[0]).get("transcript_path")
+        path = json.loads(extra).get("transcript_path")
     except (ValueError, AttributeError):
         return None
     return path if isinstance(path, str) else None

@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING, Any
 from ..anchors import head_commit
 from ..capture.transcript import Turn, is_noise, relative_to
 from ..capture.turns import read_turns
-from ..db import meta
+from ..db import meta, observations, sessions
 from ..project import worktree_root
 from ..trust import WITHHELD, withhold_instructions
 from . import OUTCOME, remember
 from .consolidate import (
-    OBS_COLUMNS,
     PREPARATORY,
     Derived,
     ObsRecord,
@@ -260,10 +259,7 @@ def _unchanged_dropped(conn: Any, project: str | None, items: list[dict[str, Any
 
 def due_sessions(conn: Any, now: float, limit: int = 20) -> list[Any]:
     """Sessions to summarise: asked for (stop / end / compaction) or idle with observations not yet folded in."""
-    return conn.execute(
-        "SELECT * FROM sessions s WHERE s.needs_summary = 1 OR (s.last_event_at < ? AND EXISTS (SELECT 1 FROM "
-        "observations o WHERE o.session_id = s.id AND o.id > s.summarized_upto AND o.status = 'compressed')) "
-        "ORDER BY s.last_event_at LIMIT ?", (now - IDLE_SECONDS, limit)).fetchall()
+    return sessions.due(conn, now - IDLE_SECONDS, limit)
 
 
 def summarize_session(store: Parts, session: Any, *, llm: LLM | None = None) -> bool:
@@ -279,8 +275,7 @@ def summarize_session(store: Parts, session: Any, *, llm: LLM | None = None) -> 
     if state.upto != expected:  # the state was lost: fold again from the start
         state = SessionState()
     before = state.upto
-    for row in conn.execute(f"SELECT {OBS_COLUMNS}, status FROM observations WHERE session_id = ? AND id > ? "
-                            "ORDER BY id LIMIT ?", (session_id, state.upto, FOLD_BATCH)).fetchall():
+    for row in observations.of_session_after(conn, session_id, state.upto, FOLD_BATCH):
         if row["status"] == "pending":
             break  # keep the order: wait until it is compressed
         if row["status"] == "compressed":
@@ -309,15 +304,12 @@ def summarize_session(store: Parts, session: Any, *, llm: LLM | None = None) -> 
         notes = [{**item, "commit": commit} for item in turn_memories(turns, session, state.last_at, tree)]
         prepared += prepare_saves(store, _unchanged_dropped(conn, session["project"], notes))
     with store.transaction() as tx:
-        current = tx.execute("SELECT summarized_upto FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        if current is None or current[0] != expected:
+        if sessions.summarized_upto(tx, session_id) != expected:
             return False
         results = write_saves(tx, store, prepared)
         memory_id = results[0].id if results and results[0] else None
-        again = tx.execute("SELECT EXISTS (SELECT 1 FROM observations WHERE session_id = ? AND id > ? AND event IN "
-                           "(?, ?, ?))", (session_id, state.upto, *STOP_EVENTS)).fetchone()[0]
-        tx.execute("UPDATE sessions SET summarized_upto = ?, needs_summary = ?, summary_memory_id = COALESCE(?, "
-                   "summary_memory_id) WHERE id = ?", (state.upto, int(bool(again)), memory_id, session_id))
+        again = observations.stop_after(tx, session_id, state.upto, STOP_EVENTS)
+        sessions.mark_summarized(tx, session_id, state.upto, needs_summary=again, summary_memory_id=memory_id)
         meta.put(tx, meta.summary_state(session_id), state.to_json())
     store.indexer.drain()
     return bool(results) and results[0] is not None and results[0].action != "duplicate"
@@ -419,8 +411,7 @@ def reflect(store: Parts, project: str | None, llm: LLM) -> int:
     conn = store.conn
     mark_name = meta.reflected(project)
     since = meta.get(conn, mark_name) or 0
-    total, last = conn.execute("SELECT COALESCE(SUM(importance), 0), MAX(id) FROM observations WHERE project IS ? "
-                               "AND status = 'compressed' AND id > ?", (project, since)).fetchone()
+    total, last = observations.compressed_since(conn, project, since)
     if last is None or total < REFLECT_THRESHOLD:
         return 0
     recent = conn.execute("SELECT id, title, content FROM memories WHERE project IS ? AND is_latest = 1 AND "

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..db import audit, meta
+from ..db import audit, memories, meta
 from ..models import InvalidInput, StoreDamaged
 from .forget import delete_memories
 from .forgetting import (
@@ -61,9 +61,6 @@ _LATEST = (
     "SELECT id, importance, CASE WHEN pinned THEN 'P0' ELSE priority END, confidence, created_at, "
     "last_accessed_at, access_count, tier, forget_after, strength, title, rowid FROM memories WHERE is_latest = 1"
 )
-# Compare-and-set on the value read: a memory used (or superseded) meanwhile keeps its fresher value.
-_SET_CONFIDENCE = "UPDATE memories SET confidence = ? WHERE rowid = ? AND id = ? AND confidence = ? AND is_latest = 1"
-_SET_STRENGTH = "UPDATE memories SET strength = ? WHERE rowid = ? AND id = ? AND strength = ? AND is_latest = 1"
 ACTIONS = ("expire", "forget", "delete")
 
 
@@ -315,18 +312,12 @@ def _apply(store: Parts, report: SweepReport, decay: _Decay, facts: Sequence[Mem
     confidence = [change for change in decay.confidence if change[2] not in planned]
     strength = [change for change in decay.strength if change[2] not in planned]
     with store.transaction() as conn:
-        report.confidence_decayed = _changed(conn, _SET_CONFIDENCE, confidence)
-        report.strength_decayed = _changed(conn, _SET_STRENGTH, strength)
+        report.confidence_decayed = memories.decay(conn, "confidence", confidence)
+        report.strength_decayed = memories.decay(conn, "strength", strength)
         for clock, value in decay.clocks.items():
             meta.put(conn, clock, value)
     report.low_confidence = _remove(store, report.low_confidence, snapshot, f"confidence below {FORGET_BELOW:g}",
                                     now)
-
-
-def _changed(conn: Any, sql: str, params: list[tuple[float, int, str, float]]) -> int:
-    before = conn.total_changes
-    conn.executemany(sql, params)  # in rowid order (the order read), so pages are visited once
-    return conn.total_changes - before
 
 
 def _remove(store: Parts, ids: Sequence[str], snapshot: Mapping[str, float | None], reason: str,
