@@ -637,7 +637,7 @@ def test_a_turn_is_found_through_the_turns_before_it_in_its_session(store):
 
 
 def test_an_answer_gets_a_vector_with_the_question_asked_before_it(store):
-    """Answer chunks: "We even won a trophy!" is found for what was asked just before it, by someone else."""
+    """Answer chunks: "We even won a trophy!" is found for what was asked just before it."""
     from agentmem_mcp.index import vectors
 
     base = 1_700_000_000.0
