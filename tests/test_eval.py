@@ -282,3 +282,28 @@ def test_ablation_script_on_a_synthetic_file(tmp_path):
         check_unit_interval(row)
     product = next(name for name in rows if name.startswith("product:"))
     assert "similar words" in product and rows[product]["session@10"] == 1.0
+
+
+def test_eval_fusion_variants_change_only_the_fusion(store, monkeypatch):
+    """scripts/eval_fusion.py: its `shipped` variant ranks as search does, `no-bm25` leaves keywords out, a
+    misspelt variant is refused."""
+    import eval_fusion as ef
+
+    from agentmem_mcp import retrieval
+
+    for text in ("The staging database is reset every Monday night by the cleanup job",
+                 "Deploys go out through the release pipeline after two approvals",
+                 "Monday standups moved to the afternoon for the Berlin team"):
+        store.save(text)
+    store.flush()
+    query = "why did my rows on the staging database vanish on Monday?"
+    plain = store.search(query, record_access=False).hits
+    monkeypatch.setattr(retrieval, "fuse_scores", ef._variant_fusion)
+    shipped = ef.search_as(store, "shipped", query)
+    assert [(h.id, h.score) for h in shipped] == [(h.id, h.score) for h in plain]
+    assert any("keywords" in h.why for h in shipped)
+    assert not any("keywords" in h.why for h in ef.search_as(store, "no-bm25", query))
+    assert ef.search_as(store, "similar-words:0", query) and store.settings.soft_match_weight == 0.5
+    with pytest.raises(SystemExit):
+        ef.search_as(store, "no-such-variant:1", query)
+    assert ef.clamp(0.7, 0.5, 0.9) == pytest.approx(0.5) and ef.clamp(2.0, 0.5, 0.9) == 1.0

@@ -637,7 +637,7 @@ def test_a_turn_is_found_through_the_turns_before_it_in_its_session(store):
 
 
 def test_an_answer_gets_a_vector_with_the_question_asked_before_it(store):
-    """Answer chunks: "We even won a trophy!" is found for what was asked just before it, by someone else."""
+    """Answer chunks: "We even won a trophy!" is found for what was asked just before it."""
     from agentmem_mcp.index import vectors
 
     base = 1_700_000_000.0
@@ -674,6 +674,41 @@ def test_an_answer_gets_a_vector_with_the_question_asked_before_it(store):
     store.forget(ids=[saved[1].id], reason="test")
     assert store.conn.execute(answers, (vectors.ANSWER_INDEX,)).fetchall() == []
     assert store.conn.execute(knn_rows).fetchone()[0] == kept - 2  # its chunk and its answer chunk
+
+
+def test_turn_notes_of_a_coding_session_get_their_neighbours_in_the_order_saved(store):
+    """The worker writes a session's turn notes with one time and no speaker names: the note after the agent's
+    question gets that question as its answer chunk, a short note the openings of the notes before it in BM25
+    (a long one carries its own context); the session's summary (another kind) is no neighbour of theirs."""
+    from agentmem_mcp.index import vectors
+
+    at = 1_700_000_000.0
+    notes = ["Pre-commit failed on pre-existing Credo warnings in lib/spotter/transcripts.ex.\n\n"
+             "Would you like me to skip the hook for this commit, or fix the pre-existing issues first?",
+             "Committed with --no-verify as agreed: 3 files, the hook's warnings left for spotter-0p7.",
+             "Phoenix server is starting in the background on port 4000. " * 8]  # a report: its own context
+    summary = store.save_many([{"content": "Session: unified transcript view, committed, server started.",
+                                "tier": "episodic", "type": "summary", "session_id": "s-c", "created_at": at,
+                                "source": "consolidation"}])[0]
+    saved = store.save_many([{"content": text, "tier": "episodic", "type": "context", "session_id": "s-c",
+                              "created_at": at, "source": "consolidation"} for text in notes])
+    while store.add_sentence_pieces():
+        pass
+    store.flush()
+    rows = store.conn.execute("SELECT memory_id, text FROM memory_chunks WHERE chunk_index = ?",
+                              (vectors.ANSWER_INDEX,)).fetchall()
+    assert [(r[0], r[1]) for r in rows] == [(saved[1].id, "Would you like me to skip the hook for this commit, or "
+                                             "fix the pre-existing issues first?\n" + notes[1])]
+    found = [m for m, _ in store.fulltext.search("Credo", projects=None)]
+    assert set(found) == {saved[0].id, saved[1].id}  # the note that names it, and the short one after it
+    assert summary.id not in found  # its own text does not name it, and notes are not its neighbours
+    store.forget(ids=[saved[0].id], reason="test")
+    store.flush()
+    assert store.fulltext.search("Credo", projects=None) == []
+    while store.add_sentence_pieces():
+        pass
+    assert store.conn.execute("SELECT COUNT(*) FROM memory_chunks WHERE chunk_index = ?",
+                              (vectors.ANSWER_INDEX,)).fetchone()[0] == 0
 
 
 def test_forgetting_a_turn_leaves_none_of_its_text_with_the_turns_after_it(store):

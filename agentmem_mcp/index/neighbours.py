@@ -1,19 +1,22 @@
-"""Neighbouring-turn context, for BM25 and for one more vector.
+"""Neighbouring memories of a session: context for BM25, and one more vector for a memory that answers.
 
-What a turn of a conversation means often lives in the turns just before it: "Is that your third one?",
-"Yes, the one downtown". So an episodic memory that belongs to a session is indexed for BM25 together with
-the openings of the memories saved just before it in the same session. Only earlier memories are used, so
-the document can be built when the memory is indexed; the memory's own text and what search returns are
-unchanged.
+What an event of a session means often lives in the events just before it: a reply "Done, I skipped the hook
+for this commit" says nothing of what was asked ("Would you like me to skip the hook, or fix the pre-existing
+issues first?"); a chat turn "Yes, the one downtown" nothing of "Is that your third one?". The neighbours of a
+memory are the memories of the same kind (tier and type) saved just before it in the same session, in the
+order they were saved (time, then insertion: the worker writes a session's turn notes with one time).
 
-An answer is the same for the vectors: "We even won a trophy!" says nothing of what was asked ("What did
-your team win at the end of the season?"). A memory that answers a question someone else asked in the turn
-just before it, in the same session, gets one more vector, its *answer chunk*: that question, then the
-memory (`answer_text`). Turns are told apart by a leading "Name: " (how conversations are saved: "Caroline:
-...", "user: ...", "assistant: ..."), so a speaker's next message after their own question gets none. The
-background worker embeds it with the sentence pieces (`Store.add_sentence_pieces`); search scores a memory
-by its own vectors or its answer chunk, whichever is closer (index/vectors.py). Measured on LoCoMo and
-LongMemEval in docs/evaluation.md.
+- BM25: a short episodic memory (a chat turn, a one-line reply; CONTEXT_FOR_CHARS) is indexed together with
+  the openings of its two neighbours before it; a longer one (a report, a summary) carries its own context.
+  Only earlier memories are used, so the document can be built when the memory is indexed; the memory's own
+  text and what search returns are unchanged.
+- Vectors: a memory whose neighbour just before it asks something gets one more vector, its *answer chunk*:
+  that neighbour's last question, then the memory (`answer_text`). The background worker embeds it with the
+  sentence pieces (`Store.add_sentence_pieces`); search scores a memory by its own vectors or its answer
+  chunk, whichever is closer (index/vectors.py).
+
+Nothing here reads who wrote a memory or when beyond its session, kind and order; a leading timestamp in
+brackets is left out of what is copied. Measured on LoCoMo and the coding evaluation in docs/evaluation.md.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from .tokenize import without_stamp
 CONTEXT_TURNS = 2  # how many earlier memories of the same session
 CONTEXT_CHARS = 200  # of each: a long earlier reply would otherwise drown the memory's own words
 CONTEXT_TIER = "episodic"  # events of a session; facts and procedures stand on their own
+CONTEXT_FOR_CHARS = 400  # a memory longer than this (a report, a summary) carries its own context in BM25
 
 
 def context_text(earlier: Sequence[str], turns: int = CONTEXT_TURNS) -> str:
@@ -45,19 +49,24 @@ def context_text(earlier: Sequence[str], turns: int = CONTEXT_TURNS) -> str:
 
 
 def earlier_turns(conn: Connection, row: Any, turns: int = CONTEXT_TURNS) -> list[str]:
-    """The contents of the memories saved just before this one (a row with tier, session_id, created_at) in
-    its session, nearest first; none for a memory outside a session or not an event."""
+    """The contents of the neighbours saved just before this memory (a row with id, tier, type, session_id):
+    the memories of its tier and type in its session, latest versions, nearest first; none for a memory
+    outside a session or not an event."""
     if row["tier"] != CONTEXT_TIER or not row["session_id"]:
         return []
     return [r[0] for r in conn.execute(
-        "SELECT content FROM memories WHERE session_id = ? AND created_at < ? AND tier = ? AND is_latest = 1 "
-        "ORDER BY created_at DESC LIMIT ?", (row["session_id"], row["created_at"], CONTEXT_TIER, turns))]
+        "SELECT m.content FROM memories me JOIN memories m ON m.session_id = me.session_id "
+        "AND (m.created_at < me.created_at OR (m.created_at = me.created_at AND m.rowid < me.rowid)) "
+        "WHERE me.id = ? AND m.tier = me.tier AND m.type = me.type AND m.is_latest = 1 "
+        "ORDER BY m.created_at DESC, m.rowid DESC LIMIT ?", (row["id"], turns))]
 
 
 def turn_contexts(conn: Connection, rows: Iterable[Any]) -> dict[str, str]:
-    """Memory id -> context text, for the rows (with id, tier, session_id, created_at) that get one."""
+    """Memory id -> context text, for the rows (with id, tier, type, session_id, content) that get one."""
     out: dict[str, str] = {}
     for row in rows:
+        if len(row["content"]) > CONTEXT_FOR_CHARS:
+            continue
         text = context_text(earlier_turns(conn, row))
         if text:
             out[row["id"]] = text
@@ -65,34 +74,31 @@ def turn_contexts(conn: Connection, rows: Iterable[Any]) -> dict[str, str]:
 
 
 def later_turns(conn: Connection, memory_ids: Sequence[str], turns: int = CONTEXT_TURNS) -> set[str]:
-    """The memories whose context includes one of these (the `turns` events saved just after each in its
-    session): what they were indexed and embedded with must be redone when these are forgotten."""
+    """The memories whose neighbours include one of these (the `turns` events of the same kind saved just after
+    each in its session): what they were indexed and embedded with must be redone when these are forgotten."""
     out: set[str] = set()
     for start in range(0, len(memory_ids), 500):
         part = list(memory_ids[start:start + 500])
-        for session_id, created_at in conn.execute(
-                f"SELECT session_id, created_at FROM memories WHERE id IN ({','.join('?' * len(part))}) "
+        for session_id, created_at, rowid, type_ in conn.execute(
+                f"SELECT session_id, created_at, rowid, type FROM memories WHERE id IN ({','.join('?' * len(part))}) "
                 "AND tier = ? AND session_id IS NOT NULL", [*part, CONTEXT_TIER]).fetchall():
             out.update(r[0] for r in conn.execute(
-                "SELECT id FROM memories WHERE session_id = ? AND created_at > ? AND tier = ? AND is_latest = 1 "
-                "ORDER BY created_at LIMIT ?", (session_id, created_at, CONTEXT_TIER, turns)))
+                "SELECT id FROM memories WHERE session_id = ? AND (created_at > ? OR (created_at = ? AND rowid > ?)) "
+                "AND tier = ? AND type = ? AND is_latest = 1 ORDER BY created_at, rowid LIMIT ?",
+                (session_id, created_at, created_at, rowid, CONTEXT_TIER, type_, turns)))
     return out - set(memory_ids)
 
 
-_SPEAKER = re.compile(r"([^:\n\[\]]{1,40}):\s")  # "Caroline: ", "user: " at the start of a turn
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 ANSWER_CHARS = 900  # of the answer itself, as a chunk (index/vectors.py CHUNK_CHARS)
+QUESTION_CHARS = 300  # of the question: a long one is cut to its end, where the asking is
 
 
-def asked_before(earlier: str, content: str) -> str | None:
-    """The question a turn answers: the last question of the turn just before it, when the two are turns of
-    a conversation ("Name: text") by different speakers; None otherwise."""
-    before, turn = without_stamp(earlier), without_stamp(content)
-    asker, speaker = _SPEAKER.match(before), _SPEAKER.match(turn)
-    if not asker or not speaker or asker.group(1).strip().casefold() == speaker.group(1).strip().casefold():
-        return None
-    questions = [s.strip() for s in _SENTENCE_END.split(before[asker.end():]) if s.rstrip().endswith("?")]
-    return questions[-1] if questions else None
+def asked_before(earlier: str) -> str | None:
+    """The question a memory may answer: the last question of the neighbour just before it (a sentence or line
+    ending in "?"); None when that neighbour asks nothing."""
+    questions = [s.strip() for s in _SENTENCE_END.split(without_stamp(earlier)) if s.rstrip().endswith("?")]
+    return questions[-1][-QUESTION_CHARS:].lstrip() if questions else None
 
 
 def answer_text(question: str, content: str) -> str:
@@ -105,7 +111,7 @@ def answer_text(question: str, content: str) -> str:
 
 
 def answer_chunk(conn: Connection, row: Any) -> str | None:
-    """The answer chunk's text of a memory (a row with tier, session_id, created_at, content), or None."""
+    """The answer chunk's text of a memory (a row with id, tier, type, session_id, content), or None."""
     earlier = earlier_turns(conn, row, 1)
-    question = asked_before(earlier[0], row["content"]) if earlier else None
+    question = asked_before(earlier[0]) if earlier else None
     return answer_text(question, row["content"]) if question else None
