@@ -1,5 +1,5 @@
 """Team memory on the command line: `agentmem share ID...` and `agentmem team status | sync | forget |
-supersede | proposals | accept | reject | history | grant`. Each parses, calls `sync`, `proposals` or the server,
+supersede | proposals | accept | reject | history | grant`. Each parses, calls `sync`, `decisions` or the server,
 and prints the answer."""
 
 from __future__ import annotations
@@ -159,10 +159,10 @@ def _proposals(args: argparse.Namespace) -> int:
 
 
 def _decide(args: argparse.Namespace) -> int:
-    from . import proposals
+    from . import decisions
 
     with _open(args) as store:
-        decide = proposals.accept if args.team_command == "accept" else proposals.reject
+        decide = decisions.accept if args.team_command == "accept" else decisions.reject
         print(decide(store, args.proposal, args.note))
     return 0
 
