@@ -176,3 +176,19 @@ def test_what_the_outbox_queues_and_what_it_never_does(settings, embedder):
     with Store.open(read_only, project="/repo/a", embedder=embedder) as store:
         store.save("the widget deploys on Mondays", type="decision")
         assert sync.reconcile(store) == 0
+
+
+def test_the_word_levels_of_team_search() -> None:
+    from agentmem_mcp.team.search import level_query, quoted, scope_query, words_part
+
+    assert quoted("it's") == "'it''s'" and quoted("a\\b") == "'a\\\\b'"
+    assert level_query(["cach", "retri"], 2) == "('cach' & 'retri')"
+    assert level_query(["a", "b", "c"], 2) == "('a' & 'b') | ('a' & 'c') | ('b' & 'c')"
+    assert level_query(["a", "b", "c"], 1) == "('a') | ('b') | ('c')"
+    assert scope_query(["github.com/acme/widget", "*"]) == "'project:github.com/acme/widget' | 'project:*'"
+    params: dict = {}
+    sql = words_part(["a", "b"], params)
+    # most words first; each level leaves out the rows of the level above it
+    assert sql.index("2 AS words") < sql.index("1 AS words") and "NOT m.tsv @@ %(q2)s::tsquery" in sql
+    assert params == {"q2": "('a' & 'b')", "q1": "('a') | ('b')"}
+    assert "WHERE false" in words_part([], {})

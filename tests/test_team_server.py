@@ -53,7 +53,8 @@ class Machine:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
         self.env.update(AGENTMEM_HOME=str(self.home), AGENTMEM_EMBED_MODEL_PATH=str(model_path),
                         AGENTMEM_TEAM_URL=team_url, AGENTMEM_TEAM_AUTHOR=name, AGENTMEM_SHARED_EMBEDDER="0",
-                        AGENTMEM_TEAM_REFRESH_SECONDS="3600", **extra)
+                        AGENTMEM_TEAM_REFRESH_SECONDS="3600")
+        self.env.update(extra)
 
     def run(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
         done = subprocess.run([*AGENTMEM, *args], cwd=self.repo, env=self.env, input=input, capture_output=True,
@@ -225,8 +226,13 @@ def test_unreachable_server_reads_answer_locally_and_say_so(machines, pg, team_u
         found = bob.search("widget upload limit")
         assert found["hits"][0]["id"] == local
         assert any("team memory unreachable" in note for note in found["notes"])
-        offline = bob.search("deploy the widget service on Fridays")["hits"]
-        assert any("shared by alice" in h["why"] for h in offline)  # from bob's copy of team memory
+        offline = bob.search("deploy the widget service on Fridays")
+        assert any("shared by alice" in h["why"] for h in offline["hits"])  # from bob's copy of team memory
+        assert any("by keywords and meaning" in note for note in offline["notes"])
+        # ranked like the server's hits: the copy keeps the vectors, so a paraphrase without the words is found
+        paraphrase = bob.search("which weekday must releases to production be avoided?")["hits"]
+        team_hits = [h for h in paraphrase if "shared by alice" in h["why"]]
+        assert team_hits and "meaning (cosine" in team_hits[0]["why"] and "keywords" not in team_hits[0]["why"]
         queued = bob.run("share", local).stdout
         assert "queued; published when the team server answers" in queued and "s3cret" not in queued
         briefing = bob.briefing()
@@ -361,3 +367,29 @@ def test_the_viewer_shares_a_memory_with_a_csrf_protected_post(machines, pg, tea
         ui.wait(timeout=30)
     assert rows(pg, team_url, "SELECT author, explicit, content FROM team_memories") == [
         ["alice", "t", "the widget's staging database is reset every night"]]
+
+
+def test_an_older_server_schema_is_upgraded_with_its_rows(team_url, monkeypatch):
+    import psycopg
+
+    from agentmem_mcp.team import schema
+    from agentmem_mcp.team.credentials import TeamCredentials
+    from agentmem_mcp.team.remote import TeamServer
+
+    with psycopg.connect(team_url, autocommit=True) as conn:
+        monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
+        assert schema.migrate(conn) == ["t001_memories"]
+        monkeypatch.undo()
+        conn.execute("INSERT INTO team_memories (gid, project_key, tier, type, title, content, source, confidence, "
+                     "importance, author, origin_machine, content_hash, created_at, updated_at) VALUES ('t_old', "
+                     "'github.com/acme/widget', 'semantic', 'fact', 'retries', 'the uploader retries three times', "
+                     "'agent', 0.9, 0.5, 'alice', 'm', 'h', 0, 0)")
+        conn.execute("INSERT INTO team_proposals (gid, action, proposer, origin_machine, created_at) VALUES "
+                     "('t_old', 'forget', 'bob', 'm', 0)")
+    server = TeamServer(TeamCredentials(team_url))
+    found = server.search(["github.com/acme/widget"], "how often does the uploader retry?", None)
+    assert [(r["gid"], r["rank"]) for r in found] == [("t_old", 2 / 3)]  # 'upload' and 'retri', not 'often'
+    with server.connection() as conn:
+        assert [r[0] for r in conn.execute("SELECT name FROM team_schema ORDER BY name")] == [
+            name for name, _ in schema.MIGRATIONS]
+    assert server.proposals("alice")[0]["action"] == "forget"

@@ -318,10 +318,17 @@ def m011_team(conn: Connection) -> None:
     )
 
 
+def m012_team_mirror_vectors(conn: Connection) -> None:
+    """This machine's copy of team memory keeps each memory's vector (float32, the server's), so that search
+    ranks it by meaning too when the server is away. The copy is pulled again from the start to get them."""
+    conn.execute("ALTER TABLE team_mirror ADD COLUMN embedding BLOB")
+    conn.execute("DELETE FROM team_state WHERE key LIKE 'pulled:%'")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces,
                                                   m004_word_vectors, m005_answer_chunks, m006_keyed_audit,
                                                   m007_quarantine, m008_anchor_commit, m009_briefing_indexes,
-                                                  m010_audit_by_memory, m011_team]
+                                                  m010_audit_by_memory, m011_team, m012_team_mirror_vectors]
 
 
 def migrate(conn: Connection) -> int:

@@ -1,5 +1,6 @@
 """Team memory on the command line: `agentmem share ID...` and `agentmem team status | sync | forget |
-supersede | proposals | history`. Each parses, calls `sync` or the server, and prints the answer."""
+supersede | proposals | accept | reject | history | grant`. Each parses, calls `sync`, `decisions` or the server,
+and prints the answer."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def cmd_share(args: argparse.Namespace) -> int:
 def cmd_team(args: argparse.Namespace) -> int:
     """`agentmem team ...`."""
     return {"status": _status, "sync": _sync, "forget": _forget, "supersede": _supersede,
-            "proposals": _proposals, "history": _history}[args.team_command](args)
+            "proposals": _proposals, "accept": _decide, "reject": _decide, "history": _history,
+            "grant": _grant}[args.team_command](args)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -149,9 +151,24 @@ def _proposals(args: argparse.Namespace) -> int:
             what = f"replace with: {row['content'][:200]}" if row["action"] == "supersede" else "forget it"
             print(f"#{row['id']} {row['gid']} \"{row['title'][:60]}\" by {row['author']}: {row['proposer']} "
                   f"proposes to {what}" + (f" ({row['reason']})" if row["reason"] else ""))
-        if not rows:
+        if rows:
+            print("accept one with `agentmem team accept N`, or `agentmem team reject N --note why`")
+        else:
             print("no open proposals")
     return 0
+
+
+def _decide(args: argparse.Namespace) -> int:
+    from . import decisions
+
+    with _open(args) as store:
+        decide = decisions.accept if args.team_command == "accept" else decisions.reject
+        print(decide(store, args.proposal, args.note))
+    return 0
+
+
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(at))
 
 
 def _history(args: argparse.Namespace) -> int:
@@ -159,10 +176,41 @@ def _history(args: argparse.Namespace) -> int:
 
     with _open(args) as store:
         _need_team(store)
-        for row in team_server(store.settings).history(args.gid):
+        versions, proposed = team_server(store.settings).history(args.gid)
+        for row in versions:
             print(f"v{row['version']} {row['action']} by {row['author']} ({row['origin_machine']}) "
-                  f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(row['at']))}: "
-                  f"{(row['content'] or row['reason'] or '')[:200]}")
+                  f"{_when(row['at'])}: {(row['content'] or row['reason'] or '')[:200]}"
+                  + (f" [{row['reason']}]" if row["proposal_id"] and row["content"] else ""))
+        for row in proposed:
+            what = f"replace with: {row['content'][:120]}" if row["action"] == "supersede" else "forget it"
+            decided = (f"{row['status']} by {row['decided_by']} {_when(row['decided_at'])}"
+                       + (f" ({row['decision_note']})" if row["decision_note"] else "")) \
+                if row["status"] != "open" else "open"
+            print(f"proposal #{row['id']} by {row['proposer']} {_when(row['created_at'])} to {what}: {decided}")
+        if not versions:
+            print(f"{args.gid}: no such team memory")
+            return 1
+    return 0
+
+
+def _grant(args: argparse.Namespace) -> int:
+    """`agentmem team grant ROLE --read-only | --write`, run by the team's admin (the tables' owner)."""
+    import psycopg
+
+    from . import schema
+    from . import server as team_server
+
+    with _open(args) as store:
+        _need_team(store)
+        server = team_server(store.settings)
+        with server.connection() as conn:
+            try:
+                schema.grant(conn, args.role, write=args.write)
+            except psycopg.errors.UndefinedObject as exc:
+                raise AgentmemError(f"{exc.diag.message_primary}: create it first (CREATE ROLE {args.role} LOGIN "
+                                    "PASSWORD '...'), docs/team.md") from None
+        print(f"role {args.role}: " + ("reads and writes team memory (its own rows only)" if args.write
+                                       else "reads team memory only (the server refuses its writes)"))
     return 0
 
 
@@ -171,9 +219,10 @@ def add_parsers(sub: Any, scoped: Any) -> None:
     p = scoped(sub.add_parser("share", help="share memories with the team (team memory, docs/team.md)"))
     p.add_argument("ids", nargs="+", metavar="ID", help="memory ids to share (the latest version of each)")
     p.set_defaults(func=cmd_share)
-    p = sub.add_parser("team", help="team memory: status, sync, forget, supersede, proposals, history")
+    p = sub.add_parser("team", help="team memory: status, sync, forget, supersede, proposals, accept, reject, "
+                       "history, grant")
     team = p.add_subparsers(dest="team_command", required=True, metavar="COMMAND",
-                            help="status, sync, forget, supersede, proposals or history")
+                            help="status, sync, forget, supersede, proposals, accept, reject, history or grant")
     scoped(team.add_parser("status", help="server, identity, outbox and copy"))
     q = scoped(team.add_parser("sync", help="publish what waits and pull what changed"))
     q.add_argument("--quiet", action="store_true", help="print nothing; do nothing if a sync already runs")
@@ -186,6 +235,17 @@ def add_parsers(sub: Any, scoped: Any) -> None:
     q.add_argument("--reason", default="", help="why (shown to the author)")
     q = scoped(team.add_parser("proposals", help="open proposals on your shared memories"))
     q.add_argument("--all", action="store_true", help="everyone's")
-    q = scoped(team.add_parser("history", help="every version and forget of a team memory"))
+    for name, what in (("accept", "accept a proposal on your memory (supersede: its text becomes the next "
+                                  "version; forget: it is forgotten)"),
+                       ("reject", "reject a proposal on your memory (it stays as it is)")):
+        q = scoped(team.add_parser(name, help=what))
+        q.add_argument("proposal", type=int, help="the proposal's number (#N in `agentmem team proposals`)")
+        q.add_argument("--note", default="", help="why (kept with the decision on the server)")
+    q = scoped(team.add_parser("history", help="every version, forget and proposal of a team memory"))
     q.add_argument("gid", help="the team memory's id (t_...)")
+    q = scoped(team.add_parser("grant", help="admin: let a PostgreSQL role read team memory, or read and write"))
+    q.add_argument("role", help="the member's PostgreSQL role (created beforehand with CREATE ROLE)")
+    mode = q.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--read-only", dest="write", action="store_false", help="reading only")
+    mode.add_argument("--write", dest="write", action="store_true", help="reading and writing its own rows")
     p.set_defaults(func=cmd_team)

@@ -1,6 +1,8 @@
-"""This machine's copy of the team's memories of its projects (`team_mirror` in SQLite, with an FTS5 index).
-The briefing and prompt recall read it, in the hook process, without reaching the server; `sync.pull` keeps it
-up to date. This machine's own shared memories are not copied (the local store has them)."""
+"""This machine's copy of the team's memories of its projects (`team_mirror` in SQLite, with an FTS5 index, and
+each memory's vector as float32 bytes). The briefing and prompt recall read it, in the hook process, without
+reaching the server; search reads it, by words and by meaning, when the server is away; `sync.pull` keeps it up
+to date. This machine's own shared memories are not copied (the local store has them). numpy is imported only
+where vectors are read or written, never by the briefing."""
 
 from __future__ import annotations
 
@@ -25,11 +27,20 @@ def apply(conn: Connection, rows: list[dict[str, Any]], machine: str) -> int:
         if row.get("forgotten_at") is not None:
             continue
         values = [row[c] if c != "explicit" else int(bool(row[c])) for c in MIRROR_COLUMNS]
-        conn.execute(f"INSERT INTO team_mirror ({', '.join(MIRROR_COLUMNS)}) VALUES "
-                     f"({', '.join('?' * len(MIRROR_COLUMNS))})", values)
+        conn.execute(f"INSERT INTO team_mirror ({', '.join(MIRROR_COLUMNS)}, embedding) VALUES "
+                     f"({', '.join('?' * len(MIRROR_COLUMNS))}, ?)", [*values, vector_bytes(row.get("embedding"))])
         conn.execute("INSERT INTO team_mirror_fts (gid, text) VALUES (?, ?)",
                      (row["gid"], f"{row['title']}\n{row['content']}"))
     return changed
+
+
+def vector_bytes(text: str | None) -> bytes | None:
+    """A vector in pgvector's text form (`[0.1,0.2]`) as float32 bytes, or None."""
+    if not text:
+        return None
+    import numpy as np
+
+    return np.array(text.strip("[]").split(","), dtype=np.float32).tobytes()
 
 
 # Row shape of context.py's COLUMNS, so that the briefing and prompt recall format team rows like local ones.
@@ -65,6 +76,39 @@ def matching(conn: Connection, keys: list[str], project: str | None, text: str, 
         f"SELECT {_AS_MEMORY} FROM team_mirror_fts f JOIN team_mirror t ON t.gid = f.gid WHERE team_mirror_fts "
         f"MATCH ? AND t.project_key IN ({marks}) AND {_NOT_LOCAL} ORDER BY f.rank LIMIT ?",
         [project, query, *keys, limit]).fetchall()
+
+
+def nearest(conn: Connection, keys: list[str], project: str | None, vector: Any, limit: int = 20,
+            among: list[str] | None = None) -> list[tuple[Any, float]]:
+    """The copy's memories of these project keys nearest to `vector` by cosine, with it, best first (`among`:
+    only these gids, each with its cosine). An exact comparison of the project's vectors: the copy holds only
+    what was shared in this machine's projects."""
+    import numpy as np
+
+    if not keys or vector is None:
+        return []
+    marks = ",".join("?" * len(keys))
+    where = f"t.project_key IN ({marks}) AND t.embedding IS NOT NULL AND {_NOT_LOCAL}"
+    params: list[Any] = list(keys)
+    if among is not None:
+        if not among:
+            return []
+        where += f" AND t.gid IN ({','.join('?' * len(among))})"
+        params += among
+    found = conn.execute(f"SELECT t.gid, t.embedding FROM team_mirror t WHERE {where}", params).fetchall()
+    if not found:
+        return []
+    query = np.asarray(vector, dtype=np.float32)
+    matrix = np.frombuffer(b"".join(r[1] for r in found), dtype=np.float32).reshape(len(found), -1)
+    if matrix.shape[1] != query.shape[0]:
+        return []  # vectors of another model: meaning cannot be compared
+    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+    cosines = matrix @ query / np.where(norms == 0, 1.0, norms)
+    best = np.argsort(-cosines)[:limit]
+    gids = [found[i][0] for i in best]
+    rows = {r["id"]: r for r in conn.execute(
+        f"SELECT {_AS_MEMORY} FROM team_mirror t WHERE t.gid IN ({','.join('?' * len(gids))})", [project, *gids])}
+    return [(rows[found[i][0]], float(cosines[i])) for i in best if found[i][0] in rows]
 
 
 def count(conn: Connection) -> int:

@@ -116,9 +116,10 @@ def merge_hits(store: Store, query: str, hits: list[SearchHit], results: dict[st
                types: list[str] | None = None, tiers: list[str] | None = None,
                min_confidence: float | None = None) -> list[SearchHit]:
     """Local hits and the team server's, in one ranking (at most `limit`). A team candidate is scored like a
-    local one: its full-text rank divided by the best team rank, and its cosine divided by the best cosine of
-    all candidates (local or team), weighted as the local retrievers are, times its state factor. A memory this
-    machine shared, or whose content a local hit has, is left out. An unreachable server adds a note."""
+    local one: the share of the query's words it holds, and its cosine divided by the best cosine of all
+    candidates (local or team), weighted as the local retrievers are, times its state factor. A memory this
+    machine shared, or whose content a local hit has, is left out. When the server is away the candidates come
+    from this machine's copy, scored the same way (by its vectors too), and a note says so."""
     settings = store.settings
     if not enabled(settings):
         return hits
@@ -136,8 +137,11 @@ def merge_hits(store: Store, query: str, hits: list[SearchHit], results: dict[st
     except (TeamUnreachable, TeamPermissionError) as exc:
         if not down:
             reach.mark_unreachable(settings.home, str(exc))
-        notes.append(f"{UNREACHABLE_NOTE} ({exc}): team results come from this machine's copy, by keywords")
-        rows, vector = _from_copy(store, project, query), None
+        rows = _from_copy(store, project, query, vector)
+        if not any(r["cosine"] is not None for r in rows):
+            vector = None  # no vectors in the copy: keywords only, weighted as such
+        notes.append(f"{UNREACHABLE_NOTE} ({exc}): team results come from this machine's copy, by keywords"
+                     + (" and meaning" if vector is not None else ""))
     mine = {r[0] for r in store.conn.execute("SELECT gid FROM team_shared")}
     machine = outbox.state(store.conn, "machine")
     local_ids = [h.id for h in hits]
@@ -195,14 +199,21 @@ def _coverage(asked: list[str], text: str) -> float:
     return sum(1 for w in asked if w in lowered) / len(asked)
 
 
-def _from_copy(store: Store, project: str | None, query: str) -> list[dict[str, Any]]:
-    """Search candidates from this machine's copy (FTS5), shaped like the server's, for when it is away: ranked
-    by BM25 order, without cosines."""
-    found = mirror.matching(store.conn, _keys(project), project, query, limit=20)
+def _from_copy(store: Store, project: str | None, query: str, vector: list[float] | None) -> list[dict[str, Any]]:
+    """Search candidates from this machine's copy, shaped like the server's, for when it is away: the memories
+    holding the query's words (FTS5) and the nearest vectors, each with its cosine (None without vectors)."""
+    keys, conn = _keys(project), store.conn
+    found = {r["id"]: r for r in mirror.matching(conn, keys, project, query, limit=20)}
+    cosines = dict((row["id"], cos) for row, cos in mirror.nearest(conn, keys, project, vector, len(found),
+                                                                   among=list(found)))
+    for row, cos in mirror.nearest(conn, keys, project, vector, 20):
+        found.setdefault(row["id"], row)
+        cosines[row["id"]] = cos
     return [{"gid": r["id"], "title": r["title"], "content": r["content"], "type": r["type"], "tier": r["tier"],
              "confidence": r["confidence"], "importance": r["importance"], "author": r["author"],
              "origin_machine": r["origin_machine"], "content_hash": r["content_hash"], "version": r["version"],
-             "updated_at": r["updated_at"], "rank": 1.0 / (1 + i), "cosine": None} for i, r in enumerate(found)]
+             "updated_at": r["updated_at"], "rank": 1.0 / (1 + i), "cosine": cosines.get(r["id"])}
+            for i, r in enumerate(found.values())]
 
 
 _POOLED = {"on": False}

@@ -17,8 +17,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..models import AgentmemError
-from . import schema
+from ..models import AgentmemError, InvalidInput
+from . import proposals, schema, search
 from .credentials import TeamCredentials
 
 log = logging.getLogger("agentmem.team")
@@ -27,9 +27,7 @@ PROBE_SECONDS = 0.3
 CONNECT_TIMEOUT_S = 2  # libpq's smallest
 STATEMENT_TIMEOUT_MS = 3000
 SEARCH_DEPTH = 40
-EXACT_SCAN_MAX = 3000  # up to this many shared memories in the searched projects, vectors are compared exactly
-COLUMNS = ("gid, project_key, tier, type, title, content, source, confidence, importance, explicit, author, "
-           "origin_machine, version, content_hash, created_at, updated_at, forgotten_at, change_seq")
+COLUMNS = search.COLUMNS
 
 
 class TeamUnreachable(AgentmemError):
@@ -141,7 +139,14 @@ class TeamServer:
 
     def _ensure_schema(self, conn: Any) -> None:
         if not self._schema_checked:
-            applied = schema.migrate(conn)
+            import psycopg
+
+            try:
+                applied = schema.migrate(conn)
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise TeamPermissionError(self.creds.mask(
+                    f"the team server's tables are older than this agentmem ({exc.diag.message_primary}): the "
+                    "team's admin (their owner) upgrades them by connecting once, `agentmem team status`")) from None
             if applied:
                 log.info("team server schema: applied %s", ", ".join(applied))
             self._schema_checked = True
@@ -166,7 +171,16 @@ class TeamServer:
 
     def _publish_one(self, conn: Any, item: dict[str, Any]) -> str:
         row = dict(item, tags=json.dumps(item.get("tags") or []), files=json.dumps(item.get("files") or []),
-                   embedding=vector_text(item.get("embedding")))
+                   embedding=vector_text(item.get("embedding")), proposal_id=item.get("proposal_id"),
+                   reason=item.get("reason"))
+        there = conn.execute("SELECT author, db_role = current_user, forgotten_at FROM team_memories WHERE gid = %s",
+                             (item["gid"],)).fetchone()
+        if there is not None and there[2] is not None:
+            return "forgotten"
+        if there is not None and (there[0] != item["author"] or not there[1]):
+            proposals.propose(conn, item["gid"], "supersede", item["content"], "", item["author"],
+                              item["origin_machine"])
+            return "proposed"
         done = conn.execute(
             "INSERT INTO team_memories (gid, project_key, tier, type, title, content, tags, files, source, "
             "confidence, importance, explicit, author, origin_machine, version, content_hash, created_at, "
@@ -185,119 +199,113 @@ class TeamServer:
             "AND team_memories.forgotten_at IS NULL RETURNING gid", row).fetchone()
         if done:
             conn.execute("INSERT INTO team_history (gid, version, action, title, content, author, origin_machine, "
-                         "at) VALUES (%(gid)s, %(version)s, 'publish', %(title)s, %(content)s, %(author)s, "
-                         "%(origin_machine)s, %(updated_at)s) ON CONFLICT DO NOTHING", row)
+                         "reason, proposal_id, at) VALUES (%(gid)s, %(version)s, 'publish', %(title)s, %(content)s, "
+                         "%(author)s, %(origin_machine)s, %(reason)s, %(proposal_id)s, %(updated_at)s) "
+                         "ON CONFLICT DO NOTHING", row)
             return "published"
         there = conn.execute("SELECT author, forgotten_at FROM team_memories WHERE gid = %s",
                              (item["gid"],)).fetchone()
         if there[1] is not None:
             return "forgotten"
-        if there[0] != item["author"]:
-            self._propose(conn, item["gid"], "supersede", item["content"], "", item["author"],
-                          item["origin_machine"])
+        if there[0] != item["author"]:  # published by someone else in the meantime
+            proposals.propose(conn, item["gid"], "supersede", item["content"], "", item["author"],
+                              item["origin_machine"])
             return "proposed"
         return "exists"
+
+    def _forget_one(self, conn: Any, gid: str, author: str, machine: str, reason: str, at: float,
+                    proposal_id: int | None = None) -> bool:
+        done = conn.execute("UPDATE team_memories SET forgotten_at = %s, embedding = NULL, "
+                            "change_seq = nextval('team_change_seq') WHERE gid = %s AND author = %s "
+                            "AND forgotten_at IS NULL RETURNING version", (at, gid, author)).fetchone()
+        if done:
+            conn.execute("INSERT INTO team_history (gid, version, action, author, origin_machine, reason, "
+                         "proposal_id, at) VALUES (%s, %s, 'forget', %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                         (gid, done[0], author, machine, reason, proposal_id, at))
+        return done is not None
 
     def forget(self, gid: str, *, author: str, machine: str, reason: str = "", at: float | None = None) -> str:
         """Forget a shared memory: done when `author` wrote it (`forgotten`), else stored as a proposal
         (`proposed`); `absent` when the server has no such memory; `forgotten` again is a no-op."""
         at = time.time() if at is None else at
         with self.connection() as conn, conn.transaction():
-            done = conn.execute("UPDATE team_memories SET forgotten_at = %s, embedding = NULL, "
-                                "change_seq = nextval('team_change_seq') WHERE gid = %s AND author = %s "
-                                "AND forgotten_at IS NULL RETURNING version", (at, gid, author)).fetchone()
-            if done:
-                conn.execute("INSERT INTO team_history (gid, version, action, author, origin_machine, reason, at) "
-                             "VALUES (%s, %s, 'forget', %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                             (gid, done[0], author, machine, reason, at))
+            if self._forget_one(conn, gid, author, machine, reason, at):
                 return "forgotten"
             there = conn.execute("SELECT author, forgotten_at FROM team_memories WHERE gid = %s", (gid,)).fetchone()
             if there is None:
                 return "absent"
             if there[1] is not None:
                 return "forgotten"
-            self._propose(conn, gid, "forget", "", reason, author, machine)
+            proposals.propose(conn, gid, "forget", "", reason, author, machine)
             return "proposed"
 
     def propose_supersede(self, gid: str, content: str, *, author: str, machine: str, reason: str = "") -> str:
-        """Ask the author of a shared memory to replace it with `content`: `proposed`, or `absent`."""
+        """Ask the author of a shared memory to replace it with `content` (secrets redacted first): `proposed`,
+        or `absent`."""
+        from ..capture.redact import redact
+
         with self.connection() as conn, conn.transaction():
             if not conn.execute("SELECT 1 FROM team_memories WHERE gid = %s AND forgotten_at IS NULL",
                                 (gid,)).fetchone():
                 return "absent"
-            self._propose(conn, gid, "supersede", content, reason, author, machine)
+            proposals.propose(conn, gid, "supersede", redact(content), redact(reason), author, machine)
             return "proposed"
 
-    @staticmethod
-    def _propose(conn: Any, gid: str, action: str, content: str, reason: str, proposer: str, machine: str) -> None:
-        conn.execute("INSERT INTO team_proposals (gid, action, content, reason, proposer, origin_machine, "
-                     "created_at) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                     (gid, action, content, reason, proposer, machine, time.time()))
+    def accept_supersede(self, proposal_id: int, author: str, machine: str, item: dict[str, Any],
+                         note: str = "") -> None:
+        """Accept a supersede proposal: publish `item` (the memory's next version, with the proposed text) and
+        record the decision, in one transaction. Raises InvalidInput / NotFound when it may not be decided."""
+        with self.connection() as conn, conn.transaction():
+            row = proposals.decidable(conn, proposal_id, author)
+            item = dict(item, proposal_id=proposal_id, reason=f"accepted proposal #{proposal_id} by {row['proposer']}")
+            outcome = self._publish_one(conn, item)
+            if outcome != "published":
+                raise InvalidInput(f"proposal #{proposal_id} not accepted: the team server answered {outcome}")
+            proposals.decide(conn, proposal_id, "accepted", author, machine, note)
+
+    def accept_forget(self, proposal_id: int, author: str, machine: str, note: str = "") -> None:
+        """Accept a forget proposal: forget the memory and record the decision, in one transaction."""
+        with self.connection() as conn, conn.transaction():
+            row = proposals.decidable(conn, proposal_id, author)
+            reason = f"accepted proposal #{proposal_id} by {row['proposer']}" + \
+                (f": {row['reason']}" if row["reason"] else "")
+            if not self._forget_one(conn, row["gid"], author, machine, reason, time.time(), proposal_id):
+                raise InvalidInput(f"proposal #{proposal_id} not accepted: {row['gid']} is not yours to forget")
+            proposals.decide(conn, proposal_id, "accepted", author, machine, note)
 
     # reads ---------------------------------------------------------------------------------------
 
     def changes(self, project_key: str, after_seq: int, limit: int = 2000) -> list[dict[str, Any]]:
-        """The project's memories changed after `after_seq` (forgotten ones too), oldest change first."""
+        """The project's memories changed after `after_seq` (forgotten ones too), oldest change first; each
+        with its vector in pgvector's text form (`[0.1,0.2,...]`, None when it has none)."""
         with self.connection() as conn:
-            cur = conn.execute(f"SELECT {COLUMNS} FROM team_memories WHERE project_key = %s AND change_seq > %s "
-                               "ORDER BY change_seq LIMIT %s", (project_key, after_seq, limit))
+            cur = conn.execute(f"SELECT {COLUMNS}, embedding::text AS embedding FROM team_memories WHERE "
+                               "project_key = %s AND change_seq > %s ORDER BY change_seq LIMIT %s",
+                               (project_key, after_seq, limit))
             names = [d.name for d in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]
 
     def search(self, project_keys: Sequence[str], text: str, vector: Sequence[float] | None,
                limit: int = SEARCH_DEPTH) -> list[dict[str, Any]]:
-        """Candidates for a query among the projects' live shared memories: the nearest vectors and the
-        full-text matches of any of the query's words; each with `rank` (ts_rank_cd, 0 when it did not match the
-        words) and `cosine` (exact, None without a vector). The nearest vectors come from an exact comparison
-        when the projects hold at most EXACT_SCAN_MAX memories, else from the HNSW index (with pgvector's
-        iterative scan, so that the project filter does not leave it short)."""
-        qvec = vector_text(vector)
-        words = ("SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', %(text)s))")
-        live = "project_key = ANY(%(keys)s) AND forgotten_at IS NULL AND embedding IS NOT NULL"
-        # Few rows in these projects: compare them all (exact, a few ms); many: the HNSW index, whose walk
-        # through the other projects' rows is what costs when the filter keeps a small share of them.
-        nearest = (f"SELECT gid FROM (SELECT gid, embedding FROM team_memories WHERE {live} "
-                   f"ORDER BY change_seq LIMIT {EXACT_SCAN_MAX + 1} OFFSET 0) p "
-                   "ORDER BY embedding <=> %(vec)s::vector LIMIT %(k)s")
-        hnsw = (f"SELECT gid FROM team_memories WHERE {live} ORDER BY embedding <=> %(vec)s::vector LIMIT %(k)s")
-        cosine = "1 - (m.embedding <=> %(vec)s::vector)" if qvec else "NULL::float8"
-        sql = (f"WITH q AS (SELECT ({words})::tsquery AS q), "
-               f"f AS (SELECT m.gid, ts_rank_cd(m.tsv, q.q) AS rank FROM team_memories m, q WHERE m.tsv @@ q.q "
-               f"AND m.project_key = ANY(%(keys)s) AND m.forgotten_at IS NULL ORDER BY rank DESC LIMIT %(k)s)"
-               + (f", v AS ({nearest})" if qvec else "")
-               + f" SELECT {', '.join('m.' + c for c in COLUMNS.split(', '))}, COALESCE(f.rank, 0) AS rank, "
-               f"{cosine} AS cosine FROM team_memories m LEFT JOIN f ON f.gid = m.gid WHERE m.gid IN "
-               f"(SELECT gid FROM f{' UNION SELECT gid FROM v' if qvec else ''})")
-        params = {"text": text, "keys": list(project_keys), "vec": qvec, "k": limit}
-        with self.connection() as conn, conn.transaction():
-            if qvec and conn.execute(f"SELECT count(*) > {EXACT_SCAN_MAX} FROM (SELECT 1 FROM team_memories "
-                                     f"WHERE project_key = ANY(%(keys)s) LIMIT {EXACT_SCAN_MAX + 1}) c",
-                                     params).fetchone()[0]:
-                sql = sql.replace(nearest, hnsw)
-                conn.execute("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
-                conn.execute("SET LOCAL hnsw.ef_search = 64")
-            cur = conn.execute(sql, params)
-            names = [d.name for d in cur.description]
-            return [dict(zip(names, row)) for row in cur.fetchall()]
+        """Candidates for a query among the projects' live shared memories (`team.search`): the memories
+        holding most of the query's words and the nearest vectors, each with `rank` (its share of the query's
+        words) and `cosine` (exact, None without a vector)."""
+        with self.connection() as conn:
+            return search.candidates(conn, project_keys, text, vector_text(vector), limit)
 
     def proposals(self, author: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """Open proposals, those on `author`'s memories when given, newest first."""
         with self.connection() as conn:
-            cur = conn.execute(
-                "SELECT p.id, p.gid, p.action, p.content, p.reason, p.proposer, p.created_at, m.title, m.author "
-                "FROM team_proposals p JOIN team_memories m ON m.gid = p.gid WHERE p.status = 'open' "
-                "AND (%(author)s::text IS NULL OR m.author = %(author)s) ORDER BY p.id DESC LIMIT %(limit)s",
-                {"author": author, "limit": limit})
-            names = [d.name for d in cur.description]
-            return [dict(zip(names, row)) for row in cur.fetchall()]
+            return proposals.listed(conn, author, limit)
 
-    def history(self, gid: str) -> list[dict[str, Any]]:
-        """Every version and forget of a shared memory, oldest first."""
+    def history(self, gid: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Every version and forget of a shared memory, oldest first, and every proposal on it (decided ones
+        with who decided, when and why)."""
         with self.connection() as conn:
-            cur = conn.execute("SELECT version, action, title, content, author, origin_machine, reason, at "
-                               "FROM team_history WHERE gid = %s ORDER BY at, version", (gid,))
+            cur = conn.execute("SELECT version, action, title, content, author, origin_machine, reason, "
+                               "proposal_id, at FROM team_history WHERE gid = %s ORDER BY at, version", (gid,))
             names = [d.name for d in cur.description]
-            return [dict(zip(names, row)) for row in cur.fetchall()]
+            return [dict(zip(names, row)) for row in cur.fetchall()], proposals.of_memory(conn, gid)
 
     def counts(self) -> dict[str, Any]:
         """How much the server holds, and who this connection is."""

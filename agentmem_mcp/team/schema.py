@@ -8,9 +8,19 @@ statements, applied in order and recorded by name in `team_schema` (so inserting
 - `team_history`: every version and every forget, with who did it and when (append-only for agentmem).
 - `team_proposals`: a supersede or forget asked for by someone who is not the author.
 - `change_seq`: a sequence number set on every change, which machines pull from incrementally.
+
+`t002_decisions_and_row_security` records who accepted or rejected a proposal and when (the proposal rows are
+kept: they are the proposals' history) and turns on row-level security, so that what a member may do is the
+server's decision, not the client's: a role writes rows only in its own name (`db_role = current_user`), updates
+only the memories its role wrote, and decides only on proposals about those. Roles get their grants from
+`grant` (`agentmem team grant`); the tables' owner (the admin who created them) is not limited.
+`t003_search_scope` adds the lexeme `project:<key>` to every memory's `tsv`, so that the full-text index finds a
+project's rows by itself (team.search).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 DIMENSIONS = 384
 
@@ -73,7 +83,68 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             UNIQUE (gid, action, proposer, content)
         )""",
     ]),
+    ("t002_decisions_and_row_security", [
+        "ALTER TABLE team_proposals DROP CONSTRAINT team_proposals_status_check",
+        "ALTER TABLE team_proposals ADD CONSTRAINT team_proposals_status_check "
+        "CHECK (status IN ('open', 'accepted', 'rejected'))",
+        "ALTER TABLE team_proposals ADD COLUMN decided_by text, ADD COLUMN decided_machine text, "
+        "ADD COLUMN decided_role text, ADD COLUMN decided_at double precision, ADD COLUMN decision_note text",
+        "ALTER TABLE team_proposals DROP CONSTRAINT team_proposals_gid_action_proposer_content_key",
+        "CREATE UNIQUE INDEX team_proposals_open ON team_proposals (gid, action, proposer, content) "
+        "WHERE status = 'open'",  # the same proposal again after a decision is a new one
+        "ALTER TABLE team_history ADD COLUMN proposal_id bigint",
+        "ALTER TABLE team_memories ENABLE ROW LEVEL SECURITY",
+        "CREATE POLICY team_memories_read ON team_memories FOR SELECT USING (true)",
+        "CREATE POLICY team_memories_insert ON team_memories FOR INSERT WITH CHECK (db_role = current_user)",
+        "CREATE POLICY team_memories_update ON team_memories FOR UPDATE USING (db_role = current_user) "
+        "WITH CHECK (db_role = current_user)",
+        "ALTER TABLE team_history ENABLE ROW LEVEL SECURITY",
+        "CREATE POLICY team_history_read ON team_history FOR SELECT USING (true)",
+        "CREATE POLICY team_history_insert ON team_history FOR INSERT WITH CHECK (db_role = current_user AND "
+        "EXISTS (SELECT 1 FROM team_memories m WHERE m.gid = team_history.gid AND m.db_role = current_user))",
+        "ALTER TABLE team_proposals ENABLE ROW LEVEL SECURITY",
+        "CREATE POLICY team_proposals_read ON team_proposals FOR SELECT USING (true)",
+        "CREATE POLICY team_proposals_insert ON team_proposals FOR INSERT WITH CHECK (db_role = current_user "
+        "AND status = 'open' AND decided_by IS NULL AND decided_role IS NULL)",
+        "CREATE POLICY team_proposals_decide ON team_proposals FOR UPDATE USING (EXISTS (SELECT 1 FROM "
+        "team_memories m WHERE m.gid = team_proposals.gid AND m.db_role = current_user)) "
+        "WITH CHECK (decided_role = current_user)",
+    ]),
+    ("t003_search_scope", [  # a project's rows found by the full-text index itself (team.search)
+        "ALTER TABLE team_memories DROP COLUMN tsv",
+        "ALTER TABLE team_memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', title || "
+        "' ' || content) || array_to_tsvector(ARRAY['project:' || coalesce(project_key, '')])) STORED",
+        "CREATE INDEX team_memories_tsv ON team_memories USING gin (tsv)",
+    ]),
 ]
+
+TABLES = ("team_schema", "team_memories", "team_history", "team_proposals")
+SEQUENCES = ("team_change_seq", "team_proposals_id_seq")
+
+
+def grant(conn: Any, role: str, *, write: bool) -> None:
+    """Give a member's PostgreSQL role its rights, in one transaction (run by the tables' owner): reading only
+    (SELECT on the tables; every other right on them revoked), or reading and writing (INSERT and UPDATE where
+    agentmem writes, the sequences; never DELETE nor TRUNCATE). Row-level security (t002) then limits a writer
+    to its own rows. Raises psycopg's errors (an unknown role: UndefinedObject)."""
+    from psycopg import sql
+
+    who = sql.Identifier(role)
+    tables = sql.SQL(", ").join(sql.Identifier(t) for t in TABLES)
+    sequences = sql.SQL(", ").join(sql.Identifier(s) for s in SEQUENCES)
+    with conn.transaction():
+        where = conn.execute("SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                             "WHERE c.oid = 'team_memories'::regclass").fetchone()[0]
+        statements = [sql.SQL("REVOKE ALL ON {} FROM {}").format(tables, who),
+                      sql.SQL("REVOKE ALL ON SEQUENCE {} FROM {}").format(sequences, who),
+                      sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(where), who),
+                      sql.SQL("GRANT SELECT ON {} TO {}").format(tables, who)]
+        if write:
+            statements += [sql.SQL("GRANT INSERT, UPDATE ON team_memories, team_proposals TO {}").format(who),
+                           sql.SQL("GRANT INSERT ON team_history TO {}").format(who),
+                           sql.SQL("GRANT USAGE ON SEQUENCE {} TO {}").format(sequences, who)]
+        for statement in statements:
+            conn.execute(statement)
 
 
 def migrate(conn) -> list[str]:
@@ -92,6 +163,7 @@ def migrate(conn) -> list[str]:
             continue
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('agentmem team schema'))")
+            conn.execute("SET LOCAL statement_timeout = 0")  # a migration may rewrite a big table
             if conn.execute("SELECT 1 FROM team_schema WHERE name = %s", (name,)).fetchone():
                 continue  # another machine applied it while we waited
             for statement in statements:

@@ -1,0 +1,105 @@
+"""Deciding on a proposal, on the author's machine: `agentmem team accept N` / `reject N`. The local store stays
+the working copy: accepting a supersede of a memory this machine shared saves the proposed text here first as the
+memory's next version (so redaction and the trust rules apply to it like to any save), and that version is what
+the server publishes, in the transaction that marks the proposal accepted; accepting a forget forgets the memory
+on the server and here. Each is recorded in `team_history` with the proposal's id (team.proposals, team.remote).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..models import InvalidInput
+from . import author, outbox
+from . import server as team_server
+from .proposals import decidable, decide
+
+if TYPE_CHECKING:
+    from ..parts import Parts as Store  # an operation is given the store's parts
+
+
+def _who(store: Store) -> tuple[str, str]:
+    settings = store.settings
+    if not settings.team_url:
+        raise InvalidInput("team memory is not configured: set team_url in config.toml or AGENTMEM_TEAM_URL "
+                           "(docs/team.md)")
+    if settings.team_read_only:
+        raise InvalidInput("team memory is read-only for this member (team_read_only = true): nothing is decided")
+    with store.transaction() as conn:
+        return author(settings), outbox.machine_id(conn)
+
+
+def _local_latest(store: Store, gid: str) -> Any:
+    """This machine's latest version of the shared memory `gid`, or None when it does not hold it."""
+    return store.conn.execute("SELECT m.* FROM team_shared s JOIN memories m ON m.root_id = s.root_id AND "
+                              "m.is_latest = 1 WHERE s.gid = ?", (gid,)).fetchone()
+
+
+def accept(store: Store, proposal_id: int, note: str = "") -> str:
+    """Accept an open proposal on one of this member's shared memories; returns what was done."""
+    who, machine = _who(store)
+    server = team_server(store.settings)
+    with server.connection() as conn:
+        row = _peek(conn, proposal_id, who)
+    local = _local_latest(store, row["gid"])
+    if row["action"] == "forget":
+        server.accept_forget(proposal_id, who, machine, note)
+        if local is not None:
+            from ..lifecycle.forget import forget
+
+            forget(store, ids=[local["id"]], reason=f"team proposal #{proposal_id} accepted")
+            with store.transaction() as conn:
+                conn.execute("DELETE FROM team_shared WHERE gid = ?", (row["gid"],))
+        return f"#{proposal_id} accepted: {row['gid']} is forgotten on the team server" + \
+            (" and here" if local is not None else "")
+    payload = _next_version(store, row, local, who, machine)
+    server.accept_supersede(proposal_id, who, machine, payload, note)
+    if local is not None:
+        with store.transaction() as conn:
+            conn.execute("UPDATE team_shared SET memory_id = ?, version = ?, state = 'published' WHERE gid = ?",
+                         (payload["memory_id"], payload["version"], row["gid"]))
+    return f"#{proposal_id} accepted: {row['gid']} is now version {payload['version']} (proposed by " \
+        f"{row['proposer']})"
+
+
+def reject(store: Store, proposal_id: int, note: str = "") -> str:
+    """Reject an open proposal on one of this member's shared memories (the memory stays as it is)."""
+    who, machine = _who(store)
+    server = team_server(store.settings)
+    with server.connection() as conn, conn.transaction():
+        row = decidable(conn, proposal_id, who)
+        decide(conn, proposal_id, "rejected", who, machine, note)
+    return f"#{proposal_id} rejected: {row['gid']} stays as it is ({row['proposer']} sees it in its history)"
+
+
+def _peek(conn: Any, proposal_id: int, who: str) -> dict[str, Any]:
+    """The checks of `decidable` before anything is done here (the server makes them again when it decides)."""
+    with conn.transaction():
+        return decidable(conn, proposal_id, who)
+
+
+def _next_version(store: Store, row: dict[str, Any], local: Any, who: str, machine: str) -> dict[str, Any]:
+    """The memory's next version with the proposed text, saved here first (the local store is the working copy:
+    redaction and the trust rules apply to it like to any save); raises when this machine does not hold it."""
+    from ..lifecycle.remember import save
+    from ..trust import instruction_reason
+    from .sync import _payload
+
+    if local is None:
+        raise InvalidInput(f"{row['gid']} was not shared from this machine: accept proposal #{row['id']} on the "
+                           "machine that shared it (its working copy), or reject it")
+    reason = instruction_reason(row["content"])
+    if reason:
+        raise InvalidInput(f"proposal #{row['id']}'s text reads as instructions to an agent ({reason}): not "
+                           "accepted; reject it, or save your own wording with --supersedes")
+    saved = save(store, row["content"], supersedes=local["id"], type=local["type"], tier=local["tier"],
+                 project=local["project"], source="user", tags=json.loads(local["tags"] or "[]"),
+                 importance=local["importance"])
+    new = store.conn.execute("SELECT * FROM memories WHERE id = ?", (saved.id,)).fetchone()
+    record = outbox.shared_record(store.conn, new["root_id"])
+    payload = _payload(store, new, row["gid"], bool(record and record["explicit"]), who, machine)
+    if payload["version"] <= row["version"]:
+        raise InvalidInput(f"this machine's copy of {row['gid']} (version {payload['version']}) is behind the "
+                           f"team server's (version {row['version']}): run `agentmem team sync` first")
+    return {**payload, "memory_id": new["id"]}
