@@ -1,5 +1,6 @@
 """What forgetting for good costs: save and forget with SQLite's secure_delete on (agentmem's setting) and off,
-and the erasure after an explicit forget (BM25 index rebuilt from SQLite, WAL checkpointed and truncated).
+and the erasure after an explicit forget (BM25 index written anew from SQLite in one commit, WAL checkpointed and
+truncated).
 
     python scripts/bench_erase.py [--memories 2000] [--forget 50] [--runs 5] [--vector-memories 300]
                                   [--model-path DIR]
