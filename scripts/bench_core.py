@@ -179,6 +179,26 @@ def _prepare(items: list[dict]) -> list:
     return remember.prepare_saves(_PARTS, items, supersede_check=False)
 
 
+def settle(store: Store) -> dict[str, Any]:
+    """What the worker does after an import, on a store whose build stopped before it: the BM25 outbox, sentence
+    pieces and word vectors (corpus pieces hashed, as the build's). Returns figures in build()'s shape, without a
+    build time."""
+    real_embed = store.embedder.embed
+    store.embedder.embed = hashed_vectors
+    try:
+        store.flush()
+        started = time.perf_counter()
+        while store.add_sentence_pieces():
+            pass
+        pieces = time.perf_counter()
+        while store.add_word_vectors():
+            pass
+        words = time.perf_counter()
+    finally:
+        store.embedder.embed = real_embed
+    return {"build_s": None, "pieces_s": pieces - started, "words_s": words - pieces}
+
+
 def disk_bytes(home: Path) -> int:
     """Bytes the store takes on disk: the database, its WAL and the BM25 index (after a checkpoint)."""
     return sum(f.stat().st_size for f in home.rglob("*") if f.is_file() and f.suffix != ".log")
@@ -543,8 +563,12 @@ def bench_store(args: argparse.Namespace, embedder: Embedder, size: int, synthet
         marker = home / BUILT_FILE
         built = json.loads(marker.read_text()) if marker.exists() else None
         if built is None and home.exists() and any(home.iterdir()):
-            print(f"{home} holds an unfinished build: resuming it", file=sys.stderr)
+            print(f"{home} holds an unfinished build: {'measuring it as it is' if args.as_is else 'resuming it'}",
+                  file=sys.stderr)
         store = stack.enter_context(Store.open(settings, project="/bench/project", embedder=embedder))
+        if built is None and args.as_is:
+            built = settle(store)
+            built["corpus_vectors"] = "hashed" if synthetic else "model"
         if built is None:
             print(f"building {size:,} memories", file=sys.stderr)
             before = store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
@@ -553,7 +577,7 @@ def bench_store(args: argparse.Namespace, embedder: Embedder, size: int, synthet
             built["resumed_from"] = before  # memories an interrupted build had made (its time is not counted)
             if args.store:
                 marker.write_text(json.dumps(built))
-        else:
+        elif built["build_s"] is not None:
             print(f"reusing the store of {size:,} memories in {home} (built in {built['build_s']:.0f} s)",
                   file=sys.stderr)
         yield settings, store, built
@@ -576,6 +600,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-only", action="store_true", help="build (or check) the stores, measure nothing")
     parser.add_argument("--build-workers", type=int, default=0,
                         help="processes that validate and embed the build's batches while this one writes them")
+    parser.add_argument("--as-is", action="store_true", help="with --store: measure a store whose build was "
+                        "interrupted as it is (its memory count is reported) instead of resuming the build")
     parser.add_argument("--stages", type=int, default=100, help="searches timed stage by stage (0: none)")
     parser.add_argument("--vector-ab", type=int, default=50,
                         help="queries (and as many stored texts) for the code-copy against vec0 KNN A/B (0: none)")
@@ -603,7 +629,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             on_disk = disk_bytes(settings.home)
-            row = {"build_s": round(built["build_s"], 1), "build_per_s": round(size / built["build_s"]),
+            size = store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]  # as built (or as it is)
+            build_s = built["build_s"]
+            row = {"build_s": build_s and round(build_s, 1), "build_per_s": build_s and round(size / build_s),
                    "disk_bytes": on_disk, "disk_bytes_per_memory": round(on_disk / size),
                    "pieces_s": round(built["pieces_s"], 1), "words_s": round(built["words_s"], 1),
                    "corpus_vectors": built.get("corpus_vectors", "hashed" if synthetic else "model")}

@@ -3,11 +3,13 @@
 sqlite-vec's `vec0` table (index/vectors.py) keeps one 384-bit code per chunk and finds the nearest codes by
 scanning all of them, at about a microsecond a code on these cores: fine at 10k, most of a second at a
 million. `CodeMatrix` holds the same codes in numpy arrays, one per 64-bit word of a code, and computes the
-same Hamming distances (XOR and popcount): the same answer as vec0's scan, at a few nanoseconds a code. Over
-more than COARSE_ABOVE codes it scans in two passes: the distance over the first COARSE_WORDS words (128
+same Hamming distances (XOR and popcount): the same answer as vec0's scan, at a few nanoseconds a code; a
+histogram of the distances finds the cut-off, so only the nearest are sorted. Over more than COARSE_ABOVE
+codes (past what was measured) it scans in two passes: the distance over the first COARSE_WORDS words (256
 bits) of every code picks the `COARSE_FACTOR` x `count` nearest, and the full distance picks `count` among
-those; that first pass can miss a code the full distance would have kept (scripts/bench_core.py measures the
-overlap with vec0's exhaustive answer). The exact cosine re-scoring that follows (vectors.knn) is unchanged.
+those; that first pass can miss codes the full distance would have kept (at a million synthetic codes it
+kept 82-87% of them, for a scan 1.4x faster: scripts/bench_vectors.py, docs/benchmarks.md). The exact cosine
+re-scoring that follows (vectors.knn) is unchanged.
 
 The copy is read once per process and database from vec0's own storage (its chunk tables, one row per 1024
 codes: a few hundred milliseconds at a million), and kept in step through `vector_changes`: every write to
@@ -33,9 +35,9 @@ LOG = "vector_changes"
 LOG_KEEP = 100_000  # rows of vector_changes kept; a copy that is further behind reloads
 PRUNE_EVERY = 1024
 RELOAD_ABOVE = 20_000  # more changes than this since a copy was made: reload it rather than apply them
-COARSE_ABOVE = 200_000  # codes (after the project and latest filters) above which the scan takes two passes
-COARSE_WORDS = 2
-COARSE_FACTOR = 64
+COARSE_ABOVE = 2_000_000  # codes (after the project and latest filters) above which the scan takes two passes
+COARSE_WORDS = 4
+COARSE_FACTOR = 32
 RESET = 0  # chunk id logged when the KNN table is re-created: every copy reloads
 _VERSIONS = {"v0.1.9"}  # sqlite-vec versions whose chunk tables `_read_chunks` reads
 
@@ -203,23 +205,19 @@ class CodeMatrix:
             if len(wanted) < len(self.projects):
                 keep &= np.isin(self.project[:n], np.asarray(wanted, dtype=np.int32))
         rows = np.flatnonzero(keep) if not keep.all() else None
-        coarse_words = min(COARSE_WORDS, self.words)
-        wanted_rows = count * COARSE_FACTOR
         scanned = n if rows is None else len(rows)
         if two_passes is None:
             two_passes = scanned > COARSE_ABOVE
-        if not two_passes or scanned <= wanted_rows:
-            candidates = rows if rows is not None else np.arange(n)
-        else:
+        coarse_words = min(COARSE_WORDS, self.words)
+        if two_passes and scanned > count * COARSE_FACTOR:
             coarse = _distance(self.codes, query, range(coarse_words), rows, n)
-            candidates = _smallest(coarse, wanted_rows, limit=64 * coarse_words)
-            if rows is not None:
-                candidates = rows[candidates]
-        if len(candidates) == 0:
-            return []
-        full = _distance(self.codes, query, range(self.words), candidates, n)
-        order = np.lexsort((self.ids[candidates], full))[:count]
-        return self.ids[candidates[order]].tolist()
+            picked = _smallest(coarse, count * COARSE_FACTOR, limit=64 * coarse_words)
+            rows = picked if rows is None else rows[picked]
+        full = _distance(self.codes, query, range(self.words), rows, n)
+        picked = _smallest(full, count, limit=64 * self.words)
+        found = picked if rows is None else rows[picked]
+        order = np.lexsort((self.ids[found], full[picked]))[:count]
+        return self.ids[found[order]].tolist()
 
 
 def _distance(codes: Any, query: Any, words: range, rows: Any, n: int) -> Any:
