@@ -325,10 +325,17 @@ def m012_team_mirror_vectors(conn: Connection) -> None:
     conn.execute("DELETE FROM team_state WHERE key LIKE 'pulled:%'")
 
 
+def m013_vector_changes(conn: Connection) -> None:
+    """`vector_changes`: the chunk ids each write to the KNN table touched, in commit order, so that a process
+    holding a copy of the binary codes (index/codes.py) applies what others wrote (index/vectors.py writes it)."""
+    conn.execute("CREATE TABLE vector_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id INTEGER NOT NULL)")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces,
                                                   m004_word_vectors, m005_answer_chunks, m006_keyed_audit,
                                                   m007_quarantine, m008_anchor_commit, m009_briefing_indexes,
-                                                  m010_audit_by_memory, m011_team, m012_team_mirror_vectors]
+                                                  m010_audit_by_memory, m011_team, m012_team_mirror_vectors,
+                                                  m013_vector_changes]
 
 
 def migrate(conn: Connection) -> int:

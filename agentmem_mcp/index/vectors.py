@@ -29,7 +29,7 @@ from typing import Any
 
 from ..db import memories, meta
 from ..db.connection import Connection
-from . import words
+from . import codes, words
 from .tokenize import without_stamp
 
 TABLE = "memory_vectors"
@@ -148,6 +148,7 @@ def ensure_table(conn: Connection, model_id: str, dimension: int) -> bool:
     # '' marks a memory that has no vector by design (see remember.prepare_saves' vector_text)
     memories.unembed_all(conn)
     words.reset(conn)
+    codes.log_changes(conn, [codes.RESET])
     meta.put(conn, meta.EMBEDDING_MODEL, wanted)
     return True
 
@@ -172,6 +173,7 @@ def _insert_chunk(conn: Connection, memory_id: str, project: str | None, latest:
         f"INSERT INTO {TABLE} (chunk_id, project, latest, embedding) VALUES (?, ?, ?, vec_quantize_binary(?))",
         (chunk_id, project or "", 1 if latest else 0, vector.tobytes()),
     )
+    codes.log_changes(conn, [chunk_id])
 
 
 def put_answer(conn: Connection, memory_id: str, project: str | None, latest: bool, text: str | None,
@@ -187,6 +189,7 @@ def drop_answers(conn: Connection, memory_ids: Sequence[str]) -> None:
     chunk_ids = [row[1] for row in _answer_rows(conn, list(memory_ids), "id")]
     if chunk_ids and table_exists(conn):
         conn.executemany(f"DELETE FROM {TABLE} WHERE chunk_id = ?", [(c,) for c in chunk_ids])
+        codes.log_changes(conn, chunk_ids)
     conn.executemany("DELETE FROM memory_chunks WHERE id = ?", [(c,) for c in chunk_ids])
 
 
@@ -210,31 +213,30 @@ def delete(conn: Connection, memory_ids: Sequence[str]) -> None:
     if table_exists(conn):
         # One rowid lookup per chunk: vec0 would scan the whole table for `chunk_id IN (subquery)`.
         conn.executemany(f"DELETE FROM {TABLE} WHERE chunk_id = ?", [(chunk_id,) for chunk_id in chunk_ids])
+        codes.log_changes(conn, chunk_ids)
     conn.execute(f"DELETE FROM memory_chunks WHERE memory_id IN ({marks})", list(memory_ids))
 
 
 def set_latest(conn: Connection, memory_id: str, latest: bool) -> None:
     if not table_exists(conn):
         return
-    for (chunk_id,) in conn.execute("SELECT id FROM memory_chunks WHERE memory_id = ?", (memory_id,)).fetchall():
+    chunk_ids = [row[0] for row in conn.execute(
+        "SELECT id FROM memory_chunks WHERE memory_id = ? AND chunk_index < ?", (memory_id, PIECE_INDEX))]
+    for chunk_id in chunk_ids:
         conn.execute(f"UPDATE {TABLE} SET latest = ? WHERE chunk_id = ?", (1 if latest else 0, chunk_id))
+    codes.log_changes(conn, chunk_ids)
 
 
 def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, latest_only: bool,
-        k: int = 50, candidates: int | None = None) -> list[tuple[str, float]]:
+        k: int = 50, candidates: int | None = None, scan: str = "codes") -> list[tuple[str, float]]:
     """Memory ids with their best cosine similarity, best first. `candidates`: how many binary-code
-    neighbours to re-score exactly (default: max(160, 2k); the scan costs ~0.13 ms per candidate at 100k)."""
+    neighbours to re-score exactly (default: max(160, 2k)). `scan`: "codes" finds them in this process's
+    copy of the codes (index/codes.py) when it can, "vec0" always by sqlite-vec's exhaustive scan; the bench's
+    A/B also asks for "codes, one pass" and "codes, two passes"."""
     if not table_exists(conn):
         return []
-    sql = (f"SELECT chunk_id FROM {TABLE} WHERE embedding MATCH vec_quantize_binary(?) AND k = ?")
-    args: list[Any] = [query.tobytes(), candidates or max(MIN_CANDIDATES, k * CANDIDATES_PER_RESULT)]
-    if projects is not None:
-        keys = sorted({p or "" for p in projects})
-        sql += f" AND project IN ({','.join('?' * len(keys))})"
-        args.extend(keys)
-    if latest_only:
-        sql += " AND latest = 1"
-    chunk_ids = [row[0] for row in conn.execute(sql, args)]
+    chunk_ids = nearest_chunks(conn, query, projects=projects, latest_only=latest_only,
+                               count=candidates or max(MIN_CANDIDATES, k * CANDIDATES_PER_RESULT), scan=scan)
     if not chunk_ids:
         return []
     rows = conn.execute(
@@ -250,6 +252,26 @@ def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, 
     _keep_best(answers, _answer_rows(conn, [m for m in best if m not in answers]), query)
     scored = _with_pieces(conn, query, best)
     return sorted(((m, combine(s, None, answers.get(m))) for m, s in scored.items()), key=lambda item: -item[1])[:k]
+
+
+def nearest_chunks(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, latest_only: bool,
+                   count: int, scan: str = "codes") -> list[int]:
+    """The chunk ids of the `count` binary codes nearest the query's (Hamming distance), nearest first."""
+    keys = None if projects is None else sorted({p or "" for p in projects})
+    code = conn.execute("SELECT vec_quantize_binary(?)", (query.tobytes(),)).fetchone()[0]
+    if scan.startswith("codes"):
+        two_passes = {"codes, one pass": False, "codes, two passes": True}.get(scan)
+        found = codes.nearest(conn, TABLE, len(code) * 8, code, count, keys, latest_only, two_passes)
+        if found is not None:
+            return found
+    sql = f"SELECT chunk_id FROM {TABLE} WHERE embedding MATCH vec_quantize_binary(?) AND k = ?"
+    args: list[Any] = [query.tobytes(), count]
+    if keys is not None:
+        sql += f" AND project IN ({','.join('?' * len(keys))})"
+        args.extend(keys)
+    if latest_only:
+        sql += " AND latest = 1"
+    return [row[0] for row in conn.execute(sql, args)]
 
 
 def _keep_best(best: dict[str, float], rows: Sequence[Any], query: Any) -> None:

@@ -1,0 +1,166 @@
+"""The vector retriever's first pass on this process's copy of the binary codes (index/codes.py): it finds
+what sqlite-vec's exhaustive scan finds, and stays in step with writes from this and other connections."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agentmem_mcp.index import codes, vectors
+from agentmem_mcp.store import Store
+
+TEXTS = [
+    "The upload worker retries three times before it gives up on S3.",
+    "We deploy to staging with make deploy-staging after the tests pass.",
+    "The session token expires after 24 hours; refresh it in the auth middleware.",
+    "pnpm is our package manager because of its workspace support.",
+    "The scheduler throttles webhook deliveries to 10 per second per customer.",
+    "Invoices are rendered to PDF by the report service with weasyprint.",
+    "Migrations are applied with alembic upgrade head on every deploy.",
+    "The cache is keyed by user id and invalidated when the profile changes.",
+    "Docker builds reuse the pip cache through a BuildKit mount.",
+    "The parser rejects config files with tabs; use spaces only.",
+]
+NEW = "Deploys to production need a second reviewer on the release PR."
+QUERIES = ["how do we deploy", "token expiry", "which package manager", "cache invalidation", "pdf invoices"]
+
+
+def _both(store: Store, query: str, count: int = 8, **where) -> tuple[list[int], list[int]]:
+    vector = store.embedder.embed_query(query)
+    args = {"projects": where.get("projects"), "latest_only": where.get("latest_only", False), "count": count}
+    return (vectors.nearest_chunks(store.conn, vector, scan="codes", **args),
+            vectors.nearest_chunks(store.conn, vector, scan="vec0", **args))
+
+
+def _distances(store: Store, query: str, chunk_ids: list[int]) -> list[int]:
+    code = store.conn.execute("SELECT vec_quantize_binary(?)", (store.embedder.embed_query(query).tobytes(),)
+                              ).fetchone()[0]
+    out = []
+    for chunk_id in chunk_ids:
+        row = store.conn.execute(f"SELECT embedding FROM {vectors.TABLE} WHERE chunk_id = ?", (chunk_id,)).fetchone()
+        out.append(int(np.unpackbits(np.frombuffer(bytes(a ^ b for a, b in zip(code, row[0])), np.uint8)).sum()))
+    return out
+
+
+def _same_answer(store: Store, query: str, count: int = 8, **where) -> list[int]:
+    ours, theirs = _both(store, query, count, **where)
+    assert len(ours) == len(theirs)
+    # the same distances in the same order (ties may pick different chunks at the last distance)
+    assert _distances(store, query, ours) == _distances(store, query, theirs)
+    return ours
+
+
+@pytest.fixture
+def filled(store: Store) -> Store:
+    store.save_many([{"content": text} for text in TEXTS], supersede_check=False)
+    return store
+
+
+def test_the_copy_finds_what_vec0_finds(filled: Store) -> None:
+    for query in QUERIES:
+        found = _same_answer(filled, query)
+        assert len(found) == 8
+
+
+def test_the_copy_follows_saves_deletes_and_latest_flags(filled: Store) -> None:
+    _same_answer(filled, "how do we deploy")  # loads the copy
+    added = filled.save(NEW).id
+    found = _same_answer(filled, NEW, count=3)
+    chunk = filled.conn.execute("SELECT id FROM memory_chunks WHERE memory_id = ? AND chunk_index = 0",
+                                (added,)).fetchone()[0]
+    assert found[0] == chunk
+    with filled.transaction() as conn:
+        vectors.set_latest(conn, added, False)
+    assert chunk not in _same_answer(filled, NEW, count=3, latest_only=True)
+    assert chunk in _same_answer(filled, NEW, count=3, latest_only=False)
+    filled.forget(ids=[added])
+    assert chunk not in _same_answer(filled, NEW, count=3)
+
+
+def test_another_connection_s_writes_reach_the_copy(filled: Store, settings, embedder) -> None:
+    _same_answer(filled, "package manager")
+    with Store.open(settings, project="/elsewhere", embedder=embedder) as other:
+        other.save("We switched from npm to yarn berry for the monorepo's package manager.")
+    found = _same_answer(filled, "which package manager do we use", count=2)
+    projects = _same_answer(filled, "which package manager do we use", count=2, projects=["/elsewhere"])
+    assert len(projects) == 1 and projects[0] in found
+
+
+def test_projects_filter_and_partitions(store: Store, settings, embedder) -> None:
+    store.save_many([{"content": text} for text in TEXTS[:5]], supersede_check=False)
+    with Store.open(settings, project="/other", embedder=embedder) as other:
+        other.save_many([{"content": text} for text in TEXTS[5:]], supersede_check=False)
+    for query in QUERIES:
+        _same_answer(store, query, count=4, projects=[None])
+        _same_answer(store, query, count=4, projects=["/other", None])
+        _same_answer(store, query, count=20, projects=["/nowhere"])
+
+
+def test_a_copy_too_far_behind_reloads(filled: Store, monkeypatch) -> None:
+    _same_answer(filled, "deploy")
+    monkeypatch.setattr(codes, "RELOAD_ABOVE", 1)
+    filled.save_many([{"content": f"Release {n} was tagged after the deploy checklist."} for n in range(3)])
+    _same_answer(filled, "release checklist", count=5)
+
+
+def test_the_log_is_pruned(filled: Store, monkeypatch) -> None:
+    monkeypatch.setattr(codes, "LOG_KEEP", 5)
+    monkeypatch.setattr(codes, "PRUNE_EVERY", 4)
+    _same_answer(filled, "deploy")
+    filled.save_many([{"content": f"Release {n} needs the changelog updated before tagging."} for n in range(12)])
+    rows = filled.conn.execute("SELECT COUNT(*) FROM vector_changes").fetchone()[0]
+    assert rows <= 5 + 4
+    _same_answer(filled, "changelog before tagging", count=6)  # pruned past the copy: it reloads
+
+
+def test_the_search_path_uses_the_copy(filled: Store) -> None:
+    before = filled.search("how do we deploy", limit=3).hits
+    key = codes._database_key(filled.conn)
+    assert key in codes._MATRICES and codes._MATRICES[key].size == len(TEXTS)
+    assert before and "deploy" in before[0].snippet.lower()
+
+
+def test_an_unknown_layout_falls_back_to_vec0(filled: Store, monkeypatch) -> None:
+    monkeypatch.setattr(codes, "_VERSIONS", set())
+    codes.forget(filled.conn)
+    vector = filled.embedder.embed_query("deploy")
+    assert codes.nearest(filled.conn, vectors.TABLE, 384, b"\0" * 48, 5, None, False) is None
+    assert vectors.nearest_chunks(filled.conn, vector, projects=None, latest_only=False, count=5)
+
+
+def test_the_two_passes_keep_close_neighbours() -> None:
+    """Among 20,000 random codes, 50 that differ from the query in 80 of 384 bits (cosine ~0.6, a close
+    neighbour for this model) are all found by the two passes, nearest first."""
+    rng = np.random.default_rng(7)
+    matrix = codes.CodeMatrix("t", 6)
+    raw = rng.integers(0, 2**63, size=(20000, 6), dtype=np.int64).view(np.uint64)
+    query = raw[0].copy()
+    bits = np.unpackbits(query.view(np.uint8))
+    planted = rng.choice(np.arange(1, 20000), size=50, replace=False)
+    for row in planted:
+        flipped = bits.copy()
+        flipped[rng.choice(384, size=80, replace=False)] ^= 1
+        raw[row] = np.packbits(flipped).view(np.uint64)
+    ids = np.arange(1, 20001, dtype=np.int64)
+    matrix._set(ids, raw, np.zeros(len(ids), np.int32), np.ones(len(ids), bool))
+    found = matrix.nearest(query.tobytes(), 51, None, False, two_passes=True)
+    assert found[0] == 1
+    assert set(found[1:]) == set((planted + 1).tolist())
+    assert matrix.nearest(query.tobytes(), 51, None, False) == found  # one pass (20,000 codes): the same here
+
+
+def test_inside_a_write_transaction_uncommitted_codes_are_not_copied(filled: Store) -> None:
+    _same_answer(filled, "deploy")
+    key = codes._database_key(filled.conn)
+    seq = codes._MATRICES[key].seq
+    try:
+        with filled.transaction() as conn:
+            vectors.put(conn, "m_phantom", None, True, ["A phantom chunk about deploys"],
+                        [filled.embedder.embed_query("phantom deploys")])
+            ours, theirs = _both(filled, "phantom deploys", count=3)
+            assert ours == theirs  # served by vec0, which sees the transaction's own rows
+            raise RuntimeError("roll back")
+    except RuntimeError:
+        pass
+    assert codes._MATRICES[key].seq == seq
+    _same_answer(filled, "phantom deploys", count=3)
