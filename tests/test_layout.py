@@ -119,6 +119,7 @@ OWNERS = {
     "schema_migrations": {MIGRATIONS},
     "memory_chunks": {"agentmem_mcp.index.vectors"},
     "memory_vectors": {"agentmem_mcp.index.vectors"},
+    "vector_changes": {"agentmem_mcp.index.codes"},  # the change log that keeps each process's copy of the codes
     "word_vectors": {"agentmem_mcp.index.words"},
     "leases": {"agentmem_mcp.lease"},
     "llm_ledger": {"agentmem_mcp.llm"},
