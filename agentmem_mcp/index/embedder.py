@@ -145,8 +145,8 @@ def _release_freed_memory() -> None:
         pass
 
 
-# Texts per model call, sorted by length first. Small batches of like length ran faster than big ones on a 2-core
-# machine (texts/s at batch 4 / 8 / 32: 16.1 / 13.8 / 9.5, scripts/bench_embed_batch.py, docs/benchmarks.md)
+# Texts per model call, sorted by length first: small batches of like length ran faster than big ones on a 2-core
+# machine, idle and loaded (scripts/bench_embed_batch.py; docs/benchmarks.md, "Background worker")
 MODEL_BATCH = 8
 PASSAGE_CACHE_ENTRIES = 4096  # ~1.5 KB of vector a text (384 float32), plus the text: a few MB at most
 
