@@ -106,9 +106,21 @@ def database_error_line(exc: BaseException) -> str:
 def recover_database(database: Any) -> str:
     """`agentmem doctor --recover`: what is readable of `database` copied into a new file beside it (the damaged
     one is only read), and what to do next."""
+    from .db.connection import DatabaseError
     from .db.recovery import check, recover
+    from .models import AgentmemError
 
-    report = recover(database)
+    try:
+        report = recover(database)
+    except DatabaseError as exc:
+        if not database.is_file():
+            raise
+        raise AgentmemError(
+            f"{database} cannot be opened at all ({exc}): its first page, which holds the schema, is damaged, so "
+            "agentmem can copy nothing from it; it was only read. Keep a copy of the home folder: SQLite's own "
+            f"`sqlite3 {database} .recover` may still find rows in it. To start again, stop agentmem (close the "
+            f"coding agents) and move {database.name} aside with its -wal and -shm files; an export made earlier "
+            "goes back in with `agentmem import FILE`") from exc
     problem = check(report.database)
     return (f"{report.describe()}.\nThe new file's integrity check: {problem or 'ok'}. {database} was only read. To "
             "use the new file: stop agentmem (close the coding agents), move the damaged file aside with its -wal and "

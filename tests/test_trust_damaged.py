@@ -102,3 +102,25 @@ def test_a_malformed_database_gives_one_line_everywhere_and_doctor_recovers_it(c
     other = env | {"AGENTMEM_HOME": str(tmp_path / "other-home")}
     imported = run(other, project, "import", str(exported))
     assert imported.returncode == 0 and f"imported {count}" in imported.stdout, imported.stdout + imported.stderr
+
+
+def test_a_database_whose_first_page_is_gone_is_refused_by_recover_in_one_line(cli_env, home, tmp_path):
+    """Nothing can be copied from a file SQLite cannot open at all (its header and schema page overwritten):
+    `doctor` says it is damaged, `doctor --recover` says so in one line, names SQLite's own `.recover`, writes no
+    empty copy and leaves the file as it was."""
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    env = cli_env | {"AGENTMEM_EMBEDDINGS": "0"}
+    assert run(env, project, "save", "The release train leaves on Thursdays").returncode == 0
+    database = home / "agentmem.db"
+    with open(database, "r+b") as file:
+        file.write(b"\0" * 4096)
+    before = hashlib.sha256(database.read_bytes()).hexdigest()
+    doctor = run(env, project, "doctor")
+    assert "FAIL database" in doctor.stdout and "--recover" in doctor.stdout, doctor.stdout + doctor.stderr
+    recovered = run(env, project, "doctor", "--recover")
+    assert recovered.returncode == 2 and "Traceback" not in recovered.stderr, recovered.stderr
+    assert len(recovered.stderr.strip().splitlines()) == 1
+    assert "cannot be opened at all" in recovered.stderr and ".recover" in recovered.stderr
+    assert not list(home.glob("agentmem.recovered-*"))
+    assert hashlib.sha256(database.read_bytes()).hexdigest() == before

