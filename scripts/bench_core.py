@@ -460,14 +460,20 @@ def _quality(ranks: list[int | None]) -> dict:
         "mrr": round(sum(1 / r for r in ranks if r) / len(ranks), 3), "pairs": len(ranks)}
 
 
-def paraphrase_quality(store: Store, pairs: list[dict]) -> dict:
-    """Recall of each pair's memory for its question: hybrid search against the vector retriever alone."""
+def save_pairs(store: Store, pairs: list[dict]) -> list[str]:
+    """Save each pair's memory, with its sentence pieces and word vectors as the worker would add them; their ids."""
     ids = [store.save(pair["memory"], type=pair["type"]).id for pair in pairs]
     store.flush()
     while store.add_sentence_pieces():
         pass
     while store.add_word_vectors():
         pass
+    return ids
+
+
+def paraphrase_quality(store: Store, pairs: list[dict]) -> dict:
+    """Recall of each pair's memory for its question: hybrid search against the vector retriever alone."""
+    ids = save_pairs(store, pairs)
     overlapping = [pair["query"] for pair in pairs
                    if set(store.fulltext.query_terms(pair["query"])) & set(store.fulltext.query_terms(pair["memory"]))]
     hybrid, vector, lost = [], [], []

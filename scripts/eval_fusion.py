@@ -125,7 +125,7 @@ def search_as(store: Any, variant: str, query: str, **options: Any) -> list[Any]
 
 
 def paraphrases(variants: list[str], home: Path) -> dict[str, dict]:
-    from bench_core import PARAPHRASES, _quality, build
+    from bench_core import PARAPHRASES, _quality, build, save_pairs
 
     from agentmem_mcp.config import load_settings
     from agentmem_mcp.index.embedder import Embedder
@@ -141,12 +141,7 @@ def paraphrases(variants: list[str], home: Path) -> dict[str, dict]:
     with Store.open(settings, project="/bench/project", embedder=embedder) as store:
         if fresh:
             build(store, 1000, seed=1000)
-            ids = [store.save(pair["memory"], type=pair["type"]).id for pair in pairs]
-            store.flush()
-            while store.add_sentence_pieces():
-                pass
-            while store.add_word_vectors():
-                pass
+            ids = save_pairs(store, pairs)
             (home / "pair_ids.json").write_text(json.dumps(ids))
         ids = json.loads((home / "pair_ids.json").read_text())
 

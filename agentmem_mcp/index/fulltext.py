@@ -14,7 +14,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -223,28 +223,16 @@ class FulltextIndex:
         delete_ids = set(deletes) | {doc.id for doc in upserts}
         if not delete_ids:
             return 0
+
+        def fill(writer: tantivy.IndexWriter) -> None:
+            for memory_id in delete_ids:
+                writer.delete_documents_by_term("id", memory_id)
+            for doc in upserts:
+                writer.add_document(_document(doc))
+
         with self._lock:
             self.check_files()
-            writer = self._writer()
-            try:
-                for memory_id in delete_ids:
-                    writer.delete_documents_by_term("id", memory_id)
-                for doc in upserts:
-                    writer.add_document(tantivy.Document(
-                        id=doc.id, project=project_key(doc.project), tier=doc.tier, type=doc.type,
-                        latest="1" if doc.is_latest else "0", text=index_text(doc.text),
-                    ))
-                pause("index-commit")
-                writer.commit()
-                writer.wait_merging_threads()
-            except ValueError as exc:  # tantivy's error for a file it cannot read (e.g. "Footer magic byte mismatch")
-                _rollback(writer)
-                raise IndexDamagedError(f"the BM25 index at {self.path} cannot be written: {exc}") from exc
-            except BaseException:
-                _rollback(writer)
-                raise
-            finally:
-                del writer
+            self._commit(self._writer(), fill)
             self._note_files()
             self._make_private()
         return len(delete_ids)
@@ -255,20 +243,37 @@ class FulltextIndex:
         Searches keep reading the previous commit until the new one is in place (nothing is missing meanwhile, as it
         is between `reset` and the end of a rebuild), then the previous segments' files are deleted: terms that
         tantivy keeps for deleted documents until it merges their segment go with them."""
+        written = 0
+
+        def fill(writer: tantivy.IndexWriter) -> None:
+            nonlocal written
+            writer.delete_all_documents()
+            for doc in docs:
+                writer.add_document(_document(doc))
+                written += 1
+
         with self._lock:
             self.check_files()
             writer = self._writer()
-        written = 0
         try:
-            writer.delete_all_documents()
-            for doc in docs:
-                writer.add_document(tantivy.Document(
-                    id=doc.id, project=project_key(doc.project), tier=doc.tier, type=doc.type,
-                    latest="1" if doc.is_latest else "0", text=index_text(doc.text),
-                ))
-                written += 1
+            self._commit(writer, fill, collect_garbage=True)  # searches go on meanwhile: the lock is not held
+        finally:
+            del writer
+        with self._lock:
+            self._note_files()
+            self._make_private()
+        return written
+
+    def _commit(self, writer: tantivy.IndexWriter, fill: Callable[[tantivy.IndexWriter], None], *,
+                collect_garbage: bool = False) -> None:
+        """`fill` the writer, then commit (and delete the files no commit uses any more); on any error roll back, a
+        file tantivy cannot read (e.g. "Footer magic byte mismatch") raising IndexDamagedError."""
+        try:
+            fill(writer)
+            pause("index-commit")
             writer.commit()
-            writer.garbage_collect_files()
+            if collect_garbage:
+                writer.garbage_collect_files()
             writer.wait_merging_threads()
         except ValueError as exc:
             _rollback(writer)
@@ -277,11 +282,7 @@ class FulltextIndex:
             _rollback(writer)
             raise
         finally:
-            del writer
-        with self._lock:
-            self._note_files()
-            self._make_private()
-        return written
+            del writer  # no frame of a traceback keeps the writer, and its lock on the index, alive
 
     def clear(self) -> None:
         with self._lock:
@@ -393,6 +394,11 @@ class FulltextIndex:
         with self._lock:
             self._wipe_dir()
             self._open()
+
+
+def _document(doc: FulltextDoc) -> tantivy.Document:
+    return tantivy.Document(id=doc.id, project=project_key(doc.project), tier=doc.tier, type=doc.type,
+                            latest="1" if doc.is_latest else "0", text=index_text(doc.text))
 
 
 def _rollback(writer: tantivy.IndexWriter) -> None:
