@@ -317,9 +317,26 @@ def _compress_row(row: Any) -> CompressedObservation:
 
 
 def vector_text(result: CompressedObservation, content: str) -> str | None:
-    """What of a working memory to embed, or None for no vector (policy: see VECTOR_CHARS)."""
+    """What of a working memory to embed, or None for no vector (policy: see VECTOR_CHARS): its content less the
+    facts its title already says (a prompt's intent that is its first line, a command's "command: ..."), which
+    would cost the model their tokens again and add nothing to the vector."""
     limit = VECTOR_CHARS_FAILED if result.is_error else VECTOR_CHARS.get(result.kind)
-    return content[:limit] if limit else None
+    if not limit:
+        return None
+    title = " ".join(result.title.casefold().split())
+    if content.startswith(result.title):
+        said = [f for f in result.facts if _told_by(title, f)]
+        if said:
+            content = "\n".join([result.title, *(f for f in result.facts if f not in said)])
+    return content[:limit]
+
+
+def _told_by(title: str, fact: str) -> bool:
+    """Whether a fact, less its "label: ", says nothing the (case-folded) title does not."""
+    label, sep, value = fact.partition(": ")
+    text = value if sep and " " not in label else fact
+    text = " ".join(text.casefold().split())
+    return len(text) >= 8 and text in title
 
 
 def _working_memory(row: Any, result: CompressedObservation) -> dict[str, Any]:

@@ -470,3 +470,42 @@ def test_worker_passes_give_memories_their_sentence_pieces(store):
     count = "SELECT COUNT(DISTINCT memory_id) FROM memory_chunks WHERE chunk_index >= ?"
     assert store.conn.execute(count, (PIECE_INDEX,)).fetchone()[0] == 3
     assert Worker(store, sweep=False).run_until_idle().pieces == 0
+
+
+def test_the_model_is_not_given_the_same_words_twice(env, repo, settings, embedder):
+    """A prompt's intent that is its title, a command repeated as "command: ...", a path whose file name the memory
+    says already: each costs the model its tokens once, and the memories stay as searchable as before."""
+    from agentmem_mcp.index.embedder import Embedder
+
+    seen: list[str] = []
+
+    class Recording(Embedder):
+        def _embed_passages(self, texts):
+            seen.extend(texts)
+            return super()._embed_passages(texts)
+
+    model = Recording(embedder.model_name, embedder.model_path)
+    model._model, model.dimension = embedder._model, embedder.dimension
+    model._loaded.set()
+    error = "E   AssertionError: totals differ in test_invoice_rounding"
+    for n in range(2):
+        agent = Agent(env, repo, f"twice-{n}").start()
+        agent.prompt("Make the invoice totals round half up and add a test for it.")
+        agent.bash("make check-invoices", f"{error}\n1 failed, {n} passed in 0.3s", failed=True)
+        agent.edit("billing/rounding/invoice_totals.py", f"return round(x, {n})", f"return round_half_up(x, {n})")
+        agent.bash("make check-invoices", f"{n + 4} passed in 0.2s")
+        agent.stop()
+    with Store.open(settings, project=str(repo), embedder=model) as store:
+        Worker(store, sweep=False).run_until_idle()
+        bug = store.conn.execute("SELECT content, files FROM memories WHERE type = 'bug' AND is_latest = 1").fetchone()
+        assert "invoice_totals.py" in bug["content"]
+        assert json.loads(bug["files"]) == ["billing/rounding/invoice_totals.py"]
+        found = store.search("the invoice rounding test that failed", limit=5)
+        by_path = store.search("billing/rounding", limit=5)
+    prompts = [t for t in seen if "round half up" in t]
+    assert prompts and all(t.count("round half up") == 1 for t in prompts)  # no piece repeats the title either
+    assert not any("command: make check-invoices" in t for t in seen)
+    fixes = [t for t in seen if "totals differ" in t]  # the bug memory, which names invoice_totals.py
+    assert fixes and all("invoice_totals.py" in t and "billing/rounding/" not in t for t in fixes)
+    assert any(hit.type == "bug" for hit in found.hits)
+    assert any("invoice_totals.py" in hit.snippet for hit in by_path.hits)  # BM25 keeps the path's folders

@@ -56,7 +56,8 @@ class VectorBackfill:
             for row in rows:
                 memory = dict(row)
                 chunks = vectors.chunk_text(memory_text(memory["title"], memory["content"],
-                                                        json.loads(memory["tags"]), json.loads(memory["files"])))
+                                                        json.loads(memory["tags"]), json.loads(memory["files"]),
+                                                        for_vectors=True))
                 prepared.append((memory, chunks))
             flat = [chunk for _, chunks in prepared for chunk in chunks]
             embedded = self.embedder.embed(flat) or []
@@ -89,8 +90,8 @@ class VectorBackfill:
         # the rules' own knowledge (a command, a fix) is a sentence or two found by its words: no pieces
         found = [(r, vectors.summary_pieces(r["content"]) if r["type"] == "summary"
                   else [] if r["source"] == "consolidation" and r["tier"] != "episodic" else vectors.memory_pieces(
-                      memory_text(r["title"], r["content"], json.loads(r["tags"]), json.loads(r["files"])),
-                      r["content"]),
+                      memory_text(r["title"], r["content"], json.loads(r["tags"]), json.loads(r["files"]),
+                                  for_vectors=True), r["content"]),
                   neighbours.answer_chunk(self.db.conn, r)) for r in rows]
         texts = [t for _, pieces, answer in found for t in (*pieces, *([answer] if answer else []))]
         embedded = self.embedder.embed(texts) if texts else []

@@ -7,9 +7,12 @@ from collections.abc import Iterable
 OPENING_CHARS = 48  # how much of a long first line `memory_text` repeats
 
 
-def memory_text(title: str, content: str, tags: Iterable[str] = (), files: Iterable[str] = ()) -> str:
+def memory_text(title: str, content: str, tags: Iterable[str] = (), files: Iterable[str] = (), *,
+                for_vectors: bool = False) -> str:
     """The text that BM25 indexes and the vectors embed: title (unless the body starts with it) + body + the
-    tags and files the body does not name already. A title cut from a long first line ("…") is not a title
+    tags and files the body does not name already. For the vectors (`for_vectors`), a file the body names by
+    its file name is not added either: its folders are words BM25 finds it by, but a path costs the model a
+    dozen tokens and moves the vector little. A title cut from a long first line ("…") is not a title
     but the opening: its first OPENING_CHARS are repeated, on purpose, to weigh the opening more (without
     it, LoCoMo turn recall@10 fell 1.5 points), and no more of it (each token costs the model time)."""
     if content.startswith(title):
@@ -19,5 +22,6 @@ def memory_text(title: str, content: str, tags: Iterable[str] = (), files: Itera
         head = (cut.rsplit(" ", 1)[0] if " " in cut and len(content) > OPENING_CHARS else cut) + "\n"
     else:
         head = f"{title}\n"
+    files = [f for f in files if not (for_vectors and f.rsplit("/", 1)[-1] in content)]
     extra = " ".join(dict.fromkeys(x for x in [*tags, *files] if x and x not in content))
     return f"{head}{content}" + (f"\n{extra}" if extra else "")

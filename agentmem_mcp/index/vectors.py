@@ -59,7 +59,16 @@ def sentence_pieces(text: str, min_chars: int = PIECE_MIN_CHARS) -> list[str]:
             current = ""
     if current and pieces:
         pieces[-1] = f"{pieces[-1]} {current}"
+    pieces = said_once(pieces)
     return pieces if len(pieces) > 1 else []
+
+
+def said_once(pieces: list[str]) -> list[str]:
+    """The pieces less those another piece already says (the same words, case and spacing aside, inside it): a
+    line that repeats its title ("Prompt: add a test" then "add a test") has one thing to say, not two."""
+    folded = [" ".join(p.casefold().split()) for p in pieces]
+    return [p for i, (p, f) in enumerate(zip(pieces, folded))
+            if not any(f in other and (f != other or j < i) for j, other in enumerate(folded) if j != i)]
 
 
 def memory_pieces(text: str, body: str) -> list[str]:

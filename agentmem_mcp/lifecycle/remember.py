@@ -423,7 +423,7 @@ def _vector_chunks(draft: Draft, vector_text: Any) -> list[str]:
         return vectors.chunk_text(vector_text)
     from ..index.document import memory_text
 
-    return vectors.chunk_text(memory_text(draft.title, draft.content, draft.tags, draft.files))
+    return vectors.chunk_text(memory_text(draft.title, draft.content, draft.tags, draft.files, for_vectors=True))
 
 
 def _text_candidates(store: Parts, draft: Draft) -> list[str]:
