@@ -23,7 +23,7 @@ from .anchors import FreshRows, missing_files, relative, stale_note
 from .db import observations, sessions
 from .db.connection import Connection
 from .index.tokenize import terms
-from .lifecycle import OUTCOME
+from .lifecycle import OUTCOME, UNTRIED
 from .lifecycle.digest import clip, pick, ranked_pieces
 from .lifecycle.retention import retention
 from .ranking import PROCEDURE_BOOST, asks_how_to, estimate_tokens, humanize_age
@@ -173,8 +173,8 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
         f"ORDER BY updated_at DESC LIMIT 12", [*args, now, current_session]).fetchall()
     for row in summaries[:3]:
         parts = _summary_parts(row["content"])
-        for key, label in (("Still failing at the end", "still failing"), ("Left open (the agent's words)",
-                                                                           "left open")):
+        for key, label in (("Still failing at the end", "still failing"),
+                           ("Left open (the agent's words)", "left open"), (UNTRIED, "edited, not run since")):
             if key in parts:
                 lines.append(ContextLine("Unfinished or broken", f"- {label}: {clip(parts[key], 220)} (at the end "
                                          f"of the session \"{clip(row['title'].removeprefix('Session: '), 60)}\", "

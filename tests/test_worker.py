@@ -509,3 +509,23 @@ def test_the_model_is_not_given_the_same_words_twice(env, repo, settings, embedd
     assert fixes and all("invoice_totals.py" in t and "billing/rounding/" not in t for t in fixes)
     assert any(hit.type == "bug" for hit in found.hits)
     assert any("invoice_totals.py" in hit.snippet for hit in by_path.hits)  # BM25 keeps the path's folders
+
+
+def test_code_edited_after_the_last_run_is_left_open_in_the_summary_and_the_briefing(env, repo, settings, embedder):
+    from agentmem_mcp.context import session_context
+
+    agent = Agent(env, repo, "untried").start()
+    agent.prompt("Make the exporter write CSV files with a header row.")
+    agent.edit("app/export.py", "def export(rows):", "def export(rows, header=True):")
+    agent.bash("pytest -q tests/test_export.py", "3 passed in 0.2s")  # what was edited so far has been run
+    agent.edit("app/export_cli.py", "def main():", "def main(argv=None):")
+    agent.edit("README.md", "Export", "Export with a header row")  # prose: no run would try it
+    agent.bash("git status", "On branch main")  # looking is not running
+    agent.stop()
+    with Store.open(settings, project=str(repo), embedder=embedder) as store:
+        Worker(store, sweep=False).run_until_idle()
+        summary = store.conn.execute("SELECT content FROM memories WHERE type = 'summary'").fetchone()[0]
+        briefing, _ = session_context(store.conn, str(repo), 1500)
+    assert "Edited last, not run since: app/export_cli.py" in summary.splitlines()
+    assert "edited, not run since: app/export_cli.py" in briefing
+    assert "export.py," not in summary.split("not run since")[1] and "README" not in summary.split("not run since")[1]

@@ -26,7 +26,7 @@ from ..capture.turns import read_turns
 from ..db import meta, observations, sessions
 from ..project import worktree_root
 from ..trust import WITHHELD, withhold_instructions
-from . import OUTCOME, remember
+from . import OUTCOME, UNTRIED, remember
 from .consolidate import (
     PREPARATORY,
     Derived,
@@ -80,6 +80,18 @@ _CLIENT_MECHANICS = re.compile(r"File does not exist|String to replace not found
                                r"InputValidationError", re.IGNORECASE)
 
 
+INSPECTIONS = PREPARATORY | {"git show", "git branch", "git remote", "gh pr", "gh issue", "gh run", "gh api"}
+MAX_UNTRIED = 6
+# files whose change no command can try: prose, notes, data and settings read by people or tools at leisure
+_NOT_CODE = (".md", ".markdown", ".txt", ".rst", ".adoc", ".csv", ".lock", ".log", ".ipynb", ".png", ".jpg", ".svg")
+
+
+def is_code(path: str) -> bool:
+    """Whether an edit to `path` is one a later run or test would try (source, build and test files)."""
+    name = path.rsplit("/", 1)[-1].lower()
+    return "." in name.strip(".") and not name.endswith(_NOT_CODE)
+
+
 @dataclass
 class SessionState:
     """What a session did so far, folded from its compressed observations in id order."""
@@ -94,6 +106,7 @@ class SessionState:
     last_at: float = 0.0
     commits: list[dict[str, str]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # failed tool calls other than commands (a refused write)
+    untried: list[str] = field(default_factory=list)  # code files edited since the last command that ran something
 
     @classmethod
     def from_json(cls, text: str | None) -> SessionState:
@@ -117,6 +130,8 @@ class SessionState:
         elif record.key:
             if not record.refused:
                 self._command(record)
+                if not record.key.startswith("git ") and record.key not in INSPECTIONS:
+                    self.untried = []
             if record.key == "git commit" and not record.failed and not record.refused:
                 self._commits(record.output)
         elif record.failed:
@@ -127,6 +142,8 @@ class SessionState:
         if record.is_edit:
             for path in record.files:
                 self.files[path] = self.files.get(path, 0) + record.count
+                if is_code(path) and path not in self.untried and len(self.untried) < MAX_UNTRIED:
+                    self.untried.append(path)
         if record.extra and len(self.saved) < 5:
             said = record.extra.get("title") or record.extra.get("content")
             if isinstance(said, str) and said.strip():
@@ -162,7 +179,6 @@ class SessionState:
         return bool(self.prompts or self.files or self.commands or self.errors or self.saved)
 
 
-INSPECTIONS = PREPARATORY | {"git show", "git branch", "git remote", "gh pr", "gh issue", "gh run", "gh api"}
 
 
 def render(state: SessionState, cwd: str | None, saved: list[str] = (),
@@ -212,6 +228,8 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     open_items = distinct([item for t in turns[-2:] for item in left_open(t.final)])[:4]
     if open_items:
         lines.append(clip("Left open (the agent's words): " + "; ".join(open_items), 320))
+    if state.untried and state.commands:  # a session that ran nothing at all says so by its commands line
+        lines.append(clip(f"{UNTRIED}: " + ", ".join(rel(p) for p in state.untried), 240))
     decisions = [(q, a) for t in turns for q, a in t.answers]
     if decisions:
         lines.append(clip("Decisions: " + "; ".join(f"asked \"{clip(q, 120)}\", the user answered \"{a}\""
