@@ -60,6 +60,7 @@ Return {"title": "<at most 12 words>", "narrative": "<at most 400 characters>"}"
 
 
 OUTCOME_CHARS = (600, 1400)  # a session's outcome: the more its agent reported, the longer, within these
+MIN_OUTCOME_CHARS = 300  # the outcome's least room when the summary's other lines fill it
 
 
 def outcome_chars(reported: int) -> int:
@@ -203,9 +204,7 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
         lines.append(clip("Asked: " + " / ".join(clip(a, 160) for a in asked), 360))
     report = next((t.final for t in reversed(turns) if len(t.final) >= 40), "")
     reports = session_reports(turns)
-    outcome = digest(reports, outcome_chars(sum(len(text) for text, _ in reports)))
-    if outcome:
-        lines.append(f"{OUTCOME}: {outcome}")
+    at = len(lines)  # the outcome goes here, in what room the other lines leave it
     if state.commits:
         lines.append(clip("Commits: " + "; ".join(
             f"{c['hash']} {c['message']}" + (f" ({c['changed']})" if c["changed"] else "") for c in state.commits),
@@ -245,6 +244,10 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     named = list(dict.fromkeys([*state.saved, *saved]))
     if named:
         lines.append(clip("Memories saved: " + "; ".join(named), 150))
+    room = SUMMARY_MAX_CHARS - sum(len(line) + 1 for line in lines) - len(OUTCOME) - 2
+    outcome = digest(reports, max(MIN_OUTCOME_CHARS, min(room, outcome_chars(sum(len(t) for t, _ in reports)))))
+    if outcome:
+        lines.insert(at, f"{OUTCOME}: {outcome}")
     if asked:
         title = "Session: " + clip(asked[0], 90)
     elif files:
