@@ -529,3 +529,25 @@ def test_code_edited_after_the_last_run_is_left_open_in_the_summary_and_the_brie
     assert "Edited last, not run since: app/export_cli.py" in summary.splitlines()
     assert "edited, not run since: app/export_cli.py" in briefing
     assert "export.py," not in summary.split("not run since")[1] and "README" not in summary.split("not run since")[1]
+
+
+def test_a_session_summary_says_where_the_work_was_pushed(env, repo, settings, embedder):
+    agent = Agent(env, repo, "pushed").start()
+    agent.prompt("Commit the exporter change and push it to GitHub.")
+    agent.bash("git commit -am 'feat: CSV header row'", "[main 5c1b231] feat: CSV header row\n 1 file changed")
+    agent.bash("git remote -v", "origin\tgit@github.com:acme/exporter.git (fetch)")
+    agent.bash("cat notes/release.txt", "To github.com:acme/other.git\n   1111111..2222222  main -> main")  # only text
+    agent.bash("git push", "To https://ci-bot:hunter22secret@github.com/acme/exporter.git\n"
+               "   6eea407..5c1b231  main -> main")
+    agent.bash("git push -u origin spike", "remote: \nTo github.com:acme/exporter.git\n"
+               " * [new branch]      spike -> spike\nbranch 'spike' set up to track 'origin/spike'.")
+    agent.stop()
+    with Store.open(settings, project=str(repo), embedder=embedder) as store:
+        Worker(store, sweep=False).run_until_idle()
+        summary = store.conn.execute("SELECT content FROM memories WHERE type = 'summary'").fetchone()[0]
+        found = store.search("was the work pushed, and where?", limit=5)
+    pushed = next(line for line in summary.splitlines() if line.startswith("Pushed: "))
+    assert pushed == ("Pushed: main to https://github.com/acme/exporter.git (6eea407..5c1b231); "
+                      "spike to github.com:acme/exporter.git (new branch)")
+    assert "acme/other" not in summary and "hunter22" not in summary
+    assert any("5c1b231" in hit.snippet for hit in found.hits[:5])

@@ -72,6 +72,12 @@ def outcome_chars(reported: int) -> int:
 _COMMIT = re.compile(r"^\[([\w./+-]+)(?: \(root-commit\))? ([0-9a-f]{7,12})\] (.+)$", re.MULTILINE)
 _CHANGED = re.compile(r"\d+ files? changed")
 _CREATED = re.compile(r"^\s*(?:create|delete) mode \d+ (\S.*?)\s*$", re.MULTILINE)
+# `git push` reports "To <remote>" then one line a ref: "   6eea407..5c1b231  main -> main", " * [new branch]  x -> x"
+_PUSHED_TO = re.compile(r"^To (\S+)\s*$", re.MULTILINE)
+_PUSHED_REF = re.compile(r"^ ([ +*])\s*(\[new (?:branch|tag)\]|[0-9a-f]{7,40}\.\.\.?[0-9a-f]{7,40})\s+(\S+) -> (\S+)",
+                         re.MULTILINE)
+_USERINFO = re.compile(r"//[^/@\s]+@")
+MAX_PUSHES = 4
 
 
 # errors of the client's own tool protocol, not of the project: nothing to learn from them
@@ -108,6 +114,7 @@ class SessionState:
     commits: list[dict[str, str]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # failed tool calls other than commands (a refused write)
     untried: list[str] = field(default_factory=list)  # code files edited since the last command that ran something
+    pushes: list[dict[str, Any]] = field(default_factory=list)  # {"ref": "main to <remote>", "last": "a..b", "n": 1}
 
     @classmethod
     def from_json(cls, text: str | None) -> SessionState:
@@ -135,6 +142,8 @@ class SessionState:
                     self.untried = []
             if record.key == "git commit" and not record.failed and not record.refused:
                 self._commits(record.output)
+            if not record.failed and not record.refused and "git push" in (record.command or ""):
+                self._pushes(record.output)
         elif record.failed:
             what = record.title.split(" failed", 1)[0] if " failed" in record.title else record.tool or "a tool"
             failure = clip(f"{what}: {record.reason}" if record.reason else record.title, 200)
@@ -164,6 +173,20 @@ class SessionState:
         elif record.key in self.errors:
             self.errors[record.key]["fixed"] = True
 
+    def _pushes(self, output: str) -> None:
+        for to in _PUSHED_TO.finditer(output or ""):
+            remote = _USERINFO.sub("//", to.group(1))
+            end = _PUSHED_TO.search(output, to.end())
+            for ref in _PUSHED_REF.finditer(output, to.end(), end.start() if end else len(output)):
+                what = ref.group(2).strip("[]") + (", forced" if ref.group(1) == "+" else "")
+                source, target = ref.group(3), ref.group(4)
+                name = f"{source if source == target else f'{source} -> {target}'} to {remote}"
+                known = next((p for p in self.pushes if p["ref"] == name), None)
+                if known is not None:
+                    known["last"], known["n"] = what, known["n"] + 1
+                elif len(self.pushes) < MAX_PUSHES:
+                    self.pushes.append({"ref": name, "last": what, "n": 1})
+
     def _commits(self, output: str) -> None:
         for match in _COMMIT.finditer(output or ""):
             changed = _CHANGED.search(output, match.end())
@@ -180,6 +203,11 @@ class SessionState:
         return bool(self.prompts or self.files or self.commands or self.errors or self.saved)
 
 
+
+
+def _push_text(push: dict[str, Any]) -> str:
+    state = push["last"] if push["n"] == 1 else f"{push['n']} pushes, the last {push['last']}"
+    return f"{push['ref']} ({state})"
 
 
 def render(state: SessionState, cwd: str | None, saved: list[str] = (),
@@ -209,6 +237,8 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
         lines.append(clip("Commits: " + "; ".join(
             f"{c['hash']} {c['message']}" + (f" ({c['changed']})" if c["changed"] else "") for c in state.commits),
             300))
+    if state.pushes:
+        lines.append(clip("Pushed: " + "; ".join(_push_text(p) for p in state.pushes), 300))
     if tests:
         lines.append(clip("Tests: " + "; ".join(
             f"`{k}` run {v['runs']}x, last run {'passed' if v['ok'] else 'failed'}"
