@@ -203,8 +203,6 @@ class SessionState:
         return bool(self.prompts or self.files or self.commands or self.errors or self.saved)
 
 
-
-
 def _push_text(push: dict[str, Any]) -> str:
     state = push["last"] if push["n"] == 1 else f"{push['n']} pushes, the last {push['last']}"
     return f"{push['ref']} ({state})"
@@ -257,7 +255,7 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     open_items = distinct([item for t in turns[-2:] for item in left_open(t.final)])[:4]
     if open_items:
         lines.append(clip("Left open (the agent's words): " + "; ".join(open_items), 320))
-    if state.untried and state.commands:  # a session that ran nothing at all says so by its commands line
+    if state.untried:
         lines.append(clip(f"{UNTRIED}: " + ", ".join(rel(p) for p in state.untried), 240))
     decisions = [(q, a) for t in turns for q, a in t.answers]
     if decisions:
