@@ -174,18 +174,59 @@ def bench_search(settings, queries: int, rng: random.Random, key: str, centers: 
                             (search.EXACT_SCAN_MAX, key)).fetchone()[0]
         for vec in asked[:20]:
             params = {"keys": [key, "*"], "vec": vector_text(vec), "k": 40}
-            with conn.transaction():
-                conn.execute("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
-                conn.execute(f"SET LOCAL hnsw.ef_search = {search.HNSW_EF_SEARCH}")
-                got = {r[0] for r in conn.execute(search.vectors_part(exact=not many), params)}
-            with conn.transaction():
-                conn.execute("SET LOCAL statement_timeout = 0")
-                conn.execute("SET LOCAL enable_indexscan = off")
-                truth = {r[0] for r in conn.execute(search.vectors_part(exact=False), params)}
-            recalls.append(len(got & truth) / max(len(truth), 1))
+            recalls.append(len(_nearest(conn, params, team.scan if many else None)
+                               & _nearest(conn, params, None, exact=True)) / 40)
     return {"queries": queries, "p50_ms": round(statistics.median(times), 2), "p95_ms": round(pct(times, 95), 2),
             "p99_ms": round(pct(times, 99), 2), "candidates_median": statistics.median(found),
             "vector_recall_at_40": round(statistics.mean(recalls), 3), "vector_path": "hnsw" if many else "exact"}
+
+
+def _nearest(conn, params: dict, scan, *, exact: bool = False) -> set[str]:
+    """The gids of the vector part: through HNSW with `scan`, the project's exact path (scan None), or the
+    exact 40 nearest by a scan of every row (`exact`, the truth recall is measured against)."""
+    from agentmem_mcp.team import search
+
+    with conn.transaction():
+        if exact:
+            conn.execute("SET LOCAL statement_timeout = 0")
+            conn.execute("SET LOCAL enable_indexscan = off")
+        elif scan is not None:
+            scan.apply(conn)
+        return {r[0] for r in conn.execute(search.vectors_part(exact=scan is None and not exact), params)}
+
+
+def sweep_scan(url: str, queries: int, rng: random.Random, key: str, centers: list[list[float]],
+               scans: list) -> dict:
+    """Recall@40 and latency of the HNSW path under several pgvector scan settings (`search.VectorScan`). For
+    each query: its exact 40 nearest in the project (once), then, for each setting, in an order rotated query by
+    query (so that the machine's load falls on all alike), the vector part alone (timed; its recall) and the
+    whole search statement (timed)."""
+    import psycopg
+
+    from agentmem_mcp.team import search
+    from agentmem_mcp.team.remote import vector_text
+
+    vec_ms: dict = {s: [] for s in scans}
+    all_ms: dict = {s: [] for s in scans}
+    recall: dict = {s: [] for s in scans}
+    with psycopg.connect(url, autocommit=True) as conn:
+        for q in range(queries):
+            text, vec = words(rng, 4), vector_text(query_vector(rng, centers))
+            params = {"keys": [key, "*"], "vec": vec, "k": 40}
+            truth = _nearest(conn, params, None, exact=True)
+            for scan in scans[q % len(scans):] + scans[:q % len(scans)]:
+                started = time.perf_counter()
+                got = _nearest(conn, params, scan)
+                vec_ms[scan].append((time.perf_counter() - started) * 1000)
+                recall[scan].append(len(got & truth) / max(len(truth), 1))
+                started = time.perf_counter()
+                search.candidates(conn, [key, "*"], text, vec, 40, scan)
+                all_ms[scan].append((time.perf_counter() - started) * 1000)
+    return {f"{s.iterative_scan} ef_search={s.ef_search} max_scan_tuples={s.max_scan_tuples}": {
+        "recall_at_40": round(statistics.mean(recall[s]), 3), "recall_min": round(min(recall[s]), 3),
+        "vectors_p50_ms": round(statistics.median(vec_ms[s]), 1), "vectors_p95_ms": round(pct(vec_ms[s], 95), 1),
+        "search_p50_ms": round(statistics.median(all_ms[s]), 1), "search_p95_ms": round(pct(all_ms[s], 95), 1)}
+        for s in scans}
 
 
 def profile_search(url: str, queries: int, rng: random.Random, key: str, centers: list[list[float]]) -> dict:
@@ -215,11 +256,10 @@ def profile_search(url: str, queries: int, rng: random.Random, key: str, centers
                               ("vectors (HNSW)", search.vectors_part(exact=False)), ("whole search", None)):
                 started = time.perf_counter()
                 if sql is None:
-                    search.candidates(conn, [key, "*"], text, vec, 40)
+                    search.candidates(conn, [key, "*"], text, vec, 40, search.VectorScan())
                 else:
                     with conn.transaction():
-                        conn.execute("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
-                        conn.execute(f"SET LOCAL hnsw.ef_search = {search.HNSW_EF_SEARCH}")
+                        search.VectorScan().apply(conn)
                         conn.execute(sql, params).fetchall()
                 times[name].append((time.perf_counter() - started) * 1000)
     return {name: {"p50_ms": round(statistics.median(t), 2), "p95_ms": round(pct(t, 95), 2)}
@@ -319,6 +359,12 @@ def main() -> int:
     parser.add_argument("--row-by-row", action="store_true", help="build with the indexes kept up to date row "
                         "by row (as publishing does) instead of creating them after the load")
     parser.add_argument("--profile", type=int, default=50, help="queries timed part by part (0: none)")
+    parser.add_argument("--ef-search", default="", help="sweep these hnsw.ef_search values (comma-separated; "
+                        "each with every --iterative mode): recall@40 and latency of the HNSW path")
+    parser.add_argument("--iterative", default="relaxed_order", help="hnsw.iterative_scan modes of the sweep")
+    parser.add_argument("--max-scan-tuples", type=int, default=20000, help="hnsw.max_scan_tuples of the sweep")
+    parser.add_argument("--sweep-queries", type=int, default=50)
+    parser.add_argument("--small-key", type=int, default=5, help="which of the 19 smaller projects is searched")
     parser.add_argument("--work-mem", default="2GB", help="maintenance_work_mem for the index builds")
     parser.add_argument("--url", help="use this PostgreSQL (a database the benchmark may fill) instead of starting "
                         "a private one; its rows are kept, so a later run searches them without building again")
@@ -340,14 +386,25 @@ def main() -> int:
         url = args.url or pg.url()
         home = Path(tempfile.mkdtemp(prefix="agentmem-bench-home-"))
         settings = load_settings(env={"AGENTMEM_TEAM_URL": url}, home=home)
-        for size in [int(s) for s in args.sizes.split(",")]:
+        for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
             print(f"building {size:,} shared memories", file=sys.stderr)
             built = build(url, size, bulk=not args.row_by_row, work_mem=args.work_mem)
             centers = topics(url)
-            big = bench_search(settings, args.queries, rng, KEYS[0], centers)
-            small = bench_search(settings, args.queries, rng, KEYS[5], centers)
-            result[f"search_{size}"] = {**built, f"project with {size // 2:,} (HNSW)": big,
-                                        f"project with ~{size // 2 // (len(KEYS) - 1):,} (exact)": small}
+            result[f"search_{size}"] = dict(built)
+            small_name = f"project with ~{size // 2 // (len(KEYS) - 1):,}"
+            if args.queries:
+                big = bench_search(settings, args.queries, rng, KEYS[0], centers)
+                small = bench_search(settings, args.queries, rng, KEYS[args.small_key], centers)
+                result[f"search_{size}"].update({f"project with {size // 2:,} (HNSW)": big,
+                                                 f"{small_name} ({small['vector_path']})": small})
+            if args.ef_search:
+                from agentmem_mcp.team.search import VectorScan
+
+                scans = [VectorScan(int(ef), mode, args.max_scan_tuples) for mode in args.iterative.split(",")
+                         for ef in args.ef_search.split(",")]
+                for name, key in ((f"project with {size // 2:,}", KEYS[0]), (small_name, KEYS[args.small_key])):
+                    result[f"search_{size}"][f"scan sweep, {name}"] = sweep_scan(url, args.sweep_queries, rng, key,
+                                                                                 centers, scans)
             if args.profile:
                 result[f"search_{size}"]["parts, big project"] = profile_search(url, args.profile, rng, KEYS[0],
                                                                                 centers)

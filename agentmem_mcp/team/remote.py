@@ -61,8 +61,10 @@ class TeamServer:
     """One team server. pooled=True keeps a connection pool (for `agentmem serve`); otherwise each
     `connection()` opens and closes one."""
 
-    def __init__(self, creds: TeamCredentials, *, pooled: bool = False, application: str = "agentmem") -> None:
+    def __init__(self, creds: TeamCredentials, *, pooled: bool = False, application: str = "agentmem",
+                 scan: search.VectorScan = search.VectorScan()) -> None:
         self.creds = creds
+        self.scan = scan
         self.pooled = pooled
         self.application = application
         self._pool: Any = None
@@ -289,9 +291,9 @@ class TeamServer:
                limit: int = SEARCH_DEPTH) -> list[dict[str, Any]]:
         """Candidates for a query among the projects' live shared memories (`team.search`): the memories
         holding most of the query's words and the nearest vectors, each with `rank` (its share of the query's
-        words) and `cosine` (exact, None without a vector)."""
+        words) and `cosine` (exact, None without a vector); an HNSW walk uses this server's `scan` settings."""
         with self.connection() as conn:
-            return search.candidates(conn, project_keys, text, vector_text(vector), limit)
+            return search.candidates(conn, project_keys, text, vector_text(vector), limit, self.scan)
 
     def proposals(self, author: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """Open proposals, those on `author`'s memories when given, newest first."""

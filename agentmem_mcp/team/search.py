@@ -12,8 +12,9 @@ the projects hold.
   rows by itself: every memory's `tsv` holds the lexeme `project:<key>` (migration t003), which each level's
   query requires.
 - **Meaning.** The nearest vectors: compared exactly when the projects hold at most `EXACT_SCAN_MAX` memories,
-  else through the HNSW index with pgvector's iterative scan (so that the project filter does not leave it
-  short), `ef_search` `HNSW_EF_SEARCH`.
+  else through the HNSW index, with pgvector's scan settings (`VectorScan`: `hnsw.ef_search`,
+  `hnsw.iterative_scan`, `hnsw.max_scan_tuples`, from the `team_*` settings) set for the search's transaction
+  only, so that the project filter does not leave the walk short.
 
 Every candidate comes back with its exact cosine to the query (None without a vector) and `rank`, its share of
 the query's words (0 when it matched none). Values only travel as parameters; the tsquery texts are built here
@@ -24,13 +25,33 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 EXACT_SCAN_MAX = 3000  # up to this many shared memories in the searched projects, vectors are compared exactly
-HNSW_EF_SEARCH = 64
 MAX_WORDS = 6  # the query's first lexemes matched (levels of up to C(6, 3) = 20 combinations each)
 COLUMNS = ("gid, project_key, tier, type, title, content, source, confidence, importance, explicit, author, "
            "origin_machine, version, content_hash, created_at, updated_at, forgotten_at, change_seq")
+
+
+
+class VectorScan(NamedTuple):
+    """pgvector's HNSW scan settings for one search (settings `team_ef_search`, `team_iterative_scan`,
+    `team_max_scan_tuples`)."""
+
+    ef_search: int = 200
+    iterative_scan: str = "relaxed_order"
+    max_scan_tuples: int = 20000
+
+    @classmethod
+    def of(cls, settings: Any) -> VectorScan:
+        return cls(settings.team_ef_search, settings.team_iterative_scan, settings.team_max_scan_tuples)
+
+    def apply(self, conn: Any) -> None:
+        """Set them for the current transaction only (`set_config(..., true)`, i.e. SET LOCAL)."""
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true), "
+                     "set_config('hnsw.max_scan_tuples', %s, true)",
+                     (str(self.ef_search), self.iterative_scan, str(self.max_scan_tuples)))
+
 
 _LIVE = "m.project_key = ANY(%(keys)s) AND m.forgotten_at IS NULL"
 
@@ -75,9 +96,10 @@ def vectors_part(exact: bool) -> str:
     return f"SELECT m.gid FROM team_memories m WHERE {live} ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(k)s"
 
 
-def candidates(conn: Any, project_keys: Sequence[str], text: str, vector: str | None, limit: int
-               ) -> list[dict[str, Any]]:
-    """Run the search on `conn` (pgvector's text form of the query vector, or None) in one transaction."""
+def candidates(conn: Any, project_keys: Sequence[str], text: str, vector: str | None, limit: int,
+               scan: VectorScan = VectorScan()) -> list[dict[str, Any]]:
+    """Run the search on `conn` (pgvector's text form of the query vector, or None) in one transaction, the HNSW
+    walk (if any) with `scan`'s settings."""
     params: dict[str, Any] = {"text": text, "keys": list(project_keys), "vec": vector, "k": limit,
                               "scope": scope_query(project_keys)}
     with conn.transaction():
@@ -95,8 +117,7 @@ def candidates(conn: Any, project_keys: Sequence[str], text: str, vector: str | 
                f"LEFT JOIN f ON f.gid = m.gid WHERE m.gid IN (SELECT gid FROM f"
                + (" UNION SELECT gid FROM v" if vector else "") + ")")
         if vector and many:
-            conn.execute("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
-            conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
+            scan.apply(conn)
         cur = conn.execute(sql, params)
         names = [d.name for d in cur.description]
         return [dict(zip(names, row)) for row in cur.fetchall()]
