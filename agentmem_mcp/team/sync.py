@@ -234,11 +234,16 @@ def project_keys(store: Store) -> list[str]:
 
 def pull(store: Store, report: SyncReport) -> None:
     """Bring this machine's copy up to date with the server, project key by project key, from where the last
-    pull stopped (the server's change sequence)."""
+    pull stopped (the server's change sequence); from the start when another version of agentmem checked the copy
+    (mirror.checked_by)."""
     server = team_server(store.settings)
     conn = store.conn
+    checker = mirror.checked_by()
     with write_transaction(conn):
         machine = outbox.machine_id(conn)
+        if outbox.state(conn, "checked_by") != checker:  # another agentmem's trust rules checked the copy
+            conn.execute("DELETE FROM team_state WHERE key LIKE 'pulled:%'")
+            outbox.set_state(conn, "checked_by", checker)
     for key in project_keys(store):
         after = int(outbox.state(conn, f"pulled:{key}", "0") or 0)
         while True:
