@@ -50,6 +50,13 @@ class _Masking(logging.Filter):
         return True
 
 
+def _as_list(value: Any) -> list[Any]:
+    """A JSON list column as a list (psycopg gives jsonb as Python values, text as a string)."""
+    if isinstance(value, str):
+        value = json.loads(value or "[]")
+    return list(value or [])
+
+
 def vector_text(vector: Sequence[float] | None) -> str | None:
     """A vector in pgvector's text form (`[0.1,0.2]`), or None."""
     if vector is None:
@@ -286,6 +293,16 @@ class TeamServer:
                                (project_key, after_seq, limit))
             names = [d.name for d in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def memory(self, gid: str) -> dict[str, Any] | None:
+        """A shared memory's current row (tags and files as lists), or None."""
+        with self.connection() as conn:
+            cur = conn.execute(f"SELECT {COLUMNS}, tags, files FROM team_memories WHERE gid = %s", (gid,))
+            found = cur.fetchone()
+            if found is None:
+                return None
+            row = dict(zip([d.name for d in cur.description], found))
+            return {**row, "tags": _as_list(row["tags"]), "files": _as_list(row["files"])}
 
     def search(self, project_keys: Sequence[str], text: str, vector: Sequence[float] | None,
                limit: int = SEARCH_DEPTH) -> list[dict[str, Any]]:
