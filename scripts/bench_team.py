@@ -285,8 +285,30 @@ def bench_publish(settings, count: int, rng: random.Random) -> dict:
     return {"memories": count, "seconds": round(seconds, 2), "per_s": round(count / seconds)}
 
 
+# The briefing alone, in a fresh process (as in the hook: its first call, imports included), in ms.
+BRIEFING_ALONE = """
+import sys, time
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.db.connection import connect
+from agentmem_mcp.project import project_for
+settings = load_settings()
+conn = connect(settings.database, load_vec=False)
+project = project_for(sys.argv[1])
+import agentmem_mcp.context as context
+started = time.perf_counter()
+context.session_context(conn, project, settings.context_budget_tokens)
+print((time.perf_counter() - started) * 1000)
+"""
+
+
 def bench_session_start(url: str, runs: int, model: Path) -> dict:
-    """The SessionStart hook process with and without team memory, alternated."""
+    """The SessionStart hook process with and without team memory, alternated run by run, and the briefing alone
+    (`context.session_context`, in a fresh process each time) the same way. The package is byte-compiled first, as
+    an installed one is (with PYTHONDONTWRITEBYTECODE set and no `__pycache__`, every hook would compile each module
+    it imports)."""
+    import compileall
+
+    compileall.compile_dir(str(REPO / "agentmem_mcp"), quiet=1)
     root = Path(tempfile.mkdtemp(prefix="agentmem-bench-team-"))
     repo = root / "widget"
     repo.mkdir()
@@ -318,17 +340,25 @@ def bench_session_start(url: str, runs: int, model: Path) -> dict:
     payload = json.dumps({"session_id": "bench", "cwd": str(repo), "hook_event_name": "SessionStart",
                           "source": "startup"})
     times: dict[str, list[float]] = {name: [] for name in envs}
+    alone: dict[str, list[float]] = {name: [] for name in envs}
     shown = {}
-    for _ in range(runs):
-        for name, env in envs.items():
+    for i in range(runs):
+        for name, env in (list(envs.items()) if i % 2 == 0 else list(envs.items())[::-1]):
             started = time.perf_counter()
             out = subprocess.run([*agentmem, "hook", "--client", "claude-code", "SessionStart"], cwd=repo, env=env,
                                  input=payload, capture_output=True, text=True)
             times[name].append((time.perf_counter() - started) * 1000)
             shown[name] = "Shared by the team" in out.stdout
+            brief = subprocess.run([sys.executable, "-c", BRIEFING_ALONE, str(repo)], cwd=repo, env=env,
+                                   capture_output=True, text=True, check=True)
+            alone[name].append(float(brief.stdout.strip()))
+    medians = {name: statistics.median(t) for name, t in times.items()}
     return {"runs": runs, "sync": pulled.stdout.strip(), "team_section_shown": shown,
-            **{name: {"p50_ms": round(statistics.median(t), 1), "p95_ms": round(pct(t, 95), 1)}
-               for name, t in times.items()}}
+            "load_during": [round(x, 2) for x in os.getloadavg()],
+            **{name: {"p50_ms": round(statistics.median(t), 1), "p95_ms": round(pct(t, 95), 1),
+                      "briefing_alone_p50_ms": round(statistics.median(alone[name]), 1)}
+               for name, t in times.items()},
+            "ratio_p50": round(medians["team memory on"] / medians["local only"], 3)}
 
 
 def probe_cost() -> dict:
