@@ -125,7 +125,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("team_refresh_seconds", "int", 120, "AGENTMEM_TEAM_REFRESH_SECONDS",
             "How old this machine's copy of team memory may be before a session start refreshes it (in the "
             "background) and the worker pulls again."),
-    Setting("team_ef_search", "int", 200, "AGENTMEM_TEAM_EF_SEARCH",
+    Setting("team_ef_search", "int", 400, "AGENTMEM_TEAM_EF_SEARCH",
             "pgvector's `hnsw.ef_search` for team search (1..1000): how many candidates the HNSW walk keeps; higher "
             "finds more of the true nearest memories of a large project, and costs more."),
     Setting("team_iterative_scan", "str", "relaxed_order", "AGENTMEM_TEAM_ITERATIVE_SCAN",

@@ -174,14 +174,14 @@ def bench_search(settings, queries: int, rng: random.Random, key: str, centers: 
                             (search.EXACT_SCAN_MAX, key)).fetchone()[0]
         for vec in asked[:20]:
             params = {"keys": [key, "*"], "vec": vector_text(vec), "k": 40}
-            recalls.append(len(_nearest(conn, params, team.scan if many else None)
-                               & _nearest(conn, params, None, exact=True)) / 40)
+            recalls.append(len(set(_nearest(conn, params, team.scan if many else None))
+                               & set(_nearest(conn, params, None, exact=True))) / 40)
     return {"queries": queries, "p50_ms": round(statistics.median(times), 2), "p95_ms": round(pct(times, 95), 2),
             "p99_ms": round(pct(times, 99), 2), "candidates_median": statistics.median(found),
             "vector_recall_at_40": round(statistics.mean(recalls), 3), "vector_path": "hnsw" if many else "exact"}
 
 
-def _nearest(conn, params: dict, scan, *, exact: bool = False) -> set[str]:
+def _nearest(conn, params: dict, scan, *, exact: bool = False) -> list[str]:
     """The gids of the vector part: through HNSW with `scan`, the project's exact path (scan None), or the
     exact 40 nearest by a scan of every row (`exact`, the truth recall is measured against)."""
     from agentmem_mcp.team import search
@@ -192,12 +192,13 @@ def _nearest(conn, params: dict, scan, *, exact: bool = False) -> set[str]:
             conn.execute("SET LOCAL enable_indexscan = off")
         elif scan is not None:
             scan.apply(conn)
-        return {r[0] for r in conn.execute(search.vectors_part(exact=scan is None and not exact), params)}
+        return [r[0] for r in conn.execute(search.vectors_part(exact=scan is None and not exact), params)]
 
 
 def sweep_scan(url: str, queries: int, rng: random.Random, key: str, centers: list[list[float]],
                scans: list) -> dict:
-    """Recall@40 and latency of the HNSW path under several pgvector scan settings (`search.VectorScan`). For
+    """Recall@40 (and the share of the true 10 nearest among the 40 found) and latency of the HNSW path under
+    several pgvector scan settings (`search.VectorScan`). For
     each query: its exact 40 nearest in the project (once), then, for each setting, in an order rotated query by
     query (so that the machine's load falls on all alike), the vector part alone (timed; its recall) and the
     whole search statement (timed)."""
@@ -209,6 +210,7 @@ def sweep_scan(url: str, queries: int, rng: random.Random, key: str, centers: li
     vec_ms: dict = {s: [] for s in scans}
     all_ms: dict = {s: [] for s in scans}
     recall: dict = {s: [] for s in scans}
+    top10: dict = {s: [] for s in scans}
     with psycopg.connect(url, autocommit=True) as conn:
         for q in range(queries):
             text, vec = words(rng, 4), vector_text(query_vector(rng, centers))
@@ -216,14 +218,16 @@ def sweep_scan(url: str, queries: int, rng: random.Random, key: str, centers: li
             truth = _nearest(conn, params, None, exact=True)
             for scan in scans[q % len(scans):] + scans[:q % len(scans)]:
                 started = time.perf_counter()
-                got = _nearest(conn, params, scan)
+                got = set(_nearest(conn, params, scan))
                 vec_ms[scan].append((time.perf_counter() - started) * 1000)
-                recall[scan].append(len(got & truth) / max(len(truth), 1))
+                recall[scan].append(len(got & set(truth)) / max(len(truth), 1))
+                top10[scan].append(len(got & set(truth[:10])) / max(len(truth[:10]), 1))
                 started = time.perf_counter()
                 search.candidates(conn, [key, "*"], text, vec, 40, scan)
                 all_ms[scan].append((time.perf_counter() - started) * 1000)
     return {f"{s.iterative_scan} ef_search={s.ef_search} max_scan_tuples={s.max_scan_tuples}": {
         "recall_at_40": round(statistics.mean(recall[s]), 3), "recall_min": round(min(recall[s]), 3),
+        "true_top10_found": round(statistics.mean(top10[s]), 3),
         "vectors_p50_ms": round(statistics.median(vec_ms[s]), 1), "vectors_p95_ms": round(pct(vec_ms[s], 95), 1),
         "search_p50_ms": round(statistics.median(all_ms[s]), 1), "search_p95_ms": round(pct(all_ms[s], 95), 1)}
         for s in scans}
@@ -302,7 +306,8 @@ print((time.perf_counter() - started) * 1000)
 
 
 def bench_session_start(url: str, runs: int, model: Path) -> dict:
-    """The SessionStart hook process with and without team memory, alternated run by run, and the briefing alone
+    """The SessionStart hook process with and without team memory, alternated run by run (wall and CPU time: user +
+    system, which the machine's load disturbs less), and the briefing alone
     (`context.session_context`, in a fresh process each time) the same way. The package is byte-compiled first, as
     an installed one is (with PYTHONDONTWRITEBYTECODE set and no `__pycache__`, every hook would compile each module
     it imports)."""
@@ -339,15 +344,23 @@ def bench_session_start(url: str, runs: int, model: Path) -> dict:
                             text=True)
     payload = json.dumps({"session_id": "bench", "cwd": str(repo), "hook_event_name": "SessionStart",
                           "source": "startup"})
+    import resource
+
+    def cpu() -> float:
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (used.ru_utime + used.ru_stime) * 1000
+
     times: dict[str, list[float]] = {name: [] for name in envs}
+    cpu_ms: dict[str, list[float]] = {name: [] for name in envs}
     alone: dict[str, list[float]] = {name: [] for name in envs}
     shown = {}
     for i in range(runs):
         for name, env in (list(envs.items()) if i % 2 == 0 else list(envs.items())[::-1]):
-            started = time.perf_counter()
+            started, used = time.perf_counter(), cpu()
             out = subprocess.run([*agentmem, "hook", "--client", "claude-code", "SessionStart"], cwd=repo, env=env,
                                  input=payload, capture_output=True, text=True)
             times[name].append((time.perf_counter() - started) * 1000)
+            cpu_ms[name].append(cpu() - used)
             shown[name] = "Shared by the team" in out.stdout
             brief = subprocess.run([sys.executable, "-c", BRIEFING_ALONE, str(repo)], cwd=repo, env=env,
                                    capture_output=True, text=True, check=True)
@@ -356,6 +369,7 @@ def bench_session_start(url: str, runs: int, model: Path) -> dict:
     return {"runs": runs, "sync": pulled.stdout.strip(), "team_section_shown": shown,
             "load_during": [round(x, 2) for x in os.getloadavg()],
             **{name: {"p50_ms": round(statistics.median(t), 1), "p95_ms": round(pct(t, 95), 1),
+                      "cpu_p50_ms": round(statistics.median(cpu_ms[name]), 1),
                       "briefing_alone_p50_ms": round(statistics.median(alone[name]), 1)}
                for name, t in times.items()},
             "ratio_p50": round(medians["team memory on"] / medians["local only"], 3)}
@@ -392,7 +406,7 @@ def main() -> int:
     parser.add_argument("--ef-search", default="", help="sweep these hnsw.ef_search values (comma-separated; "
                         "each with every --iterative mode): recall@40 and latency of the HNSW path")
     parser.add_argument("--iterative", default="relaxed_order", help="hnsw.iterative_scan modes of the sweep")
-    parser.add_argument("--max-scan-tuples", type=int, default=20000, help="hnsw.max_scan_tuples of the sweep")
+    parser.add_argument("--max-scan-tuples", default="20000", help="hnsw.max_scan_tuples values of the sweep")
     parser.add_argument("--sweep-queries", type=int, default=50)
     parser.add_argument("--small-key", type=int, default=5, help="which of the 19 smaller projects is searched")
     parser.add_argument("--work-mem", default="2GB", help="maintenance_work_mem for the index builds")
@@ -430,8 +444,8 @@ def main() -> int:
             if args.ef_search:
                 from agentmem_mcp.team.search import VectorScan
 
-                scans = [VectorScan(int(ef), mode, args.max_scan_tuples) for mode in args.iterative.split(",")
-                         for ef in args.ef_search.split(",")]
+                scans = [VectorScan(int(ef), mode, int(tuples)) for mode in args.iterative.split(",")
+                         for tuples in args.max_scan_tuples.split(",") for ef in args.ef_search.split(",")]
                 for name, key in ((f"project with {size // 2:,}", KEYS[0]), (small_name, KEYS[args.small_key])):
                     result[f"search_{size}"][f"scan sweep, {name}"] = sweep_scan(url, args.sweep_queries, rng, key,
                                                                                  centers, scans)

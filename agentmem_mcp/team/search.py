@@ -38,7 +38,7 @@ class VectorScan(NamedTuple):
     """pgvector's HNSW scan settings for one search (settings `team_ef_search`, `team_iterative_scan`,
     `team_max_scan_tuples`)."""
 
-    ef_search: int = 200
+    ef_search: int = 400
     iterative_scan: str = "relaxed_order"
     max_scan_tuples: int = 20000
 
