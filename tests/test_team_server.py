@@ -417,3 +417,28 @@ def test_an_older_server_schema_is_upgraded_with_its_rows(team_url, monkeypatch)
         assert [r[0] for r in conn.execute("SELECT name FROM team_schema ORDER BY name")] == [
             name for name, _ in schema.MIGRATIONS]
     assert server.proposals("alice")[0]["action"] == "forget"
+
+
+def test_search_sets_pgvector_scan_settings_for_its_transaction_only(team_url, tmp_path):
+    import psycopg
+
+    from agentmem_mcp.config import load_settings
+    from agentmem_mcp.team import close_servers, server
+    from agentmem_mcp.team.search import VectorScan
+
+    settings = load_settings(env={"AGENTMEM_TEAM_URL": team_url, "AGENTMEM_TEAM_EF_SEARCH": "123",
+                                  "AGENTMEM_TEAM_ITERATIVE_SCAN": "strict_order",
+                                  "AGENTMEM_TEAM_MAX_SCAN_TUPLES": "4567"}, home=tmp_path / "home")
+    team = server(settings)
+    assert team.scan == VectorScan(123, "strict_order", 4567)
+    team.search(["github.com/acme/widget"], "warm up", [0.1] * 384)  # creates the schema; the exact path
+    show = "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'), " \
+           "current_setting('hnsw.max_scan_tuples')"
+    with psycopg.connect(team_url, autocommit=True) as conn:
+        conn.execute("LOAD 'vector'")
+        before = conn.execute(show).fetchone()
+        with conn.transaction():
+            team.scan.apply(conn)
+            assert conn.execute(show).fetchone() == ("123", "strict_order", "4567")
+        assert conn.execute(show).fetchone() == before  # SET LOCAL: gone with the transaction
+    close_servers()
