@@ -247,3 +247,54 @@ def test_row_security_keeps_each_writer_to_its_own_rows(tmp_path, pg, team_url, 
     # alice's role decides on them
     assert "is forgotten on the team server and here" in alice.run("team", "accept", str(first)).stdout
     assert rows(pg, team_url, "SELECT decided_role FROM team_proposals WHERE status = 'accepted'") == [[alice_role]]
+
+
+FORGED = ("INSERT INTO team_memories (gid, project_key, tier, type, title, content, source, confidence, importance, "
+          "author, origin_machine, content_hash, created_at, updated_at) VALUES (%s, 'github.com/acme/widget', "
+          "'semantic', 'fact', 't', 'c', 'agent', 1, 1, %s, 'm', 'h', 0, 0)")
+
+
+def test_a_role_bound_to_an_author_writes_under_that_name_only(tmp_path, pg, team_url, model_path):
+    admin = Machine(tmp_path, "admin", "https://github.com/acme/widget", team_url, model_path)
+    admin.run("team", "status")
+    urls = _roles(pg, team_url, "alice", "bob")
+    alice_role, bob_role = (urls[n].split("//")[1].split(":")[0] for n in ("alice", "bob"))
+    bound = admin.run("team", "grant", alice_role, "--write", "--author", "alice").stdout
+    assert "as author 'alice' only" in bound
+    admin.run("team", "grant", bob_role, "--write", "--author", "bob")
+    assert rows(pg, team_url, "SELECT role, author FROM team_members ORDER BY author") == [
+        [alice_role, "alice"], [bob_role, "bob"]]
+    alice = Machine(tmp_path, "alice", "git@github.com:acme/widget.git", urls["alice"], model_path)
+    alice.save(DEPLOY, "--type", "decision")
+    assert "published 1" in alice.run("team", "sync").stdout
+    gid = _gid(pg, team_url)
+
+    # bob's client says it is alice: his role is bound to "bob", so the server refuses even rows of his own role
+    liar = Machine(tmp_path, "bob", "https://github.com/acme/widget", urls["bob"], model_path,
+                   AGENTMEM_TEAM_AUTHOR="alice")
+    liar.save("bob's note: the widget's cache is warmed at boot", "--type", "fact")
+    refused = liar.run("team", "sync", check=False)
+    assert refused.returncode == 1 and "row-level security" in refused.stdout and "may not do that" in refused.stdout
+    assert "row-level security" in _refused(urls["bob"], FORGED, ("t_forged", "alice"))
+    assert "row-level security" in _refused(
+        urls["bob"], "INSERT INTO team_proposals (gid, action, proposer, origin_machine, created_at) VALUES "
+        "(%s, 'forget', 'alice', 'm', 0)", (gid,))
+    assert _changed(urls["bob"], FORGED, ("t_bobs", "bob")) == 1  # under his own name
+    assert rows(pg, team_url, "SELECT gid, author, db_role FROM team_memories ORDER BY gid") == [
+        [gid, "alice", alice_role], ["t_bobs", "bob", bob_role]]
+
+    # under his own name bob's client publishes and proposes; alice's role decides, as alice only
+    honest = Machine(tmp_path, "bob2", "https://github.com/acme/widget", urls["bob"], model_path,
+                     AGENTMEM_TEAM_AUTHOR="bob")
+    honest.save("bob's note: the widget's queue drains in under a minute", "--type", "fact")
+    assert "published 1" in honest.run("team", "sync").stdout
+    assert "proposed to them" in honest.run("team", "forget", gid, "--reason", "stale").stdout
+    (proposal,) = _proposal_ids(alice)
+    assert "forgotten on the team server and here" in alice.run("team", "accept", str(proposal)).stdout
+    assert rows(pg, team_url, "SELECT proposer, decided_by, decided_role FROM team_proposals") == [
+        ["bob", "alice", alice_role]]
+
+    # the binding removed: the name is a label again, the role still limited to its own rows
+    admin.run("team", "grant", bob_role, "--write", "--author", "")
+    assert _changed(urls["bob"], FORGED, ("t_label", "alice")) == 1
+    assert _changed(urls["bob"], "UPDATE team_memories SET content = 'x' WHERE gid = %s", (gid,)) == 0
