@@ -134,6 +134,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("team_max_scan_tuples", "int", 20000, "AGENTMEM_TEAM_MAX_SCAN_TUPLES",
             "pgvector's `hnsw.max_scan_tuples` for team search: where an iterative scan stops looking, in "
             "memories visited."),
+    Setting("team_exact_scan_max", "int", 3000, "AGENTMEM_TEAM_EXACT_SCAN_MAX",
+            "Up to this many shared memories in the searched projects, team search compares the query's vector "
+            "with each of theirs instead of walking the HNSW index (exact, and a few milliseconds per thousand)."),
 )  # fmt: skip
 _DEFAULTS = {s.name: s.default for s in SETTINGS}
 
@@ -180,6 +183,7 @@ class Settings:
     team_ef_search: int
     team_iterative_scan: str
     team_max_scan_tuples: int
+    team_exact_scan_max: int
 
     def __init__(self, **values: Any) -> None:
         unknown = set(values) - set(_DEFAULTS)
@@ -236,7 +240,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "prompt_budget_tokens": (0, None), "prompt_min_score": (0, 1), "supersede_jaccard": (0, 1),
     "supersede_cosine": (0, 1), "busy_timeout_ms": (0, 3_600_000), "max_output_chars": (100, None),
     "llm_daily_tokens": (0, None), "embed_idle_seconds": (1, 7 * 86400), "team_refresh_seconds": (1, 86400),
-    "team_ef_search": (1, 1000), "team_max_scan_tuples": (1, 2_147_483_647),
+    "team_ef_search": (1, 1000), "team_max_scan_tuples": (1, 2_147_483_647), "team_exact_scan_max": (0, 10_000_000),
 }  # fmt: skip
 _ABOVE_ZERO = ("supersede_jaccard", "supersede_cosine")  # 0 itself is not allowed
 _CHOICES = {"fusion": FUSIONS, "llm": ("off", "anthropic"),

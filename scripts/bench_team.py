@@ -178,7 +178,7 @@ def query_vector(rng: random.Random, centers: list[list[float]]) -> list[float]:
 def bench_search(settings, queries: int, rng: random.Random, key: str, centers: list[list[float]]) -> dict:
     """`TeamServer.search` for one project key (and the team-wide one), 4-word queries; then, for 20 of the
     queries, the recall@40 of its nearest vectors against an exact scan of the project's vectors."""
-    from agentmem_mcp.team import search, server
+    from agentmem_mcp.team import server
     from agentmem_mcp.team.remote import vector_text
 
     team = server(settings, pooled=True)
@@ -194,7 +194,7 @@ def bench_search(settings, queries: int, rng: random.Random, key: str, centers: 
     recalls = []
     with team.connection() as conn:
         many = conn.execute("SELECT count(*) > %s FROM team_memories WHERE project_key = %s",
-                            (search.EXACT_SCAN_MAX, key)).fetchone()[0]
+                            (team.scan.exact_max, key)).fetchone()[0]
         for vec in asked[:20]:
             params = {"keys": [key, "*"], "vec": vector_text(vec), "k": 40}
             recalls.append(len(set(_nearest(conn, params, team.scan if many else None))

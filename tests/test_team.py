@@ -197,8 +197,8 @@ def test_the_word_levels_of_team_search() -> None:
 def test_pgvector_scan_settings_are_checked(tmp_path):
     home = tmp_path / "home"
     settings = load_settings(env={}, home=home)
-    assert (settings.team_ef_search, settings.team_iterative_scan, settings.team_max_scan_tuples) == \
-        (400, "relaxed_order", 20000)
+    assert (settings.team_ef_search, settings.team_iterative_scan, settings.team_max_scan_tuples,
+            settings.team_exact_scan_max) == (400, "relaxed_order", 20000, 3000)
     with pytest.raises(ConfigError, match="AGENTMEM_TEAM_ITERATIVE_SCAN=.*must be one of relaxed_order"):
         load_settings(env={"AGENTMEM_TEAM_ITERATIVE_SCAN": "sideways"}, home=home)
     with pytest.raises(ConfigError, match="AGENTMEM_TEAM_EF_SEARCH"):
