@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -389,6 +390,7 @@ def bench_session_start(url: str, runs: int, model: Path) -> dict:
                                    capture_output=True, text=True, check=True)
             alone[name].append(float(brief.stdout.strip()))
     medians = {name: statistics.median(t) for name, t in times.items()}
+    shutil.rmtree(root, ignore_errors=True)
     return {"runs": runs, "sync": pulled.stdout.strip(), "team_section_shown": shown,
             "load_during": [round(x, 2) for x in os.getloadavg()],
             **{name: {"p50_ms": round(statistics.median(t), 1), "p95_ms": round(pct(t, 95), 1),
@@ -453,9 +455,9 @@ def main() -> int:
         pg = PgServer()
         pg.start()
     rng = random.Random(1)
+    home = Path(tempfile.mkdtemp(prefix="agentmem-bench-home-"))
     try:
         url = args.url or pg.url()
-        home = Path(tempfile.mkdtemp(prefix="agentmem-bench-home-"))
         settings = load_settings(env={"AGENTMEM_TEAM_URL": url}, home=home)
         for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
             print(f"building {size:,} shared memories", file=sys.stderr)
@@ -490,6 +492,7 @@ def main() -> int:
             result["session_start"] = bench_session_start(url, args.hooks, Path(args.model))
         close_servers()
     finally:
+        shutil.rmtree(home, ignore_errors=True)
         if pg is not None:
             pg.cleanup()
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
