@@ -469,7 +469,7 @@ def main() -> int:
             if args.queries:
                 big = bench_search(settings, args.queries, rng, KEYS[0], centers)
                 small = bench_search(settings, args.queries, rng, KEYS[args.small_key], centers)
-                result[f"search_{size}"].update({f"project with {size // 2:,} (HNSW)": big,
+                result[f"search_{size}"].update({f"project with {size // 2:,} ({big['vector_path']})": big,
                                                  f"{small_name} ({small['vector_path']})": small})
             if args.ef_search:
                 from agentmem_mcp.team.search import VectorScan
