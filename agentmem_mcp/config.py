@@ -125,6 +125,18 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("team_refresh_seconds", "int", 120, "AGENTMEM_TEAM_REFRESH_SECONDS",
             "How old this machine's copy of team memory may be before a session start refreshes it (in the "
             "background) and the worker pulls again."),
+    Setting("team_ef_search", "int", 400, "AGENTMEM_TEAM_EF_SEARCH",
+            "pgvector's `hnsw.ef_search` for team search (1..1000): how many candidates the HNSW walk keeps; higher "
+            "finds more of the true nearest memories of a large project, and costs more."),
+    Setting("team_iterative_scan", "str", "relaxed_order", "AGENTMEM_TEAM_ITERATIVE_SCAN",
+            "pgvector's `hnsw.iterative_scan` for team search: `relaxed_order`, `strict_order` or `off` (the HNSW "
+            "walk goes on past `team_ef_search` until the project filter has left enough memories)."),
+    Setting("team_max_scan_tuples", "int", 20000, "AGENTMEM_TEAM_MAX_SCAN_TUPLES",
+            "pgvector's `hnsw.max_scan_tuples` for team search: where an iterative scan stops looking, in "
+            "memories visited."),
+    Setting("team_exact_scan_max", "int", 3000, "AGENTMEM_TEAM_EXACT_SCAN_MAX",
+            "Up to this many shared memories in the searched projects, team search compares the query's vector "
+            "with each of theirs instead of walking the HNSW index (exact, and a few milliseconds per thousand)."),
 )  # fmt: skip
 _DEFAULTS = {s.name: s.default for s in SETTINGS}
 
@@ -168,6 +180,10 @@ class Settings:
     team_read_only: bool
     team_share_knowledge: bool
     team_refresh_seconds: int
+    team_ef_search: int
+    team_iterative_scan: str
+    team_max_scan_tuples: int
+    team_exact_scan_max: int
 
     def __init__(self, **values: Any) -> None:
         unknown = set(values) - set(_DEFAULTS)
@@ -224,9 +240,11 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "prompt_budget_tokens": (0, None), "prompt_min_score": (0, 1), "supersede_jaccard": (0, 1),
     "supersede_cosine": (0, 1), "busy_timeout_ms": (0, 3_600_000), "max_output_chars": (100, None),
     "llm_daily_tokens": (0, None), "embed_idle_seconds": (1, 7 * 86400), "team_refresh_seconds": (1, 86400),
+    "team_ef_search": (1, 1000), "team_max_scan_tuples": (1, 2_147_483_647), "team_exact_scan_max": (0, 10_000_000),
 }  # fmt: skip
 _ABOVE_ZERO = ("supersede_jaccard", "supersede_cosine")  # 0 itself is not allowed
-_CHOICES = {"fusion": FUSIONS, "llm": ("off", "anthropic")}
+_CHOICES = {"fusion": FUSIONS, "llm": ("off", "anthropic"),
+            "team_iterative_scan": ("relaxed_order", "strict_order", "off")}
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 

@@ -192,3 +192,14 @@ def test_the_word_levels_of_team_search() -> None:
     assert sql.index("2 AS words") < sql.index("1 AS words") and "NOT m.tsv @@ %(q2)s::tsquery" in sql
     assert params == {"q2": "('a' & 'b')", "q1": "('a') | ('b')"}
     assert "WHERE false" in words_part([], {})
+
+
+def test_pgvector_scan_settings_are_checked(tmp_path):
+    home = tmp_path / "home"
+    settings = load_settings(env={}, home=home)
+    assert (settings.team_ef_search, settings.team_iterative_scan, settings.team_max_scan_tuples,
+            settings.team_exact_scan_max) == (400, "relaxed_order", 20000, 3000)
+    with pytest.raises(ConfigError, match="AGENTMEM_TEAM_ITERATIVE_SCAN=.*must be one of relaxed_order"):
+        load_settings(env={"AGENTMEM_TEAM_ITERATIVE_SCAN": "sideways"}, home=home)
+    with pytest.raises(ConfigError, match="AGENTMEM_TEAM_EF_SEARCH"):
+        load_settings(env={"AGENTMEM_TEAM_EF_SEARCH": "5000"}, home=home)

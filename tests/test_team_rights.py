@@ -83,6 +83,58 @@ def test_the_author_accepts_and_rejects_proposals_and_the_server_keeps_the_decis
     assert forgets == [["forget", str(third)]]
 
 
+def test_the_author_decides_from_any_of_their_machines(machines, pg, team_url, tmp_path, model_path):
+    alice, bob = machines  # alice's laptop shares the memory; her desktop is a second machine of the same author
+    desk = Machine(tmp_path, "alice-desk", "https://github.com/acme/widget.git", team_url, model_path,
+                   AGENTMEM_TEAM_AUTHOR="alice")
+    local_id = alice.save(DEPLOY, "--type", "decision")
+    alice.run("team", "sync")
+    bob.run("team", "sync")
+    desk.run("team", "sync")
+    gid = _gid(pg, team_url)
+    later = "we deploy the widget service with blue-green switches, any day but Friday after 3 pm"
+    bob.run("team", "supersede", gid, later, "--reason", "we deploy on Friday mornings now")
+    bob.run("team", "forget", gid, "--reason", "nobody reads it")
+    supersede, forget = _proposal_ids(desk)  # the desktop lists the proposals on alice's memories
+    refused = bob.run("team", "accept", str(supersede), check=False)
+    assert refused.returncode == 2 and "only its author decides" in refused.stderr
+
+    assert "stays as it is" in desk.run("team", "reject", str(forget), "--note", "still read").stdout
+    accepted = desk.run("team", "accept", str(supersede), "--note", "from my desk").stdout
+    assert "is now version 2 (proposed by bob)" in accepted
+    assert rows(pg, team_url, "SELECT version, author, content, embedding IS NOT NULL FROM team_memories") == [
+        ["2", "alice", later, "t"]]  # embedded on the desktop
+    history = rows(pg, team_url, "SELECT version, origin_machine, proposal_id FROM team_history ORDER BY version")
+    decided = rows(pg, team_url, "SELECT id, status, decided_by, decided_machine FROM team_proposals ORDER BY id")
+    laptop_machine, desk_machine = history[0][1], history[1][1]
+    assert laptop_machine != desk_machine and history[1][2] == str(supersede)
+    assert decided == [[str(supersede), "accepted", "alice", desk_machine],
+                       [str(forget), "rejected", "alice", desk_machine]]
+
+    # the desktop reads the new version from its copy; the laptop takes it into its own store at its next pull
+    desk.run("team", "sync")
+    assert "after 3 pm" in desk.briefing() and "never on Fridays" not in desk.briefing()
+    alice.run("team", "sync")
+    versions = json.dumps(json.loads(alice.run("get", local_id, "--history", "--json").stdout))
+    assert "after 3 pm" in versions and "never on Fridays" in versions
+    found = alice.search("deploy widget Friday")["hits"]
+    assert [h["title"][:60] for h in found] == [later[:60]] and "team memory" not in found[0]["why"]
+    assert "Shared by the team" not in alice.briefing()  # held here: not shown twice
+    assert "waiting in the outbox" not in alice.run("team", "sync").stdout
+    assert rows(pg, team_url, "SELECT count(*), max(version) FROM team_memories") == [["1", "2"]]
+    assert rows(pg, team_url, "SELECT count(*) FROM team_history")[0] == ["2"]  # the laptop published nothing
+
+    # a forget accepted on the desktop: forgotten on the server, then on the laptop at its next pull
+    bob.run("team", "forget", gid, "--reason", "we moved to canary releases")
+    (third,) = _proposal_ids(desk)
+    assert "forgotten on the team server" in desk.run("team", "accept", str(third)).stdout
+    alice.run("team", "sync")
+    assert "after 3 pm" not in alice.run("search", "deploy widget Friday", "--json").stdout
+    assert "forgotten" not in alice.run("team", "sync").stdout  # nothing left to send
+    assert rows(pg, team_url, "SELECT action, origin_machine, proposal_id FROM team_history WHERE action = "
+                "'forget'") == [["forget", desk_machine, str(third)]]
+
+
 def _roles(server, url: str, *names: str) -> dict[str, str]:
     """Login roles with their own passwords, for this test's database: {name: url}."""
     db = url.rsplit("/", 1)[1]
@@ -195,3 +247,54 @@ def test_row_security_keeps_each_writer_to_its_own_rows(tmp_path, pg, team_url, 
     # alice's role decides on them
     assert "is forgotten on the team server and here" in alice.run("team", "accept", str(first)).stdout
     assert rows(pg, team_url, "SELECT decided_role FROM team_proposals WHERE status = 'accepted'") == [[alice_role]]
+
+
+FORGED = ("INSERT INTO team_memories (gid, project_key, tier, type, title, content, source, confidence, importance, "
+          "author, origin_machine, content_hash, created_at, updated_at) VALUES (%s, 'github.com/acme/widget', "
+          "'semantic', 'fact', 't', 'c', 'agent', 1, 1, %s, 'm', 'h', 0, 0)")
+
+
+def test_a_role_bound_to_an_author_writes_under_that_name_only(tmp_path, pg, team_url, model_path):
+    admin = Machine(tmp_path, "admin", "https://github.com/acme/widget", team_url, model_path)
+    admin.run("team", "status")
+    urls = _roles(pg, team_url, "alice", "bob")
+    alice_role, bob_role = (urls[n].split("//")[1].split(":")[0] for n in ("alice", "bob"))
+    bound = admin.run("team", "grant", alice_role, "--write", "--author", "alice").stdout
+    assert "as author 'alice' only" in bound
+    admin.run("team", "grant", bob_role, "--write", "--author", "bob")
+    assert rows(pg, team_url, "SELECT role, author FROM team_members ORDER BY author") == [
+        [alice_role, "alice"], [bob_role, "bob"]]
+    alice = Machine(tmp_path, "alice", "git@github.com:acme/widget.git", urls["alice"], model_path)
+    alice.save(DEPLOY, "--type", "decision")
+    assert "published 1" in alice.run("team", "sync").stdout
+    gid = _gid(pg, team_url)
+
+    # bob's client says it is alice: his role is bound to "bob", so the server refuses even rows of his own role
+    liar = Machine(tmp_path, "bob", "https://github.com/acme/widget", urls["bob"], model_path,
+                   AGENTMEM_TEAM_AUTHOR="alice")
+    liar.save("bob's note: the widget's cache is warmed at boot", "--type", "fact")
+    refused = liar.run("team", "sync", check=False)
+    assert refused.returncode == 1 and "row-level security" in refused.stdout and "may not do that" in refused.stdout
+    assert "row-level security" in _refused(urls["bob"], FORGED, ("t_forged", "alice"))
+    assert "row-level security" in _refused(
+        urls["bob"], "INSERT INTO team_proposals (gid, action, proposer, origin_machine, created_at) VALUES "
+        "(%s, 'forget', 'alice', 'm', 0)", (gid,))
+    assert _changed(urls["bob"], FORGED, ("t_bobs", "bob")) == 1  # under his own name
+    assert rows(pg, team_url, "SELECT gid, author, db_role FROM team_memories ORDER BY gid") == [
+        [gid, "alice", alice_role], ["t_bobs", "bob", bob_role]]
+
+    # under his own name bob's client publishes and proposes; alice's role decides, as alice only
+    honest = Machine(tmp_path, "bob2", "https://github.com/acme/widget", urls["bob"], model_path,
+                     AGENTMEM_TEAM_AUTHOR="bob")
+    honest.save("bob's note: the widget's queue drains in under a minute", "--type", "fact")
+    assert "published 1" in honest.run("team", "sync").stdout
+    assert "proposed to them" in honest.run("team", "forget", gid, "--reason", "stale").stdout
+    (proposal,) = _proposal_ids(alice)
+    assert "forgotten on the team server and here" in alice.run("team", "accept", str(proposal)).stdout
+    assert rows(pg, team_url, "SELECT proposer, decided_by, decided_role FROM team_proposals") == [
+        ["bob", "alice", alice_role]]
+
+    # the binding removed: the name is a label again, the role still limited to its own rows
+    admin.run("team", "grant", bob_role, "--write", "--author", "")
+    assert _changed(urls["bob"], FORGED, ("t_label", "alice")) == 1
+    assert _changed(urls["bob"], "UPDATE team_memories SET content = 'x' WHERE gid = %s", (gid,)) == 0

@@ -46,14 +46,16 @@ def server(settings: Settings, *, pooled: bool = False) -> TeamServer:
     """The team server of these settings (one per URL and process; pooled for long-running processes)."""
     from .credentials import TeamCredentials
     from .remote import TeamServer
+    from .search import VectorScan
 
+    scan = VectorScan.of(settings)
     key = (settings.team_url, str(settings.team_password_file or ""))
     found = _servers.get(key)
-    if found is None or (pooled and not found.pooled):
+    if found is None or (pooled and not found.pooled) or found.scan != scan:
         if found is not None:
             found.close()
         found = _servers[key] = TeamServer(TeamCredentials(settings.team_url, settings.team_password_file),
-                                           pooled=pooled)
+                                           pooled=pooled or (found is not None and found.pooled), scan=scan)
     return found
 
 

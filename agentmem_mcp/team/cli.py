@@ -205,12 +205,13 @@ def _grant(args: argparse.Namespace) -> int:
         server = team_server(store.settings)
         with server.connection() as conn:
             try:
-                schema.grant(conn, args.role, write=args.write)
+                schema.grant(conn, args.role, write=args.write, author=args.author)
             except psycopg.errors.UndefinedObject as exc:
                 raise AgentmemError(f"{exc.diag.message_primary}: create it first (CREATE ROLE {args.role} LOGIN "
                                     "PASSWORD '...'), docs/team.md") from None
         print(f"role {args.role}: " + ("reads and writes team memory (its own rows only)" if args.write
-                                       else "reads team memory only (the server refuses its writes)"))
+                                       else "reads team memory only (the server refuses its writes)")
+              + (f", as author {args.author!r} only" if args.author else ""))
     return 0
 
 
@@ -248,4 +249,6 @@ def add_parsers(sub: Any, scoped: Any) -> None:
     mode = q.add_mutually_exclusive_group(required=True)
     mode.add_argument("--read-only", dest="write", action="store_false", help="reading only")
     mode.add_argument("--write", dest="write", action="store_true", help="reading and writing its own rows")
+    q.add_argument("--author", help="bind this author name to the role: the server lets it write under that name "
+                   "only (its member's team_author); an empty name removes the binding")
     p.set_defaults(func=cmd_team)

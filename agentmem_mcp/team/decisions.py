@@ -1,13 +1,22 @@
-"""Deciding on a proposal, on the author's machine: `agentmem team accept N` / `reject N`. The local store stays
-the working copy: accepting a supersede of a memory this machine shared saves the proposed text here first as the
-memory's next version (so redaction and the trust rules apply to it like to any save), and that version is what
-the server publishes, in the transaction that marks the proposal accepted; accepting a forget forgets the memory
-on the server and here. Each is recorded in `team_history` with the proposal's id (team.proposals, team.remote).
+"""Deciding on a proposal, on any machine of the memory's author: `agentmem team accept N` / `reject N`. The
+server checks the author (and, with a role per member, the role) in the transaction that decides.
+
+- On the machine that shared the memory (it holds it: `team_shared`), the local store stays the working copy:
+  accepting a supersede saves the proposed text here first as the memory's next version (so redaction and the
+  trust rules apply to it like to any save), and that version is what the server publishes, in the transaction
+  that marks the proposal accepted; accepting a forget forgets the memory on the server and here.
+- On another machine of the same author, the next version is built from the server's current one and the
+  proposed text (redacted again, refused when it reads as instructions to an agent, embedded here) and published
+  from this machine; the machine holding the memory takes that version into its own store at its next pull
+  (`sync.pull`), and a forget likewise.
+
+Each is recorded in `team_history` with the proposal's id (team.proposals, team.remote).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 from ..models import InvalidInput
@@ -53,7 +62,8 @@ def accept(store: Store, proposal_id: int, note: str = "") -> str:
                 conn.execute("DELETE FROM team_shared WHERE gid = ?", (row["gid"],))
         return f"#{proposal_id} accepted: {row['gid']} is forgotten on the team server" + \
             (" and here" if local is not None else "")
-    payload = _next_version(store, row, local, who, machine)
+    payload = _next_version(store, row, local, who, machine) if local is not None else \
+        _next_version_from_server(store, row, who, machine)
     server.accept_supersede(proposal_id, who, machine, payload, note)
     if local is not None:
         with store.transaction() as conn:
@@ -80,19 +90,12 @@ def _peek(conn: Any, proposal_id: int, who: str) -> dict[str, Any]:
 
 
 def _next_version(store: Store, row: dict[str, Any], local: Any, who: str, machine: str) -> dict[str, Any]:
-    """The memory's next version with the proposed text, saved here first (the local store is the working copy:
-    redaction and the trust rules apply to it like to any save); raises when this machine does not hold it."""
+    """The next version of a memory this machine holds (`local`), with the proposed text, saved here first (the
+    local store is the working copy: redaction and the trust rules apply to it like to any save)."""
     from ..lifecycle.remember import save
-    from ..trust import instruction_reason
     from .sync import _payload
 
-    if local is None:
-        raise InvalidInput(f"{row['gid']} was not shared from this machine: accept proposal #{row['id']} on the "
-                           "machine that shared it (its working copy), or reject it")
-    reason = instruction_reason(row["content"])
-    if reason:
-        raise InvalidInput(f"proposal #{row['id']}'s text reads as instructions to an agent ({reason}): not "
-                           "accepted; reject it, or save your own wording with --supersedes")
+    _refuse_instructions(row, row["content"])
     saved = save(store, row["content"], supersedes=local["id"], type=local["type"], tier=local["tier"],
                  project=local["project"], source="user", tags=json.loads(local["tags"] or "[]"),
                  importance=local["importance"])
@@ -103,3 +106,38 @@ def _next_version(store: Store, row: dict[str, Any], local: Any, who: str, machi
         raise InvalidInput(f"this machine's copy of {row['gid']} (version {payload['version']}) is behind the "
                            f"team server's (version {row['version']}): run `agentmem team sync` first")
     return {**payload, "memory_id": new["id"]}
+
+
+def _refuse_instructions(row: dict[str, Any], content: str) -> None:
+    from ..trust import instruction_reason
+
+    reason = instruction_reason(content)
+    if reason:
+        raise InvalidInput(f"proposal #{row['id']}'s text reads as instructions to an agent ({reason}): not "
+                           "accepted; reject it, or save your own wording with --supersedes")
+
+
+def _next_version_from_server(store: Store, row: dict[str, Any], who: str, machine: str) -> dict[str, Any]:
+    """The next version of a memory shared by this author from another machine: the server's current version with
+    the proposed text (redacted, checked like a save, embedded here), published from this machine."""
+    from ..capture.redact import redact
+    from ..db.memories import content_hash
+    from ..index.document import memory_text
+    from ..lifecycle.remember import derive_title
+
+    current = team_server(store.settings).memory(row["gid"])
+    if current is None or current["forgotten_at"] is not None:
+        raise InvalidInput(f"proposal #{row['id']} is about {row['gid']}, forgotten on the team server since")
+    content = redact(row["content"]).strip()
+    if not content:
+        raise InvalidInput(f"proposal #{row['id']} proposes no text: reject it")
+    _refuse_instructions(row, content)
+    title = derive_title(content)
+    vectors = store.embedder.embed([memory_text(title, content, current["tags"], current["files"])]) \
+        if store.embedder.ready else None
+    now = time.time()
+    return {**{k: current[k] for k in ("gid", "project_key", "tier", "type", "tags", "files", "confidence",
+                                         "importance", "explicit", "created_at")},
+            "title": title, "content": content, "source": "user", "author": who, "origin_machine": machine,
+            "version": current["version"] + 1, "content_hash": content_hash(content), "updated_at": now,
+            "embedding": list(vectors[0]) if vectors else None}

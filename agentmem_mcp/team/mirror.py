@@ -1,8 +1,11 @@
 """This machine's copy of the team's memories of its projects (`team_mirror` in SQLite, with an FTS5 index, and
 each memory's vector as float32 bytes). The briefing and prompt recall read it, in the hook process, without
 reaching the server; search reads it, by words and by meaning, when the server is away; `sync.pull` keeps it up
-to date. This machine's own shared memories are not copied (the local store has them). numpy is imported only
-where vectors are read or written, never by the briefing."""
+to date. The memories this machine shared are not copied (the local store has them), nor are memories whose
+text reads as instructions to an agent (`trust.instruction_reason`, checked here, when a row is pulled, so that
+the hook never runs it); the copy records which version of agentmem checked it (`checked_by`), and a pull with
+another version checks it all again. numpy is imported only where vectors are read or written, never by the
+briefing."""
 
 from __future__ import annotations
 
@@ -15,16 +18,27 @@ MIRROR_COLUMNS = ("gid", "project_key", "tier", "type", "title", "content", "sou
                   "explicit", "author", "origin_machine", "version", "content_hash", "created_at", "updated_at")
 
 
-def apply(conn: Connection, rows: list[dict[str, Any]], machine: str) -> int:
-    """Put pulled rows in the copy (a forgotten one is removed); inside the caller's transaction."""
+def checked_by() -> str:
+    """What checks the rows entering the copy: this agentmem's version (its trust rules)."""
+    from ..version import package_version
+
+    return package_version()
+
+
+def apply(conn: Connection, rows: list[dict[str, Any]], held: set[str]) -> int:
+    """Put pulled rows in the copy (a forgotten one is removed, and so is one whose text reads as instructions to
+    an agent); the gids in `held`, shared from this machine (its store has them), are left out. Inside the
+    caller's transaction."""
+    from ..trust import instruction_reason
+
     changed = 0
     for row in rows:
         conn.execute("DELETE FROM team_mirror_fts WHERE gid = ?", (row["gid"],))
         conn.execute("DELETE FROM team_mirror WHERE gid = ?", (row["gid"],))
-        if row["origin_machine"] == machine:
+        if row["gid"] in held:
             continue
         changed += 1
-        if row.get("forgotten_at") is not None:
+        if row.get("forgotten_at") is not None or instruction_reason(f"{row['title']}\n{row['content']}"):
             continue
         values = [row[c] if c != "explicit" else int(bool(row[c])) for c in MIRROR_COLUMNS]
         conn.execute(f"INSERT INTO team_mirror ({', '.join(MIRROR_COLUMNS)}, embedding) VALUES "

@@ -2,14 +2,14 @@
 process, no server), and search (the server itself, merged into one ranking with the local hits).
 
 Team memories are framed as data like local ones: their lines carry "shared by <author>" as provenance, text
-that reads as instructions to an agent is left out (`trust.instruction_reason`), and they never enter "Always
+that reads as instructions to an agent is left out (`trust.instruction_reason`: on the server's search hits here,
+on this machine's copy when a row is pulled into it, `mirror.apply`), and they never enter "Always
 keep in mind" (another machine's unconfirmed agent save is not a rule here). A memory this machine shared, or
 one the local store holds with the same content, is not shown twice.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import sys
@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from ..db.connection import Connection
     from ..models import SearchHit
     from ..parts import Parts as Store  # an operation is given the store's parts
-
-log = logging.getLogger("agentmem.team")
 
 SECTION = "Shared by the team"
 BRIEFING_LINES = 6
@@ -65,7 +63,9 @@ def _spawn_sync(settings: Settings) -> None:
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True, env={**os.environ, "AGENTMEM_HOME": str(settings.home)})
     except OSError as exc:
-        log.info("could not start a team sync: %s", exc)
+        import logging  # not at the top: the hook imports this module, and logging costs it milliseconds
+
+        logging.getLogger("agentmem.team").info("could not start a team sync: %s", exc)
 
 
 def briefing_lines(conn: Connection, project: str | None, now: float, settings: Settings | None = None,
@@ -89,9 +89,7 @@ def briefing_lines(conn: Connection, project: str | None, now: float, settings: 
                                f"{clip(down[1], 120)}; {copy})"))
     if refresh and now - pulled > settings.team_refresh_seconds and not reach.recently_unreachable(settings.home):
         _spawn_sync(settings)
-    for row in mirror.for_briefing(conn, _keys(project), project, limit=BRIEFING_LINES * 2):
-        if instruction_reason(f"{row['title']}\n{row['content']}"):
-            continue
+    for row in mirror.for_briefing(conn, _keys(project), project, limit=BRIEFING_LINES):
         body = clip(" ".join(row["content"].split()), 200)
         lines.append((SECTION, f"- {body} ({provenance(row)}, {humanize_age(now - row['updated_at'])})"))
         if len(lines) >= BRIEFING_LINES:
@@ -107,8 +105,7 @@ def prompt_rows(conn: Connection, prompt: str, project: str | None) -> list[Any]
     settings = _settings()
     if settings is None or not enabled(settings):
         return []
-    return [row for row in mirror.matching(conn, _keys(project), project, prompt)
-            if not instruction_reason(f"{row['title']}\n{row['content']}")]
+    return mirror.matching(conn, _keys(project), project, prompt)
 
 
 def merge_hits(store: Store, query: str, hits: list[SearchHit], results: dict[str, list[tuple[str, float]]],
@@ -143,13 +140,12 @@ def merge_hits(store: Store, query: str, hits: list[SearchHit], results: dict[st
         notes.append(f"{UNREACHABLE_NOTE} ({exc}): team results come from this machine's copy, by keywords"
                      + (" and meaning" if vector is not None else ""))
     mine = {r[0] for r in store.conn.execute("SELECT gid FROM team_shared")}
-    machine = outbox.state(store.conn, "machine")
     local_ids = [h.id for h in hits]
     marks = ",".join("?" * len(local_ids))
     local_hashes = {r[0] for r in store.conn.execute(
         f"SELECT content_hash FROM memories WHERE id IN ({marks})", local_ids)} if local_ids else set()
-    rows = [r for r in rows if r["gid"] not in mine and r["origin_machine"] != machine
-            and r["content_hash"] not in local_hashes and not instruction_reason(f"{r['title']}\n{r['content']}")
+    rows = [r for r in rows if r["gid"] not in mine and r["content_hash"] not in local_hashes
+            and not instruction_reason(f"{r['title']}\n{r['content']}")
             and (not types or r["type"] in types) and (not tiers or r["tier"] in tiers)
             and (min_confidence is None or r["confidence"] >= min_confidence)]
     if not rows:

@@ -50,6 +50,13 @@ class _Masking(logging.Filter):
         return True
 
 
+def _as_list(value: Any) -> list[Any]:
+    """A JSON list column as a list (psycopg gives jsonb as Python values, text as a string)."""
+    if isinstance(value, str):
+        value = json.loads(value or "[]")
+    return list(value or [])
+
+
 def vector_text(vector: Sequence[float] | None) -> str | None:
     """A vector in pgvector's text form (`[0.1,0.2]`), or None."""
     if vector is None:
@@ -61,8 +68,10 @@ class TeamServer:
     """One team server. pooled=True keeps a connection pool (for `agentmem serve`); otherwise each
     `connection()` opens and closes one."""
 
-    def __init__(self, creds: TeamCredentials, *, pooled: bool = False, application: str = "agentmem") -> None:
+    def __init__(self, creds: TeamCredentials, *, pooled: bool = False, application: str = "agentmem",
+                 scan: search.VectorScan = search.VectorScan()) -> None:
         self.creds = creds
+        self.scan = scan
         self.pooled = pooled
         self.application = application
         self._pool: Any = None
@@ -285,13 +294,23 @@ class TeamServer:
             names = [d.name for d in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]
 
+    def memory(self, gid: str) -> dict[str, Any] | None:
+        """A shared memory's current row (tags and files as lists), or None."""
+        with self.connection() as conn:
+            cur = conn.execute(f"SELECT {COLUMNS}, tags, files FROM team_memories WHERE gid = %s", (gid,))
+            found = cur.fetchone()
+            if found is None:
+                return None
+            row = dict(zip([d.name for d in cur.description], found))
+            return {**row, "tags": _as_list(row["tags"]), "files": _as_list(row["files"])}
+
     def search(self, project_keys: Sequence[str], text: str, vector: Sequence[float] | None,
                limit: int = SEARCH_DEPTH) -> list[dict[str, Any]]:
         """Candidates for a query among the projects' live shared memories (`team.search`): the memories
         holding most of the query's words and the nearest vectors, each with `rank` (its share of the query's
-        words) and `cosine` (exact, None without a vector)."""
+        words) and `cosine` (exact, None without a vector); an HNSW walk uses this server's `scan` settings."""
         with self.connection() as conn:
-            return search.candidates(conn, project_keys, text, vector_text(vector), limit)
+            return search.candidates(conn, project_keys, text, vector_text(vector), limit, self.scan)
 
     def proposals(self, author: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """Open proposals, those on `author`'s memories when given, newest first."""

@@ -16,6 +16,10 @@ only the memories its role wrote, and decides only on proposals about those. Rol
 `grant` (`agentmem team grant`); the tables' owner (the admin who created them) is not limited.
 `t003_search_scope` adds the lexeme `project:<key>` to every memory's `tsv`, so that the full-text index finds a
 project's rows by itself (team.search).
+`t004_member_authors` binds an author name to a role (`team_members`, filled by `grant(..., author=...)`): a role
+with a name bound to it writes memories, history, proposals and decisions only under that name (the row-level
+security policies call `team_author_ok(current_user, name)`); a role without one is limited to its own rows as
+before.
 """
 
 from __future__ import annotations
@@ -116,17 +120,38 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "' ' || content) || array_to_tsvector(ARRAY['project:' || coalesce(project_key, '')])) STORED",
         "CREATE INDEX team_memories_tsv ON team_memories USING gin (tsv)",
     ]),
+    ("t004_member_authors", [  # an author name bound to a member's role, checked by row-level security
+        "CREATE TABLE team_members (role text PRIMARY KEY, author text NOT NULL)",
+        # SECURITY DEFINER: a member granted before t004 has no right on team_members, and needs none
+        "CREATE FUNCTION team_author_ok(member text, name text) RETURNS boolean LANGUAGE sql STABLE "
+        "SECURITY DEFINER SET search_path FROM CURRENT AS $$ SELECT NOT EXISTS (SELECT 1 FROM team_members "
+        "WHERE role = member) OR EXISTS (SELECT 1 FROM team_members WHERE role = member AND author = name) $$",
+        "ALTER POLICY team_memories_insert ON team_memories WITH CHECK (db_role = current_user AND "
+        "team_author_ok(current_user, author))",
+        "ALTER POLICY team_memories_update ON team_memories USING (db_role = current_user) "
+        "WITH CHECK (db_role = current_user AND team_author_ok(current_user, author))",
+        "ALTER POLICY team_history_insert ON team_history WITH CHECK (db_role = current_user AND "
+        "team_author_ok(current_user, author) AND EXISTS (SELECT 1 FROM team_memories m "
+        "WHERE m.gid = team_history.gid AND m.db_role = current_user))",
+        "ALTER POLICY team_proposals_insert ON team_proposals WITH CHECK (db_role = current_user AND "
+        "team_author_ok(current_user, proposer) AND status = 'open' AND decided_by IS NULL "
+        "AND decided_role IS NULL)",
+        "ALTER POLICY team_proposals_decide ON team_proposals USING (EXISTS (SELECT 1 FROM team_memories m "
+        "WHERE m.gid = team_proposals.gid AND m.db_role = current_user)) "
+        "WITH CHECK (decided_role = current_user AND team_author_ok(current_user, decided_by))",
+    ]),
 ]
 
-TABLES = ("team_schema", "team_memories", "team_history", "team_proposals")
+TABLES = ("team_schema", "team_memories", "team_history", "team_proposals", "team_members")
 SEQUENCES = ("team_change_seq", "team_proposals_id_seq")
 
 
-def grant(conn: Any, role: str, *, write: bool) -> None:
+def grant(conn: Any, role: str, *, write: bool, author: str | None = None) -> None:
     """Give a member's PostgreSQL role its rights, in one transaction (run by the tables' owner): reading only
     (SELECT on the tables; every other right on them revoked), or reading and writing (INSERT and UPDATE where
     agentmem writes, the sequences; never DELETE nor TRUNCATE). Row-level security (t002) then limits a writer
-    to its own rows. Raises psycopg's errors (an unknown role: UndefinedObject)."""
+    to its own rows; `author` binds that name to the role (t004: it writes only under it; None leaves the binding
+    as it is, "" removes it). Raises psycopg's errors (an unknown role: UndefinedObject)."""
     from psycopg import sql
 
     who = sql.Identifier(role)
@@ -145,6 +170,11 @@ def grant(conn: Any, role: str, *, write: bool) -> None:
                            sql.SQL("GRANT USAGE ON SEQUENCE {} TO {}").format(sequences, who)]
         for statement in statements:
             conn.execute(statement)
+        if author == "":
+            conn.execute("DELETE FROM team_members WHERE role = %s", (role,))
+        elif author is not None:
+            conn.execute("INSERT INTO team_members (role, author) VALUES (%s, %s) ON CONFLICT (role) DO UPDATE "
+                         "SET author = EXCLUDED.author", (role, author))
 
 
 def migrate(conn) -> list[str]:

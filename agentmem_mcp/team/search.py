@@ -11,9 +11,10 @@ the projects hold.
   over an OR of the words would read and score every memory holding any of them). The index finds the project's
   rows by itself: every memory's `tsv` holds the lexeme `project:<key>` (migration t003), which each level's
   query requires.
-- **Meaning.** The nearest vectors: compared exactly when the projects hold at most `EXACT_SCAN_MAX` memories,
-  else through the HNSW index with pgvector's iterative scan (so that the project filter does not leave it
-  short), `ef_search` `HNSW_EF_SEARCH`.
+- **Meaning.** The nearest vectors: compared exactly when the projects hold at most `VectorScan.exact_max`
+  memories (setting `team_exact_scan_max`), else through the HNSW index, with pgvector's scan settings
+  (`VectorScan`: `hnsw.ef_search`, `hnsw.iterative_scan`, `hnsw.max_scan_tuples`, from the `team_*` settings)
+  set for the search's transaction only, so that the project filter does not leave the walk short.
 
 Every candidate comes back with its exact cosine to the query (None without a vector) and `rank`, its share of
 the query's words (0 when it matched none). Values only travel as parameters; the tsquery texts are built here
@@ -24,13 +25,35 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-EXACT_SCAN_MAX = 3000  # up to this many shared memories in the searched projects, vectors are compared exactly
-HNSW_EF_SEARCH = 64
 MAX_WORDS = 6  # the query's first lexemes matched (levels of up to C(6, 3) = 20 combinations each)
 COLUMNS = ("gid, project_key, tier, type, title, content, source, confidence, importance, explicit, author, "
            "origin_machine, version, content_hash, created_at, updated_at, forgotten_at, change_seq")
+
+
+
+class VectorScan(NamedTuple):
+    """How a search finds the nearest vectors (settings `team_ef_search`, `team_iterative_scan`,
+    `team_max_scan_tuples`, `team_exact_scan_max`): pgvector's HNSW scan settings, and up to how many memories in
+    the searched projects their vectors are compared exactly instead."""
+
+    ef_search: int = 400
+    iterative_scan: str = "relaxed_order"
+    max_scan_tuples: int = 20000
+    exact_max: int = 3000
+
+    @classmethod
+    def of(cls, settings: Any) -> VectorScan:
+        return cls(settings.team_ef_search, settings.team_iterative_scan, settings.team_max_scan_tuples,
+                   settings.team_exact_scan_max)
+
+    def apply(self, conn: Any) -> None:
+        """Set them for the current transaction only (`set_config(..., true)`, i.e. SET LOCAL)."""
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true), "
+                     "set_config('hnsw.max_scan_tuples', %s, true)",
+                     (str(self.ef_search), self.iterative_scan, str(self.max_scan_tuples)))
+
 
 _LIVE = "m.project_key = ANY(%(keys)s) AND m.forgotten_at IS NULL"
 
@@ -65,38 +88,38 @@ def words_part(lexemes: Sequence[str], params: dict[str, Any]) -> str:
     return "SELECT gid, words FROM (" + " UNION ALL ".join(levels) + ") l LIMIT %(k)s"
 
 
-def vectors_part(exact: bool) -> str:
-    """The SQL of the nearest vectors' gids, at most %(k)s."""
+def vectors_part(exact: bool, exact_max: int = VectorScan().exact_max) -> str:
+    """The SQL of the nearest vectors' gids, at most %(k)s (exact: among the projects' first exact_max + 1)."""
     live = f"{_LIVE} AND m.embedding IS NOT NULL"
     if exact:  # the project's rows through its (project_key, change_seq) index, not a walk of the HNSW graph
         return (f"SELECT gid FROM (SELECT m.gid, m.embedding FROM team_memories m WHERE {live} "
-                f"ORDER BY m.change_seq LIMIT {EXACT_SCAN_MAX + 1} OFFSET 0) p "
+                f"ORDER BY m.change_seq LIMIT {int(exact_max) + 1} OFFSET 0) p "
                 "ORDER BY embedding <=> %(vec)s::vector LIMIT %(k)s")
     return f"SELECT m.gid FROM team_memories m WHERE {live} ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(k)s"
 
 
-def candidates(conn: Any, project_keys: Sequence[str], text: str, vector: str | None, limit: int
-               ) -> list[dict[str, Any]]:
-    """Run the search on `conn` (pgvector's text form of the query vector, or None) in one transaction."""
+def candidates(conn: Any, project_keys: Sequence[str], text: str, vector: str | None, limit: int,
+               scan: VectorScan = VectorScan()) -> list[dict[str, Any]]:
+    """Run the search on `conn` (pgvector's text form of the query vector, or None) in one transaction, the HNSW
+    walk (if any) with `scan`'s settings."""
     params: dict[str, Any] = {"text": text, "keys": list(project_keys), "vec": vector, "k": limit,
                               "scope": scope_query(project_keys)}
     with conn.transaction():
         lexemes, many = conn.execute(
             "SELECT ARRAY(SELECT lexeme FROM unnest(to_tsvector('english', %(text)s)) ORDER BY positions[1]), "
-            f"(SELECT count(*) > {EXACT_SCAN_MAX} FROM (SELECT 1 FROM team_memories WHERE project_key = "
-            f"ANY(%(keys)s) LIMIT {EXACT_SCAN_MAX + 1}) c)", params).fetchone()
+            f"(SELECT count(*) > {int(scan.exact_max)} FROM (SELECT 1 FROM team_memories WHERE project_key = "
+            f"ANY(%(keys)s) LIMIT {int(scan.exact_max) + 1}) c)", params).fetchone()
         lexemes = list(lexemes)[:MAX_WORDS]
         params["n"] = max(len(lexemes), 1)
         cosine = "1 - (m.embedding <=> %(vec)s::vector)" if vector else "NULL::float8"
         sql = (f"WITH f AS MATERIALIZED ({words_part(lexemes, params)})"
-               + (f", v AS MATERIALIZED ({vectors_part(not many)})" if vector else "")
+               + (f", v AS MATERIALIZED ({vectors_part(not many, scan.exact_max)})" if vector else "")
                + f" SELECT {', '.join('m.' + c for c in COLUMNS.split(', '))}, "
                f"COALESCE(f.words, 0)::float8 / %(n)s AS rank, {cosine} AS cosine FROM team_memories m "
                f"LEFT JOIN f ON f.gid = m.gid WHERE m.gid IN (SELECT gid FROM f"
                + (" UNION SELECT gid FROM v" if vector else "") + ")")
         if vector and many:
-            conn.execute("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
-            conn.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
+            scan.apply(conn)
         cur = conn.execute(sql, params)
         names = [d.name for d in cur.description]
         return [dict(zip(names, row)) for row in cur.fetchall()]

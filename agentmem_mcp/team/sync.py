@@ -234,19 +234,28 @@ def project_keys(store: Store) -> list[str]:
 
 def pull(store: Store, report: SyncReport) -> None:
     """Bring this machine's copy up to date with the server, project key by project key, from where the last
-    pull stopped (the server's change sequence)."""
+    pull stopped (the server's change sequence); from the start when another version of agentmem checked the copy
+    (mirror.checked_by)."""
     server = team_server(store.settings)
     conn = store.conn
+    checker = mirror.checked_by()
     with write_transaction(conn):
         machine = outbox.machine_id(conn)
+        if outbox.state(conn, "checked_by") != checker:  # another agentmem's trust rules checked the copy
+            conn.execute("DELETE FROM team_state WHERE key LIKE 'pulled:%'")
+            outbox.set_state(conn, "checked_by", checker)
     for key in project_keys(store):
         after = int(outbox.state(conn, f"pulled:{key}", "0") or 0)
         while True:
             rows = server.changes(key, after, PULL_BATCH)
             if not rows:
                 break
+            held = {r["gid"]: r for r in conn.execute("SELECT * FROM team_shared")}
+            for row in rows:
+                if row["gid"] in held:
+                    report.pulled += adopt(store, row, held[row["gid"]], machine)
             with write_transaction(conn):
-                report.pulled += mirror.apply(conn, rows, machine)
+                report.pulled += mirror.apply(conn, [r for r in rows if r["gid"] not in held], set(held))
                 after = max(r["change_seq"] for r in rows)
                 outbox.set_state(conn, f"pulled:{key}", str(after))
             if len(rows) < PULL_BATCH:
@@ -292,3 +301,36 @@ def worker_step(store: Store, last: dict[str, float]) -> SyncReport | None:
     if report.error:
         log.info("team memory: %s", report.error)
     return report
+
+
+def adopt(store: Store, row: dict[str, Any], record: Any, machine: str) -> bool:
+    """A memory this machine shared (`record`, its team_shared row), changed on the server from another machine of
+    its author (a proposal accepted there, or a forget): take the change into the local store, the working copy,
+    so that this machine neither shows the old text nor publishes over the new one. Returns whether it did."""
+    from ..lifecycle.forget import forget
+    from ..lifecycle.remember import save
+    from ..trust import instruction_reason
+
+    conn = store.conn
+    local = conn.execute("SELECT * FROM memories WHERE root_id = ? AND is_latest = 1", (record["root_id"],)).fetchone()
+    if row["forgotten_at"] is not None:
+        if record["state"] == "forgetting":
+            return False  # this machine's own forget, on its way
+        if local is not None:
+            forget(store, ids=[local["id"]], reason=f"forgotten on the team server by {row['author']}")
+        with write_transaction(conn):
+            conn.execute("DELETE FROM team_shared WHERE gid = ?", (row["gid"],))
+        return True
+    if row["origin_machine"] == machine or row["version"] <= record["version"] or local is None:
+        return False
+    if instruction_reason(f"{row['title']}\n{row['content']}"):
+        log.warning("team memory %s version %s reads as instructions to an agent: not taken into this store",
+                    row["gid"], row["version"])
+        return False
+    saved = save(store, row["content"], title=row["title"], supersedes=local["id"], type=local["type"],
+                 tier=local["tier"], project=local["project"], source="user", tags=json.loads(local["tags"] or "[]"),
+                 importance=row["importance"])
+    with write_transaction(conn):
+        conn.execute("UPDATE team_shared SET memory_id = ?, version = ?, state = 'published' WHERE gid = ?",
+                     (saved.id, row["version"], row["gid"]))
+    return True
