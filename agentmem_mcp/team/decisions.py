@@ -133,8 +133,8 @@ def _next_version_from_server(store: Store, row: dict[str, Any], who: str, machi
         raise InvalidInput(f"proposal #{row['id']} proposes no text: reject it")
     _refuse_instructions(row, content)
     title = derive_title(content)
-    vectors = store.embedder.embed([memory_text(title, content, current["tags"], current["files"])]) \
-        if store.embedder.ready else None
+    text = memory_text(title, content, current["tags"], current["files"], for_vectors=True)
+    vectors = store.embedder.embed([text]) if store.embedder.ready else None
     now = time.time()
     return {**{k: current[k] for k in ("gid", "project_key", "tier", "type", "tags", "files", "confidence",
                                          "importance", "explicit", "created_at")},

@@ -151,7 +151,8 @@ def _payload(store: Store, row: Any, gid: str, explicit: bool, who: str, machine
     files = [_relative(f, row["project"]) for f in json.loads(row["files"] or "[]")]
     embedding = None
     if store.embedder.ready:
-        vectors = store.embedder.embed([memory_text(row["title"], row["content"], json.loads(row["tags"]), files)])
+        text = memory_text(row["title"], row["content"], json.loads(row["tags"]), files, for_vectors=True)
+        vectors = store.embedder.embed([text])
         embedding = list(vectors[0]) if vectors else None
     return {"gid": gid, "project_key": key, "tier": row["tier"], "type": row["type"], "title": row["title"],
             "content": row["content"], "tags": json.loads(row["tags"] or "[]"), "files": files,
