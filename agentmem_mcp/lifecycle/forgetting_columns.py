@@ -109,7 +109,10 @@ def _age(strategy: AgeStrategy, columns: MemoryColumns, now: float) -> tuple[np.
     rate = math.log(2) / strategy.half_life_days
     half_life, max_age = strategy.half_life_days, strategy.max_age_days
     ages = _max((now - columns.last_used_at) / SECONDS_PER_DAY, 0.0)
-    scores = np.where(ages > max_age, 1.0, -np.expm1(-ages * rate))
+    # math.expm1 (the C library's), not numpy's own: they differ in the last bit for ~2% of arguments
+    exponents = -ages * rate
+    scores = np.where(ages > max_age, 1.0, -np.fromiter(map(math.expm1, exponents.tolist()), np.float64,
+                                                        len(exponents)))
 
     def reason(i: int) -> str:
         age = float(ages[i])
