@@ -95,7 +95,7 @@ SETTINGS: tuple[Setting, ...] = (
             "A rewording supersedes an old memory only above this vector cosine (and supersede_jaccard)."),
     Setting("busy_timeout_ms", "int", 10000, "AGENTMEM_BUSY_TIMEOUT_MS",
             "How long a writer waits for SQLite's lock."),
-    Setting("sweep_lock_ms", "int", 250, "AGENTMEM_SWEEP_LOCK_MS",
+    Setting("sweep_lock_ms", "int", 500, "AGENTMEM_SWEEP_LOCK_MS",
             "Longest a forgetting sweep holds SQLite's write lock in one transaction; it writes a large store's "
             "decay in many such transactions, letting other writers in between."),
     Setting("max_output_chars", "int", 12000, "AGENTMEM_MAX_OUTPUT_CHARS",

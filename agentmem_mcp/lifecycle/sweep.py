@@ -46,7 +46,9 @@ MAX_CATCH_UP = 30  # decay periods applied at most in one sweep, after a long pa
 BATCH = 500
 READ_PAGE = 65536  # rows turned into columns at a time, so a million rows are never all Python tuples at once
 WRITE_STEP = 256  # decay rows per statement batch; the time budget is checked between batches
-YIELD_SECONDS = 0.1  # between two decay transactions: SQLite's busy handler retries at most every 100 ms
+# Between two decay transactions. A waiting writer's busy handler retries every 100 ms at most, so a pause of half
+# that, once per sweep_lock_ms, meets its retries within a few of them.
+YIELD_SECONDS = 0.05
 CONFIDENCE_CLOCK = meta.LAST_CONFIDENCE_DECAY
 STRENGTH_CLOCK = meta.LAST_STRENGTH_DECAY
 
