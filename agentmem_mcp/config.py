@@ -95,6 +95,9 @@ SETTINGS: tuple[Setting, ...] = (
             "A rewording supersedes an old memory only above this vector cosine (and supersede_jaccard)."),
     Setting("busy_timeout_ms", "int", 10000, "AGENTMEM_BUSY_TIMEOUT_MS",
             "How long a writer waits for SQLite's lock."),
+    Setting("sweep_lock_ms", "int", 500, "AGENTMEM_SWEEP_LOCK_MS",
+            "Longest a forgetting sweep holds SQLite's write lock in one transaction; it writes a large store's "
+            "decay in many such transactions, letting other writers in between."),
     Setting("max_output_chars", "int", 12000, "AGENTMEM_MAX_OUTPUT_CHARS",
             "Captured tool outputs longer than this keep head + tail."),
     Setting("llm", "str", "off", "AGENTMEM_LLM",
@@ -168,6 +171,7 @@ class Settings:
     supersede_jaccard: float
     supersede_cosine: float
     busy_timeout_ms: int
+    sweep_lock_ms: int
     max_output_chars: int
     llm: str
     llm_model: str
@@ -238,7 +242,8 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "weight_bm25": (0, None), "weight_vector": (0, None), "weight_graph": (0, None), "soft_match_weight": (0, None),
     "rrf_k": (1, None), "search_budget_tokens": (1, None), "context_budget_tokens": (0, None),
     "prompt_budget_tokens": (0, None), "prompt_min_score": (0, 1), "supersede_jaccard": (0, 1),
-    "supersede_cosine": (0, 1), "busy_timeout_ms": (0, 3_600_000), "max_output_chars": (100, None),
+    "supersede_cosine": (0, 1), "busy_timeout_ms": (0, 3_600_000), "sweep_lock_ms": (1, 60_000),
+    "max_output_chars": (100, None),
     "llm_daily_tokens": (0, None), "embed_idle_seconds": (1, 7 * 86400), "team_refresh_seconds": (1, 86400),
     "team_ef_search": (1, 1000), "team_max_scan_tuples": (1, 2_147_483_647), "team_exact_scan_max": (0, 10_000_000),
 }  # fmt: skip

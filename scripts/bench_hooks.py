@@ -11,6 +11,7 @@
   (AGENTMEM_CONFIG);
 - SessionStart hook with N memories in the project (context built and printed), direct and alone;
 - UserPromptSubmit hook (BM25 search) with the same store, direct and alone;
+- with --hold-db, a connection to the database stays open through the loop, as a running server's does;
 - `agentmem serve`: spawn to the `initialize` response, and RSS once the embedding model has loaded (the
   server's, and the shared embedding process's when the server uses one).
 
@@ -39,6 +40,7 @@ from bench_core import DEFAULT_MODEL, MODEL_NAME, build, percentile  # noqa: E40
 from machine import describe_machine  # noqa: E402
 
 from agentmem_mcp.config import load_settings  # noqa: E402
+from agentmem_mcp.db.connection import connect  # noqa: E402
 from agentmem_mcp.index.embedder import Embedder  # noqa: E402
 from agentmem_mcp.install import HOOK_ENTRY  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
@@ -159,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH", DEFAULT_MODEL)))
     parser.add_argument("--baseline", type=Path, help="another install's agentmem executable, timed in turn")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--hold-db", action="store_true",
+                        help="keep a connection to the database open during the loop, as a running `agentmem serve` "
+                             "does (without one, closing a hook's connection checkpoints the WAL)")
     args = parser.parse_args(argv)
     results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
                "command": "python scripts/bench_hooks.py " + " ".join(argv if argv is not None else sys.argv[1:])}
@@ -194,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
 
         shared = connect_or_start(home, MODEL_NAME, args.model, 600)  # stands in for a running `agentmem serve`
         results["shared_process_pid"] = shared.pid
+        held = connect(settings.database, load_vec=False) if args.hold_db else None
+        results["database_held_open"] = held is not None
 
         def run(name: str, cmd: list[str], stdin: bytes, run_env: dict[str, str]) -> bytes:
             elapsed, out, cpu = timed(cmd, stdin, run_env)
@@ -227,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
                 run("baseline_user_prompt_submit", [*baseline, "UserPromptSubmit"], prompt_payload, env)
         shared.close()
         _wait_gone(shared.pid)
+        if held is not None:
+            held.close()
         for name, values in series.items():
             results[name] = {**stats(values), "memories": args.memories} if "session_start" in name else stats(values)
         bare, bare_cpu = results["bare_python"]["p50_ms"], results["bare_python_cpu"]["p50_ms"]

@@ -195,3 +195,25 @@ def test_the_shared_embedding_process_takes_hooks_and_a_killed_one_loses_none(pr
     finally:
         client.close()
     assert _commands(private_home) == [("pytest -q -k case_1", 1), ("pytest -q -k case_2", 1)]
+
+
+def test_the_listener_keeps_its_connection_and_opens_another_when_the_database_is_replaced(private_home, project):
+    from agentmem_mcp.capture.hook import Connections, respond
+
+    env = {"AGENTMEM_HOME": str(private_home)}
+    kept = Connections()
+    for n in range(3):
+        assert respond("claude-code", "PostToolUse", json.dumps(_tool_call(project, n)).encode(), env,
+                       connections=kept) is None
+    assert len(kept._idle) == 1  # one connection served the three events
+    first = kept._idle[0][1]
+    assert [command for command, _ in _commands(private_home)] == [f"pytest -q -k case_{n}" for n in range(3)]
+
+    database = private_home / "agentmem.db"
+    for suffix in ("-wal", "-shm"):
+        Path(f"{database}{suffix}").unlink(missing_ok=True)
+    os.replace(database, private_home / "moved.db")  # e.g. a restore put another file in its place
+    respond("claude-code", "PostToolUse", json.dumps(_tool_call(project, 9)).encode(), env, connections=kept)
+    assert [command for command, _ in _commands(private_home)] == ["pytest -q -k case_9"]
+    assert len(kept._idle) == 1 and kept._idle[0][1] is not first
+    kept.close()

@@ -67,12 +67,66 @@ def _output(client: str, ev_event: str | None, raw_event: str, context: str) -> 
     return None
 
 
+class Connections:
+    """Open connections kept for the next events, for a process that takes many hooks (capture/hook_service.py):
+    opening one costs a hook ~0.5 ms, and closing the last connection to a WAL database checkpoints it (~8 ms).
+    A kept connection is used again only while the database's files are the ones it opened (`FileWatch`);
+    one left inside a transaction, or given back after a failure, is closed."""
+
+    KEEP = 4
+
+    def __init__(self) -> None:
+        import threading
+
+        self._idle: list[tuple[tuple[Path, int], Any]] = []
+        self._keys: dict[int, tuple[Path, int]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, database: Path, busy_timeout_ms: int) -> Any:
+        """An open connection to `database` (one kept if it is still good, else a new one)."""
+        from ..db.connection import FileWatch, connect, watch_files
+
+        key = (database, busy_timeout_ms)
+        with self._lock:
+            for position in range(len(self._idle) - 1, -1, -1):
+                if self._idle[position][0] != key:
+                    continue
+                _, conn = self._idle.pop(position)
+                if conn.watch.problem is None and FileWatch(database).seen == conn.watch.seen:
+                    return conn
+                self._keys.pop(id(conn), None)
+                conn.close()
+                break
+        conn = connect(database, busy_timeout_ms=busy_timeout_ms, load_vec=False)
+        watch_files(conn, FileWatch(database))
+        with self._lock:
+            self._keys[id(conn)] = key
+        return conn
+
+    def give(self, conn: Any, *, healthy: bool = True) -> None:
+        """Back from an event: kept for the next one, or closed (`healthy=False`: the event failed)."""
+        with self._lock:
+            key = self._keys.get(id(conn))
+            if healthy and key is not None and not conn.in_transaction and len(self._idle) < self.KEEP:
+                self._idle.append((key, conn))
+                return
+            self._keys.pop(id(conn), None)
+        conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle, self._keys = self._idle, [], {}
+        for _, conn in idle:
+            conn.close()
+
+
 def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None = None, *,
-           close: bool = True) -> dict[str, Any] | None:
+           close: bool = True, connections: Connections | None = None) -> dict[str, Any] | None:
     """Process one hook call; returns what to print. Raises on errors (the caller logs them).
 
     close=False leaves the connection open for a process that is about to exit: closing the last
     connection to a WAL database checkpoints it, which costs more than the rest of the hook.
+    connections: where to take the connection from and give it back to (a process taking many hooks).
     """
     from ..config import load_settings
     from .events import decode_payload, parse_hook_event
@@ -91,9 +145,12 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
     project = project_for(ev.cwd)
     scrubbed = scrub(ev, settings.max_output_chars)
     conn = None
+    busy_timeout_ms = min(settings.busy_timeout_ms, HOOK_BUSY_TIMEOUT_MS)
     try:
-        conn = connect(settings.database, busy_timeout_ms=min(settings.busy_timeout_ms, HOOK_BUSY_TIMEOUT_MS),
-                       load_vec=False)
+        if connections is None:
+            conn = connect(settings.database, busy_timeout_ms=busy_timeout_ms, load_vec=False)
+        else:
+            conn = connections.take(settings.database, busy_timeout_ms)
         migrate(conn)
         observations = ObservationStore(conn)
         observations.record(scrubbed, project)
@@ -101,7 +158,9 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
         from ..models import AgentmemError  # not at the top: models imports dataclasses (~8 ms)
         from .spool import spool_event
 
-        if conn is not None and close:
+        if conn is not None and connections is not None:
+            connections.give(conn, healthy=False)
+        elif conn is not None and close:
             conn.close()
         if not isinstance(exc, (AgentmemError, DatabaseError, OSError)):
             raise
@@ -109,6 +168,7 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
         where = spool_event(settings.home, scrubbed, project)
         _log_failure(client, event_name, RuntimeError(f"{exc}; the event waits in {where}"))
         return _output(ev.client, ev.event, ev.raw_event, "")
+    healthy = False
     try:
         if (settings.home / "spool").is_dir():  # events an earlier hook could not write (see spool.py)
             from .spool import drain_spool
@@ -125,8 +185,11 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
                                          tree=worktree_root(ev.cwd))
         elif ev.event == "prompt" and ev.prompt and client == "claude-code":
             context = _prompt_context(conn, settings, ev.prompt, project, worktree_root(ev.cwd))
+        healthy = True
     finally:
-        if close:
+        if connections is not None:
+            connections.give(conn, healthy=healthy)
+        elif close:
             conn.close()
     return _output(ev.client, ev.event, ev.raw_event, context)
 
@@ -154,16 +217,17 @@ def _prompt_context(conn: Any, settings: Any, prompt: str, project: str | None, 
 
 
 def respond(client: str, event_name: str, raw: bytes, env: dict[str, str] | None = None, *,
-            close: bool = True) -> str | None:
+            close: bool = True, connections: Connections | None = None) -> str | None:
     """What the hook prints for this event (None: nothing), the event recorded; never raises (failures are logged).
 
-    The same for a hook process and for the shared process that takes hooks over its socket (capture/hook_client.py).
+    The same for a hook process and for the shared process that takes hooks over its socket (capture/hook_client.py),
+    which keeps its connections in `connections`.
     """
     environ = os.environ if env is None else env
     if environ.get("AGENTMEM_DISABLE", "").strip().lower() in ("1", "true", "yes", "on"):
         return _answer_text(_idle_answer(client, event_name))
     try:
-        return _answer_text(handle(client, event_name, raw, env, close=close))
+        return _answer_text(handle(client, event_name, raw, env, close=close, connections=connections))
     except BaseException as exc:  # the agent must never see our failure
         _log_failure(client, event_name, exc, env)
         return _answer_text(_idle_answer(client, event_name))

@@ -15,6 +15,7 @@ import socket
 import struct
 import threading
 from pathlib import Path
+from typing import Any
 
 from .hook_client import ANSWERED, MAX_STDIN_BYTES, SOCKET_NAME, decode_request
 
@@ -52,6 +53,7 @@ class HookListener:
         self._socket_id: tuple[int, int] | None = None
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._connections: Any = None
         self.handled = 0
 
     def start(self) -> None:
@@ -69,6 +71,8 @@ class HookListener:
             from .. import context  # noqa: F401
             from ..db import migrations  # noqa: F401
             from . import hook, observations  # noqa: F401
+
+            self._connections = hook.Connections()
         except Exception:
             log.exception("hook socket: cannot import the hook's modules")
         while not self._stopping.is_set():
@@ -102,7 +106,7 @@ class HookListener:
                 return
             from .hook import respond
 
-            text = respond(client, event, raw, env)
+            text = respond(client, event, raw, env, connections=self._connections)
             self.handled += 1
             try:
                 conn.sendall(ANSWERED + (text or "").encode())
@@ -122,3 +126,5 @@ class HookListener:
             pass
         if self._thread is not None:
             self._thread.join(timeout=2.0)
+        if self._connections is not None:
+            self._connections.close()

@@ -21,6 +21,7 @@ import os
 import secrets
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,12 +37,26 @@ TRIGGERS = {"audit_no_update": "BEFORE UPDATE ON audit", "audit_no_delete": "BEF
 _KEYS: dict[str, bytes] = {}
 
 
+_FILES: weakref.WeakKeyDictionary[Connection, Path | None] = weakref.WeakKeyDictionary()
+
+
 def database_file(conn: Connection) -> Path | None:
-    """The file of the connection's main database (None for an in-memory one)."""
+    """The file of the connection's main database (None for an in-memory one), looked up once per connection: a
+    sweep appends a row for each of thousands of memories it removes."""
+    try:
+        return _FILES[conn]
+    except (KeyError, TypeError):
+        pass
+    found = None
     for _, name, path in conn.execute("PRAGMA database_list"):
         if name == "main":
-            return Path(path) if path else None
-    return None
+            found = Path(path) if path else None
+            break
+    try:
+        _FILES[conn] = found
+    except TypeError:  # a connection class without weak references
+        pass
+    return found
 
 
 def key_path(database: Path) -> Path:

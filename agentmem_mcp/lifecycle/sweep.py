@@ -1,12 +1,17 @@
 """The forgetting sweep: the I/O half of the lifecycle, over every project of a store.
 
-One sweep reads every latest memory once, scores it with a forgetting strategy (``forgetting``), and
-unless it is a dry run: deletes what passed its TTL, what the strategy selects (over the threshold, at
-most ``max_deletions``, never P0 or pinned) and what has fallen under confidence 0.1; decays
-confidence and strength (``retention``); prunes superseded versions older than ``prune_after_days``;
-and records what it did in the meta key ``last_sweep``. Decay is tied to elapsed time, not to how
-often sweeps run: confidence decays once per ``CONFIDENCE_PERIOD_DAYS`` and strength once per
-``STRENGTH_PERIOD_DAYS``, each clock kept in meta, so running a sweep twice never decays twice.
+One sweep reads every latest memory once, as columns (``forgetting_columns.MemoryColumns``), scores them with a
+forgetting strategy (``forgetting``), and unless it is a dry run: deletes what passed its TTL, what the strategy
+selects (over the threshold, at most ``max_deletions``, never P0 or pinned) and what has fallen under confidence
+0.1; decays confidence and strength (``decay``); prunes superseded versions older than ``prune_after_days``; and
+records what it did in the meta key ``last_sweep``. Decay is tied to elapsed time, not to how often sweeps run:
+confidence decays once per ``CONFIDENCE_PERIOD_DAYS`` and strength once per ``STRENGTH_PERIOD_DAYS``, each clock
+kept in meta, so running a sweep twice never decays twice.
+
+The decay is written in short transactions, each holding SQLite's write lock for at most the setting
+``sweep_lock_ms``, with a pause between them, so saves, hooks and the indexer are never locked out by a sweep of
+a large store. The clocks move in the first of them: a sweep interrupted halfway leaves the rest of that period's
+decay undone rather than applying it twice.
 
 ``maybe_sweep`` is what the background worker calls: it sweeps only when one is due and never raises.
 """
@@ -15,44 +20,35 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..db import audit, memories, meta
 from ..models import InvalidInput, StoreDamaged
+from .decay import CONFIDENCE_PERIOD_DAYS, DAY, STRENGTH_PERIOD_DAYS, ColumnDecay, plan_decay
 from .forget import delete_memories
-from .forgetting import (
-    P0_REASON,
-    ForgetPlan,
-    ForgetScore,
-    MemoryFacts,
-    make_strategy,
-    plan_forgetting,
-    should_sweep,
-)
-from .retention import (
-    CONSOLIDATED_TIERS,
-    FORGET_BELOW,
-    NEVER_DECAYS,
-    UNUSED_DAYS,
-    decay_confidence,
-    decay_strength,
-    should_forget_for_confidence,
-)
+from .forgetting import ForgetScore, make_strategy, should_sweep
+from .forgetting_columns import ColumnPlan, MemoryColumns, plan_forgetting
+from .retention import FORGET_BELOW
 
 if TYPE_CHECKING:
     from ..parts import Parts
 
 log = logging.getLogger("agentmem.sweep")
 
-DAY = 86400.0
-CONFIDENCE_PERIOD_DAYS = 1.0
-STRENGTH_PERIOD_DAYS = 7.0
 PRUNE_AFTER_DAYS = 90.0
 MAX_PRUNED = 2000
 MAX_CATCH_UP = 30  # decay periods applied at most in one sweep, after a long pause
 BATCH = 500
+READ_PAGE = 65536  # rows turned into columns at a time, so a million rows are never all Python tuples at once
+WRITE_STEP = 256  # decay rows per statement batch; the time budget is checked between batches
+# Between two decay transactions. A waiting writer's busy handler retries every 100 ms at most, so a pause of half
+# that, once per sweep_lock_ms, meets its retries within a few of them.
+YIELD_SECONDS = 0.05
 CONFIDENCE_CLOCK = meta.LAST_CONFIDENCE_DECAY
 STRENGTH_CLOCK = meta.LAST_STRENGTH_DECAY
 
@@ -80,11 +76,33 @@ class SweepEntry:
 
 
 @dataclass
+class _Details:
+    """What a report's per-memory views are made from, when asked: the plan, the titles (in the plan's column
+    order), the removals decided (index -> decision, reason) and who is over the threshold past the cap."""
+
+    plan: ColumnPlan
+    titles: list[str]
+    removals: dict[int, tuple[str, str]]
+    over_cap: np.ndarray
+
+    def decision(self, i: int) -> tuple[str, str]:
+        found = self.removals.get(i)
+        if found is not None:
+            return found
+        if self.over_cap[i]:
+            return "over cap", f"over the threshold, past this run's cap; {self.plan.reason(i)}"
+        plan = self.plan
+        protected = plan.columns.p0[i] and not plan.expired_mask[i]
+        return ("protect" if protected else "keep"), plan.reason(i)
+
+
+@dataclass
 class SweepReport:
     """What a sweep did (or, for a dry run, would do).
 
     The id lists hold what was (would be) removed: ``expired`` (TTL), ``deleted`` (strategy score),
-    ``low_confidence`` (under 0.1). ``entries()`` is every scored memory with its decision.
+    ``low_confidence`` (under 0.1). ``entries()`` is every scored memory with its decision; ``scores``,
+    ``decisions`` and ``titles`` are made when first read.
     """
 
     at: float
@@ -102,21 +120,42 @@ class SweepReport:
     strength_decayed: int = 0
     pruned_versions: int = 0
     duration_s: float = 0.0
-    scores: list[ForgetScore] = field(default_factory=list, repr=False)
-    decisions: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)  # id -> decision, reason
-    titles: dict[str, str] = field(default_factory=dict, repr=False)
+    details: _Details | None = field(default=None, repr=False, compare=False)
 
-    def entries(self) -> list[SweepEntry]:
-        """Every scored memory: removals first (expire, forget, delete), then the rest by score."""
+    @property
+    def scores(self) -> list[ForgetScore]:
+        """Every scored memory's score and reason, highest score first."""
+        return self.details.plan.report if self.details is not None else []
+
+    @property
+    def decisions(self) -> dict[str, tuple[str, str]]:
+        """id -> (decision, reason) of the memories removed (would be) and of those over the cap."""
+        if self.details is None:
+            return {}
+        ids = self.details.plan.columns.ids
+        decided = {ids[i]: value for i, value in self.details.removals.items()}
+        for i in np.flatnonzero(self.details.over_cap).tolist():
+            decided[ids[i]] = self.details.decision(i)
+        return decided
+
+    @property
+    def titles(self) -> dict[str, str]:
+        return dict(zip(self.details.plan.columns.ids, self.details.titles)) if self.details is not None else {}
+
+    def entries(self, limit: int | None = None) -> list[SweepEntry]:
+        """Every scored memory (the first ``limit``): removals first (expire, forget, delete), then by score."""
+        details = self.details
+        if details is None:
+            return []
+        plan = details.plan
+        order = plan.order()
+        group = np.full(len(order), len(ACTIONS), dtype=np.int8)
         rank = {decision: i for i, decision in enumerate(ACTIONS)}
-        last = len(ACTIONS)
-        decisions = self.decisions
-        ordered = sorted(self.scores, key=lambda s: rank.get(decisions[s.id][0], last) if s.id in decisions else last)
-        result = []
-        for s in ordered:
-            decision, reason = decisions.get(s.id) or ("protect" if s.reason == P0_REASON else "keep", s.reason)
-            result.append(SweepEntry(s.id, s.score, decision, reason, self.titles.get(s.id, "")))
-        return result
+        for i, (decision, _) in details.removals.items():
+            group[i] = rank.get(decision, len(ACTIONS))
+        order = order[np.argsort(group[order], kind="stable")][:limit]
+        ids, scores, titles = plan.columns.ids, plan.scores, details.titles
+        return [SweepEntry(ids[i], float(scores[i]), *details.decision(i), titles[i]) for i in order.tolist()]
 
     def record(self) -> dict[str, Any]:
         """The summary stored in meta ``last_sweep`` (and shown by ``agentmem stats``)."""
@@ -128,11 +167,11 @@ class SweepReport:
 
     def to_dict(self, limit: int | None = None) -> dict[str, Any]:
         """The whole report as JSON-ready data; ``limit`` caps the ``memories`` list (None: all)."""
-        entries = self.entries()
+        entries = self.entries(limit)
         return {**self.record(), "threshold": self.threshold, "max_deletions": self.max_deletions,
                 "over_cap": self.over_cap, "protected": self.protected, "deleted_ids": self.deleted,
                 "expired_ids": self.expired, "low_confidence_ids": self.low_confidence,
-                "memories": [e.to_dict() for e in entries[:limit]]}
+                "memories": [e.to_dict() for e in entries]}
 
     def summary(self) -> str:
         would = "would " if self.dry_run else ""
@@ -149,13 +188,13 @@ class SweepReport:
 
     def table(self, limit: int = 30) -> str:
         """A text table of the top ``limit`` memories (removals first, then by score) and a summary line."""
-        entries = self.entries()
+        entries = self.entries(limit)
         header = f"{'id':18}  {'score':>5}  {'decision':8}  {'reason':60}  title"
         lines = [header, "-" * len(header)]
-        for e in entries[:limit]:
+        for e in entries:
             lines.append(f"{e.id:18}  {e.score:5.3f}  {e.decision:8}  {_cut(e.reason, 60):60}  {_cut(e.title, 50)}")
-        if len(entries) > limit:
-            lines.append(f"... {len(entries) - limit} more memories not shown (--json lists them all)")
+        if self.scored > limit:
+            lines.append(f"... {self.scored - limit} more memories not shown (--json lists them all)")
         lines.append(self.summary())
         return "\n".join(lines)
 
@@ -163,14 +202,6 @@ class SweepReport:
 def _cut(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-@dataclass
-class _Decay:
-    confidence: list[tuple[float, int, str, float]] = field(default_factory=list)  # new, rowid, id, old
-    strength: list[tuple[float, int, str, float]] = field(default_factory=list)
-    low_confidence: dict[str, float] = field(default_factory=dict)
-    clocks: dict[meta.Key[float], float] = field(default_factory=dict)  # decay clock -> its new value
 
 
 def sweep(store: Parts, *, strategy: str = "composite", dry_run: bool = False, threshold: float = 0.6,
@@ -197,28 +228,31 @@ def sweep(store: Parts, *, strategy: str = "composite", dry_run: bool = False, t
         scorer = make_strategy(strategy, **dict(options or {}))
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
+    with audit.batched():  # one head write for the sweep's thousands of audit rows, not one per commit
+        return _sweep(store, scorer, strategy, dry_run, threshold, max_deletions, now, prune_after_days, max_pruned,
+                      started)
 
+
+def _sweep(store: Parts, scorer: Any, strategy: str, dry_run: bool, threshold: float, max_deletions: int,
+           now: float, prune_after_days: float, max_pruned: int, started: float) -> SweepReport:
     conn = store.conn
-    cursor = conn.cursor()
-    cursor.row_factory = None
-    rows = cursor.execute(_LATEST).fetchall()
-    facts = [MemoryFacts(*row[:9]) for row in rows]
-    plan = plan_forgetting(facts, scorer, now, threshold=threshold, max_deletions=max_deletions)
-    decay = _plan_decay(conn, facts, rows, now)
+    columns, strength, titles, rowids = _read_latest(conn)
+    plan = plan_forgetting(columns, scorer, now, threshold=threshold, max_deletions=max_deletions)
+    clocks: dict[meta.Key[float], float] = {}
+    decay = plan_decay(columns, strength, now, _periods(conn, CONFIDENCE_CLOCK, CONFIDENCE_PERIOD_DAYS, now, clocks),
+                       _periods(conn, STRENGTH_CLOCK, STRENGTH_PERIOD_DAYS, now, clocks))
 
     report = SweepReport(at=now, strategy=strategy, dry_run=dry_run, threshold=threshold,
-                         max_deletions=max_deletions, scored=len(facts), protected=plan.protected,
-                         scores=plan.report, titles={row[0]: row[10] for row in rows})
-    _decide(report, plan, decay, threshold)
+                         max_deletions=max_deletions, scored=len(columns), protected=plan.protected)
+    planned = _decide(report, plan, decay, titles)
     prune_before = now - prune_after_days * DAY
     if dry_run:
-        removed = set(report.expired) | set(report.deleted) | set(report.low_confidence)
-        report.confidence_decayed = sum(1 for change in decay.confidence if change[2] not in removed)
-        report.strength_decayed = sum(1 for change in decay.strength if change[2] not in removed)
+        report.confidence_decayed = int((decay.confidence_changed & ~planned).sum())
+        report.strength_decayed = int((decay.strength_changed & ~planned).sum())
         report.pruned_versions = len(_prunable(conn, prune_before, max_pruned))
         report.duration_s = time.perf_counter() - started
         return report
-    _apply(store, report, decay, facts, now)
+    _apply(store, report, plan, decay, planned, strength, rowids, clocks, now)
     prunable = _prunable(conn, prune_before, max_pruned)
     if prunable:
         delete_memories(store, prunable, f"superseded more than {prune_after_days:g} days ago", now,
@@ -234,30 +268,30 @@ def sweep(store: Parts, *, strategy: str = "composite", dry_run: bool = False, t
     return report
 
 
-def _plan_decay(conn: Any, facts: Sequence[MemoryFacts], rows: Sequence[tuple], now: float) -> _Decay:
-    """New confidences and strengths for the periods elapsed on each decay clock, and who falls under 0.1."""
-    decay = _Decay()
-    confidence_periods = _periods(conn, CONFIDENCE_CLOCK, CONFIDENCE_PERIOD_DAYS, now, decay.clocks)
-    strength_periods = _periods(conn, STRENGTH_CLOCK, STRENGTH_PERIOD_DAYS, now, decay.clocks)
-    for m, row in zip(facts, rows):
-        if m.priority == NEVER_DECAYS:
-            continue
-        days = (now - m.last_used_at) / DAY
-        confidence = m.confidence
-        if days >= UNUSED_DAYS:
-            for _ in range(min(confidence_periods, int((days - UNUSED_DAYS) // CONFIDENCE_PERIOD_DAYS) + 1)):
-                confidence = decay_confidence(confidence, days, m.priority)
-            if confidence != m.confidence:
-                decay.confidence.append((confidence, row[11], m.id, m.confidence))
-        if should_forget_for_confidence(confidence, m.priority):
-            decay.low_confidence[m.id] = confidence
-        if strength_periods and m.tier in CONSOLIDATED_TIERS and days >= STRENGTH_PERIOD_DAYS:
-            strength = new_strength = row[9]
-            for _ in range(min(strength_periods, int(days // STRENGTH_PERIOD_DAYS))):
-                new_strength = decay_strength(new_strength, m.tier)
-            if new_strength != strength:
-                decay.strength.append((new_strength, row[11], m.id, strength))
-    return decay
+def _read_latest(conn: Any) -> tuple[MemoryColumns, np.ndarray, list[str], np.ndarray]:
+    """Every latest memory as columns, with their strengths, titles and rowids, read a page at a time."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    cursor.execute(_LATEST)
+    texts: list[list[Any]] = [[], [], [], []]  # id, priority, tier, title
+    numbers: list[list[np.ndarray]] = [[] for _ in range(8)]
+    while True:
+        page = cursor.fetchmany(READ_PAGE)
+        if not page:
+            break
+        (ids, importance, priority, confidence, created, accessed, count, tier, forget_after, strength, title,
+         rowid) = zip(*page)
+        del page
+        for column, values in zip(texts, (ids, priority, tier, title)):
+            column.extend(values)
+        for column, values in zip(numbers, (importance, confidence, created, accessed, count, forget_after,
+                                            strength, rowid)):
+            column.append(np.array(values, dtype=np.float64 if values is not rowid else np.int64))
+    joined = [np.concatenate(column) if column else np.zeros(0) for column in numbers]
+    importance, confidence, created, accessed, count, forget_after, strength, rowids = joined
+    columns = MemoryColumns(texts[0], importance, texts[1], confidence, created, accessed, count, texts[2],
+                            forget_after)
+    return columns, strength, texts[3], rowids.astype(np.int64)
 
 
 def _periods(conn: Any, key: meta.Key[float], period_days: float, now: float,
@@ -273,27 +307,26 @@ def _periods(conn: Any, key: meta.Key[float], period_days: float, now: float,
     return min(periods, MAX_CATCH_UP)
 
 
-def _decide(report: SweepReport, plan: ForgetPlan, decay: _Decay, threshold: float) -> None:
-    decisions = report.decisions
-    for s in plan.deletions:
+def _decide(report: SweepReport, plan: ColumnPlan, decay: ColumnDecay, titles: list[str]) -> np.ndarray:
+    """Fill the report's removals and counts; returns the mask of the memories it removes (would remove)."""
+    ids = plan.columns.ids
+    removals: dict[int, tuple[str, str]] = {}
+    deleted = np.zeros(len(ids), dtype=bool)
+    for i, s in zip(plan.deletion_index, plan.deletions):
         report.deleted.append(s.id)
-        decisions[s.id] = ("delete", s.reason)
-    if plan.expired or decay.low_confidence:
-        reasons = {s.id: s.reason for s in plan.report}
-        report.expired = list(plan.expired)
-        for memory_id in plan.expired:
-            decisions[memory_id] = ("expire", reasons[memory_id])
-        for memory_id, confidence in decay.low_confidence.items():
-            if memory_id not in decisions:
-                report.low_confidence.append(memory_id)
-                decisions[memory_id] = ("forget", f"confidence {confidence:.3f} < {FORGET_BELOW:g}; "
-                                                  f"{reasons[memory_id]}")
-    for s in plan.report:  # highest score first: the over-threshold memories lead
-        if s.score < threshold:
-            break
-        if s.id not in decisions and s.reason != P0_REASON:
-            report.over_cap += 1
-            decisions[s.id] = ("over cap", f"over the threshold, past this run's cap; {s.reason}")
+        removals[i] = ("delete", s.reason)
+        deleted[i] = True
+    report.expired = list(plan.expired)
+    for i in np.flatnonzero(plan.expired_mask).tolist():
+        removals[i] = ("expire", plan.reason(i))
+    forgotten = decay.low_confidence & ~plan.expired_mask & ~deleted
+    for i in np.flatnonzero(forgotten).tolist():
+        report.low_confidence.append(ids[i])
+        removals[i] = ("forget", f"confidence {float(decay.confidence[i]):.3f} < {FORGET_BELOW:g}; {plan.reason(i)}")
+    over_cap = plan.deletable & ~forgotten & ~deleted
+    report.over_cap = int(over_cap.sum())
+    report.details = _Details(plan, titles, removals, over_cap)
+    return deleted | plan.expired_mask | forgotten
 
 
 def _prunable(conn: Any, cutoff: float, limit: int) -> list[Any]:
@@ -303,21 +336,52 @@ def _prunable(conn: Any, cutoff: float, limit: int) -> list[Any]:
         "ORDER BY updated_at LIMIT ?", (cutoff, limit)).fetchall()
 
 
-def _apply(store: Parts, report: SweepReport, decay: _Decay, facts: Sequence[MemoryFacts], now: float) -> None:
-    snapshot = {m.id: m.last_accessed_at for m in facts}
-    planned = set(report.expired) | set(report.deleted) | set(report.low_confidence)
+def _apply(store: Parts, report: SweepReport, plan: ColumnPlan, decay: ColumnDecay, planned: np.ndarray,
+           strength: np.ndarray, rowids: np.ndarray, clocks: Mapping[meta.Key[float], float], now: float) -> None:
+    columns = plan.columns
+    snapshot = {columns.ids[i]: _time(columns.last_accessed_at[i]) for i in np.flatnonzero(planned).tolist()}
     report.expired = _remove(store, report.expired, snapshot, "ttl expired", now)
     report.deleted = _remove(store, report.deleted, snapshot,
                              f"forgetting strategy {report.strategy}: score >= {report.threshold:g}", now)
-    confidence = [change for change in decay.confidence if change[2] not in planned]
-    strength = [change for change in decay.strength if change[2] not in planned]
-    with store.transaction() as conn:
-        report.confidence_decayed = memories.decay(conn, "confidence", confidence)
-        report.strength_decayed = memories.decay(conn, "strength", strength)
-        for clock, value in decay.clocks.items():
-            meta.put(conn, clock, value)
+    writes = [("confidence", np.flatnonzero(decay.confidence_changed & ~planned), decay.confidence,
+               columns.confidence),
+              ("strength", np.flatnonzero(decay.strength_changed & ~planned), decay.strength, strength)]
+    counts = _write_decay(store, writes, columns.ids, rowids, clocks)
+    report.confidence_decayed, report.strength_decayed = counts["confidence"], counts["strength"]
     report.low_confidence = _remove(store, report.low_confidence, snapshot, f"confidence below {FORGET_BELOW:g}",
                                     now)
+
+
+def _time(value: float) -> float | None:
+    return None if value != value else float(value)  # NaN: never accessed
+
+
+def _write_decay(store: Parts, writes: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]], ids: Sequence[str],
+                 rowids: np.ndarray, clocks: Mapping[meta.Key[float], float]) -> dict[str, int]:
+    """Write each (column, indices, new values, values read) as compare-and-set updates, in transactions that
+    hold the write lock for at most ``sweep_lock_ms`` each, pausing between them so other writers get the lock.
+    The decay clocks move in the first transaction. Returns how many rows of each column changed."""
+    budget = store.settings.sweep_lock_ms / 1000
+    counts = {column: 0 for column, *_ in writes}
+    pending = deque((column, indices, new, old, start) for column, indices, new, old in writes
+                    for start in range(0, len(indices), WRITE_STEP))
+    first = True
+    while first or pending:
+        with store.transaction() as conn:
+            began = time.perf_counter()
+            if first:
+                for clock, value in clocks.items():
+                    meta.put(conn, clock, value)
+                first = False
+            while pending and time.perf_counter() - began < budget:
+                column, indices, new, old, start = pending.popleft()
+                chunk = indices[start:start + WRITE_STEP]
+                changes = list(zip(new[chunk].tolist(), rowids[chunk].tolist(), [ids[i] for i in chunk.tolist()],
+                                   old[chunk].tolist()))
+                counts[column] += memories.decay(conn, column, changes)
+        if pending:
+            time.sleep(YIELD_SECONDS)
+    return counts
 
 
 def _remove(store: Parts, ids: Sequence[str], snapshot: Mapping[str, float | None], reason: str,
