@@ -316,19 +316,15 @@ def _compress_row(row: Any) -> CompressedObservation:
     return compress(row["event"], row["tool"], row["input"], row["output"], row["prompt"], extra)
 
 
-def vector_text(result: CompressedObservation, content: str) -> str | None:
-    """What of a working memory to embed, or None for no vector (policy: see VECTOR_CHARS): its content less the
-    facts its title already says (a prompt's intent that is its first line, a command's "command: ..."), which
-    would cost the model their tokens again and add nothing to the vector."""
+def vector_text(result: CompressedObservation) -> str | None:
+    """What of a working memory to embed, or None for no vector (policy: see VECTOR_CHARS): its title and the facts
+    the title does not already say (a prompt's intent that is its first line, a command's "command: ..." are left
+    out: they would cost the model their tokens again and add nothing to the vector)."""
     limit = VECTOR_CHARS_FAILED if result.is_error else VECTOR_CHARS.get(result.kind)
     if not limit:
         return None
     title = " ".join(result.title.casefold().split())
-    if content.startswith(result.title):
-        said = [f for f in result.facts if _told_by(title, f)]
-        if said:
-            content = "\n".join([result.title, *(f for f in result.facts if f not in said)])
-    return content[:limit]
+    return "\n".join([result.title, *(f for f in result.facts if not _told_by(title, f))])[:limit]
 
 
 def _told_by(title: str, fact: str) -> bool:
@@ -342,7 +338,7 @@ def _told_by(title: str, fact: str) -> bool:
 def _working_memory(row: Any, result: CompressedObservation) -> dict[str, Any]:
     files = list(dict.fromkeys([*result.files, *json.loads(row["files"] or "[]")]))[:50]
     content = "\n".join([result.title, *result.facts])[:WORKING_CONTENT_CHARS]
-    return {"content": content, "title": result.title, "vector_text": vector_text(result, content),
+    return {"content": content, "title": result.title, "vector_text": vector_text(result),
             "tier": "working", "type": "context", "source": "hook", "project": row["project"],
             "session_id": row["session_id"], "files": files, "importance": result.importance,
             "source_ids": [f"obs:{row['id']}"], "created_at": row["created_at"]}
