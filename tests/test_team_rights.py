@@ -280,7 +280,7 @@ def test_a_role_bound_to_an_author_writes_under_that_name_only(tmp_path, pg, tea
         urls["bob"], "INSERT INTO team_proposals (gid, action, proposer, origin_machine, created_at) VALUES "
         "(%s, 'forget', 'alice', 'm', 0)", (gid,))
     assert _changed(urls["bob"], FORGED, ("t_bobs", "bob")) == 1  # under his own name
-    assert rows(pg, team_url, "SELECT gid, author, db_role FROM team_memories ORDER BY gid") == [
+    assert rows(pg, team_url, "SELECT gid, author, db_role FROM team_memories ORDER BY author") == [
         [gid, "alice", alice_role], ["t_bobs", "bob", bob_role]]
 
     # under his own name bob's client publishes and proposes; alice's role decides, as alice only
