@@ -508,6 +508,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .capture.hook_client import main as hook_main
 
         return hook_main(argv[1:])
+    if argv == ["serve"]:  # a relay to the shared process when it can be (relay.py); else this process serves
+        from .relay import relay
+
+        relayed = relay()
+        if relayed is not None:
+            return relayed
     parser = build_parser()
     if not argv:
         parser.print_help()

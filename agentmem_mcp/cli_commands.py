@@ -23,7 +23,8 @@ def forget_by_strategy_in_project(args: argparse.Namespace) -> int:
     pruning of old versions stay with the sweep over every project (--all-projects, or the worker)."""
     import dataclasses
 
-    from .cli_views import REMOVALS, projects_of, scoped_entries, sweep_table
+    from .cli_views import REMOVALS, scoped_entries, sweep_table
+    from .db.memory_reads import projects_of
     from .lifecycle.sweep import sweep
 
     dry_run = args.dry_run or not args.yes

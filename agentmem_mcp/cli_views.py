@@ -7,21 +7,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .lifecycle.sweep import SweepEntry, SweepReport
+    from .lifecycle.sweep_report import SweepEntry, SweepReport
 
 REMOVALS = ("expire", "forget", "delete")
-
-
-def projects_of(conn: Any, ids: Sequence[str]) -> dict[str, str | None]:
-    """memory id -> its project (None: global), for the ids that exist."""
-    found: dict[str, str | None] = {}
-    ids = list(ids)
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
-        marks = ",".join("?" * len(chunk))
-        found.update((row[0], row[1]) for row in conn.execute(
-            f"SELECT id, project FROM memories WHERE id IN ({marks})", chunk))
-    return found
 
 
 def scoped_entries(report: SweepReport, projects: dict[str, str | None], project: str | None) -> list[SweepEntry]:

@@ -61,6 +61,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("embed_idle_seconds", "int", 600, "AGENTMEM_EMBED_IDLE_SECONDS",
             "The shared embedding process exits after this many seconds without a request (and 5 s after its last "
             "server has gone)."),
+    Setting("shared_server", "bool", True, "AGENTMEM_SHARED_SERVER",
+            "`agentmem serve` relays its session to the shared process over `<home>/sessions.sock` (0600), which "
+            "serves every session of this user with one MCP SDK and one model; 0: each `serve` is a whole server "
+            "(as it is when the shared process cannot be reached)."),
     Setting("hook_handoff", "bool", True, "AGENTMEM_HOOK_HANDOFF",
             "Hooks hand their event to the shared embedding process over `<home>/hooks.sock` (0600) when it runs, "
             "which records it; 0: every hook process records its event itself (as it does when none runs)."),
@@ -68,7 +72,8 @@ SETTINGS: tuple[Setting, ...] = (
             "How the retrievers are combined: `score` (each retriever's score divided by its best, weighted; "
             "every candidate gets its exact cosine) or `rrf` (weighted reciprocal rank fusion)."),
     Setting("weight_bm25", "float", 0.4, "AGENTMEM_WEIGHT_BM25",
-            "Weight of BM25 in the fusion."),
+            "Weight of BM25 in the fusion. With `fusion = score`, a search lowers it when BM25's best match holds "
+            "little of the query (against the sum of its words' IDF) and the nearest meaning stands out of the next."),
     Setting("weight_vector", "float", 0.6, "AGENTMEM_WEIGHT_VECTOR",
             "Weight of the vector similarity in the fusion."),
     Setting("weight_graph", "float", 0.3, "AGENTMEM_WEIGHT_GRAPH",
@@ -156,6 +161,7 @@ class Settings:
     embeddings: bool
     shared_embedder: bool
     embed_idle_seconds: int
+    shared_server: bool
     hook_handoff: bool
     fusion: str
     weight_bm25: float

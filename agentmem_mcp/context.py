@@ -16,12 +16,13 @@ import json
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .anchors import FreshRows, missing_files, relative, stale_note
-from .db import observations, sessions
+from .db import memories, observations, sessions
 from .db.connection import Connection
+from .db.memories import MemoryFilter
 from .index.tokenize import terms
 from .lifecycle import OUTCOME, UNTRIED
 from .lifecycle.digest import clip, pick, ranked_pieces
@@ -71,10 +72,6 @@ class ContextLine:
     text: str
     memory_id: str | None = None
     variants: tuple[str, ...] = ()  # longer to shorter forms of the line, for `pack`'s levels of detail
-
-
-def _scope_sql(project: str | None) -> tuple[str, list[Any]]:
-    return "(project IS ? OR project IS NULL)", [project]
 
 
 def _flat(text: str) -> str:
@@ -138,8 +135,7 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
     works in (default: the project's root), where the files memories name are looked up."""
     now = time.time() if now is None else now
     tree = tree or project
-    scope, args = _scope_sql(project)
-    live = f"is_latest = 1 AND quarantined IS NULL AND {scope} AND (forget_after IS NULL OR forget_after > ?)"
+    live = MemoryFilter(projects=[project, None], latest_only=True, with_quarantined=False, live_at=now)
     lines: list[ContextLine] = []
     seen: set[str] = set()
     if current_session:
@@ -149,17 +145,14 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
         seen.add(row["id"])
         lines.append(ContextLine(section, text, row["id"]))
 
-    knowledge = conn.execute(
-        f"SELECT {COLUMNS} FROM memories m WHERE {live} AND tier IN ('semantic', 'procedural') AND confidence >= 0.3 "
-        f"ORDER BY importance DESC, access_count DESC, updated_at DESC LIMIT 200", [*args, now]).fetchall()
+    knowledge = memories.best_known(conn, replace(live, tiers=("semantic", "procedural"), min_confidence=0.3),
+                                    COLUMNS, 200)
     fresh = FreshRows(knowledge, tree, project)
     for row in fresh.where(lambda r: r["tier"] == "procedural" and (r["key"] or "").startswith("workflow:"),
                            SECTION_LIMITS["How to build, test and run"]):
         age = humanize_age(now - (row["updated_at"] or row["created_at"]))
         add("How to build, test and run", row, f"- {clip(row['content'], 200)} (learned, {age})")
-    for row in conn.execute(
-        f"SELECT {COLUMNS} FROM memories m WHERE {live} AND (pinned = 1 OR priority = 'P0') "
-        f"ORDER BY pinned DESC, importance DESC, created_at DESC LIMIT 30", [*args, now]):
+    for row in memories.pinned(conn, live, COLUMNS, 30):
         if row["id"] not in seen and not missing_files(row, tree, project):
             add("Always keep in mind", row, _line(row, _tail(row, now)))
     instructions = fresh.where(lambda r: r["type"] in ("preference", "decision") and r["id"] not in seen,
@@ -167,10 +160,8 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
                                order=lambda r: -(r["updated_at"] or r["created_at"]))
     for row in instructions:
         add("Standing instructions and decisions", row, _line(row, _tail(row, now), 200))
-    summaries = conn.execute(
-        f"SELECT {COLUMNS}, (SELECT COUNT(*) FROM observations o WHERE o.session_id = m.session_id) AS events "
-        f"FROM memories m WHERE {live} AND tier = 'episodic' AND type = 'summary' AND session_id IS NOT ? "
-        f"ORDER BY updated_at DESC LIMIT 12", [*args, now, current_session]).fetchall()
+    summaries = memories.session_summaries(conn, replace(live, tiers=("episodic",), types=("summary",)), COLUMNS,
+                                           current_session, 12)
     for row in summaries[:3]:
         parts = _summary_parts(row["content"])
         for key, label in (("Still failing at the end", "still failing"),
@@ -425,10 +416,8 @@ def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | 
     if not hits and not team_rows:
         return "", []
     now = time.time()
-    marks = ",".join("?" * len(hits))
-    rows = conn.execute(f"SELECT {COLUMNS} FROM memories m WHERE id IN ({marks}) AND is_latest = 1 "
-                        "AND quarantined IS NULL AND (forget_after IS NULL OR forget_after > ?)",
-                        [*hits, now]).fetchall() if hits else []
+    rows = memories.by_ids(conn, list(hits), COLUMNS,
+                           MemoryFilter(latest_only=True, with_quarantined=False, live_at=now))
     rows += team_rows
     weights = fulltext.term_weights(query_terms)
     total_weight = sum(weights.values()) or 1.0

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .db import memory_reads
 from .db import sessions as session_rows
 
 if TYPE_CHECKING:
@@ -24,11 +25,9 @@ def list_memories(conn: Any, *, project: str | None, all_projects: bool = False,
     each memory of `project` and the global ones; all_projects widens, history adds superseded versions."""
     from .db.memories import MemoryFilter
 
-    clause, args = MemoryFilter(projects=None if all_projects else (project, None), latest_only=not history,
-                                types=tuple(types), tiers=tuple(tiers)).where()
-    total = conn.execute(f"SELECT COUNT(*) FROM memories WHERE {clause}", args).fetchone()[0]
-    rows = conn.execute(f"SELECT {LIST_COLUMNS} FROM memories WHERE {clause} ORDER BY created_at DESC, id "
-                        f"LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
+    chosen = MemoryFilter(projects=None if all_projects else (project, None), latest_only=not history,
+                          types=tuple(types), tiers=tuple(tiers))
+    rows, total = memory_reads.page(conn, chosen, LIST_COLUMNS, limit, offset)
     return [dict(row) for row in rows], total
 
 
@@ -63,7 +62,7 @@ def plan_purge(store: Parts | None, settings: Settings, project: str | None) -> 
     if project is None:
         return PurgePlan(files=own_files(settings))
     conn = store.conn
-    memories = conn.execute("SELECT COUNT(*) FROM memories WHERE project IS ?", (project,)).fetchone()[0]
+    memories = memory_reads.count_in_project(conn, project)
     return PurgePlan(project=project, memories=memories, sessions=session_rows.count(conn, project))
 
 
@@ -82,8 +81,7 @@ def purge_project(store: Parts, project: str, reason: str = "purged from the com
             pass
     removed = 0
     while True:
-        roots = [row[0] for row in conn.execute(
-            "SELECT DISTINCT root_id FROM memories WHERE project IS ? LIMIT 100", (project,))]
+        roots = memory_reads.roots_in_project(conn, project, 100)
         if not roots:
             break
         removed += forget(store, ids=roots, all_projects=True, reason=reason).count

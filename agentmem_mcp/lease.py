@@ -23,6 +23,7 @@ log = logging.getLogger("agentmem.lease")
 WORKER_LEASE = "worker"
 LEASE_TTL = 30.0
 RENEW_EVERY = 10.0
+IDLE_SLEEP = (2.0, 30.0)  # seconds between a holder's passes: after a busy one, and at most after idle ones
 
 
 def new_holder() -> str:

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from .db import meta, observations
+from .db import memories as memory_rows
+from .db import memory_reads, meta, observations
 from .db.audit import check_triggers, head_path, key_path, verify
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ Progress = Callable[[str, int, int], None]
 def rebuild_bm25(store: Parts, progress: Progress | None = None) -> int:
     """Empty the BM25 index folder (its segment files are deleted) and index every memory again from SQLite;
     returns how many memories there are."""
-    total = store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+    total = memory_rows.total(store.conn)
     store.indexer.reset()
     done = 0
     while True:
@@ -159,7 +160,7 @@ def doctor(store: Parts) -> list[Check]:
         checks.append(Check("embedding model", False, embedder.status,
                             "set AGENTMEM_EMBED_MODEL_PATH to a local model folder, or let fastembed download "
                             "the model once with network access; search still works on BM25 + graph"))
-    latest = {row[0] for row in conn.execute("SELECT id FROM memories")}
+    latest = memory_reads.all_ids(conn)
     indexed = store.fulltext.ids()
     missing, stale = latest - indexed, indexed - latest
     backlog = store.indexer.backlog()
@@ -167,7 +168,7 @@ def doctor(store: Parts) -> list[Check]:
         "bm25 index", not missing and not stale,
         f"{len(indexed)} documents for {len(latest)} memories; {len(missing)} missing, {len(stale)} stale, "
         f"{backlog} queued", "" if not missing and not stale else "run `agentmem reindex`"))
-    unembedded = conn.execute("SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL").fetchone()[0]
+    unembedded = memory_rows.unembedded(conn)
     checks.append(Check("vectors", unembedded == 0 or not embedder.ready,
                         f"{unembedded} memories without vectors",
                         "run `agentmem reindex` (or keep the server running: it embeds them)" if unembedded else ""))

@@ -25,10 +25,12 @@ class Parts(Protocol):
     db: the SQLite file (a connection per thread); memories: the memories table read by id and chain;
     indexer: the BM25 index and its outbox (`fulltext` is its tantivy index); backfill: vectors added after
     saving; embedder: the model; word_matrix / query_word_cache: word vectors this process's searches met;
-    pool: the threads search runs its retrievers on; project: the project the store was opened for."""
+    pool: the threads search runs its retrievers on; project: the project the store was opened for; workdir: the
+    directory its caller works in (None: this process's current directory)."""
 
     settings: Settings
     project: str | None
+    workdir: str | None
     db: Database
     memories: Memories
     indexer: Indexer

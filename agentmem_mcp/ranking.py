@@ -73,6 +73,36 @@ def fuse_scores(results: Mapping[str, Sequence[tuple[str, float]]], weights: Map
     return _fuse(ordered, weights, absent, lambda _rank, score, best: max(score, 0.0) / best if best > 0 else 0.0)
 
 
+def _ramp(x: float, low: float, high: float) -> float:
+    """0 at or under `low`, 1 at or over `high`, linear between."""
+    return min(max((x - low) / (high - low), 0.0), 1.0)
+
+
+def vector_margin(pairs: Sequence[tuple[str, float]]) -> float | None:
+    """How far the vector retriever's best cosine stands above its second, as a share of the best; None when
+    there is no second candidate to stand above or no candidate is above zero."""
+    top = sorted((score for _, score in pairs), reverse=True)[:2]
+    if len(top) < 2 or top[0] <= 0:
+        return None
+    return (top[0] - top[1]) / top[0]
+
+
+def keyword_trust(completeness: float, margin: float | None, complete: tuple[float, float],
+                  stands_out: tuple[float, float]) -> float:
+    """The factor on BM25's weight in score fusion for one search, 0..1.
+
+    Score fusion divides BM25's scores by its best, so a best hit holding one common word of the query counts
+    as much as one holding them all. `completeness` is that best hit's score against a full match's (BM25's
+    score of a memory of average length holding each query term once: the sum of their IDF); `margin` the
+    vector retriever's (`vector_margin`). BM25 keeps its whole weight when its best match is complete enough
+    (`complete`: ramps 0 -> 1 over that range) or when the vectors' best does not stand out (`stands_out`:
+    1 -> 0 over that range); only a partial keyword match against a clear nearest meaning loses weight, down
+    to none: the case of a question asked in other words than its memory."""
+    if margin is None:
+        return 1.0
+    return max(_ramp(completeness, *complete), 1.0 - _ramp(margin, *stands_out))
+
+
 PRIORITY_IMPORTANCE_FLOOR = {"P0": 0.9, "P1": 0.0, "P2": 0.0}
 PRIORITY_FACTOR = {"P0": 1.0, "P1": 1.0, "P2": 0.9}
 

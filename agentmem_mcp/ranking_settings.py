@@ -8,10 +8,12 @@ are in config.py's settings table and the README); the others are fixed here.
 | fusion | `score` (setting) | `score`: scores divided by each retriever's best, weighted; `rrf`: rank fusion |
 | weight_bm25 / weight_vector / weight_graph | 0.4 / 0.6 / 0.3 (settings) | each retriever's weight in the fusion |
 | soft_match_weight | 0.5 (setting) | share of a keyword match a similar word earns (score fusion) |
+| keyword_complete | (0.2, 0.6) | BM25's weight shrinks when its best hit scores under 0.6 of a full match... |
+| vector_stands_out | (0.02, 0.12) | ... and the vectors' best cosine stands out (`ranking.keyword_trust`) |
 | rrf_k | 60 (setting) | the k of reciprocal rank fusion |
 | min_score | 0.01 (setting `search_min_score`) | hits scoring under this are left out |
 | retriever_depth | 60 | how many candidates each retriever returns |
-| pending_scan | 200 | memories queued for BM25 that search scans itself; more, and it applies the queue first |
+| pending_scan | 200 | memories queued for BM25 that search scans itself; past it, the indexer thread applies them |
 | rerank_per_hit / rerank_floor | 4 / 40 | how many fused candidates are reranked: max(limit x 4, 40) |
 | time_window_boost | 2.0 | a memory from the time the query names ("yesterday", "3 weeks ago") weighs this much more |
 | procedure_boost | 1.3 (`ranking.PROCEDURE_BOOST`) | a how-to question weighs procedures (workflows) this much more |
@@ -40,6 +42,8 @@ class RankingSettings:
     pending_scan: int = 200
     rerank_per_hit: int = 4
     rerank_floor: int = 40
+    keyword_complete: tuple[float, float] = (0.2, 0.6)
+    vector_stands_out: tuple[float, float] = (0.02, 0.12)
     time_window_boost: float = 2.0
     procedure_boost: float = PROCEDURE_BOOST
 

@@ -9,7 +9,8 @@ candidate is joined back against SQLite (so a stale index entry can never resurr
 superseded memory), filtered, reranked by the memory's own state (confidence, importance/priority,
 retention) and by the time the query names, and packed under a token budget. Every ranking knob is in
 `ranking_settings.RankingSettings`. The only write of a search is its hits' access statistics
-(`_record_access`), apart from index upkeep: applying a long BM25 queue, rebuilding a damaged index.
+(`_record_access`); a long BM25 queue is left to the indexer's thread, and only a BM25 index found damaged
+is rebuilt from here (`Indexer.heal`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .anchors import missing_files, stale_note
+from .db import memories
 from .db.connection import OperationalError, write_transaction
 from .db.memories import MemoryFilter
 from .index import graph, vectors, words
@@ -39,7 +41,9 @@ from .ranking import (
     fuse_rankings,
     fuse_scores,
     humanize_age,
+    keyword_trust,
     state_factor,
+    vector_margin,
 )
 from .ranking_settings import RankingSettings
 from .snippets import snippet, summary_snippet, with_files
@@ -79,10 +83,10 @@ def _check_list(name: str, value: Any, choices: tuple[str, ...]) -> list[str] | 
 
 
 
-def _where_here() -> tuple[str | None, str | None]:
-    """The project and the working tree of this process's directory (a walk up the file system: once per
-    search, not once per hit)."""
-    here = os.getcwd()
+def _where_here(workdir: str | None) -> tuple[str | None, str | None]:
+    """The project and the working tree of the caller's directory (`workdir`, else this process's: a walk up the
+    file system, once per search, not once per hit)."""
+    here = workdir or os.getcwd()
     return project_for(here), worktree_root(here)
 
 
@@ -131,9 +135,9 @@ def search(store: Parts, query: str, *, project: str | None = ..., all_projects:
     projects: list[str | None] | None = None if all_projects else list(dict.fromkeys([project, None]))
 
     knobs = RankingSettings.from_settings(store.settings)
-    results, reasons, notes, query_vector, asked = _retrieve(
+    results, reasons, notes, query_vector, asked, full_match = _retrieve(
         store, knobs, query, projects, not include_history, tier_list, type_list, retrievers)
-    fused, top, similar = _fuse(store, knobs, results, query_vector, asked, tier_list)
+    fused, top, similar = _fuse(store, knobs, results, query_vector, asked, tier_list, full_match)
     hits = _rerank(store, knobs, fused[: knobs.reranked(limit)], projects, not include_history, type_list, tier_list,
                    since, until, min_confidence, reasons, query, top, similar, include_quarantined)
     hits = [hit for hit in hits if hit.score >= knobs.min_score][:limit]
@@ -152,9 +156,12 @@ def search(store: Parts, query: str, *, project: str | None = ..., all_projects:
 
 
 def _fuse(store: Parts, knobs: RankingSettings, results: dict[str, list[tuple[str, float]]], query_vector: Any,
-          asked: QueryWords | None, tiers: list[str]) -> tuple[list[Fused], float, dict[str, str]]:
+          asked: QueryWords | None, tiers: list[str], full_match: float | None,
+          ) -> tuple[list[Fused], float, dict[str, str]]:
     """The retrievers' results as one ranking; with it the best fused score possible (`top`) and, in score
-    fusion, each candidate's closest pair of similar words (for its `why`)."""
+    fusion, each candidate's closest pair of similar words (for its `why`). In score fusion BM25's weight is
+    `ranking.keyword_trust` of how complete its best match is (its best score, similar words included, against
+    `full_match`, a full match's score: `_bm25_search`; None when BM25 did not answer) and the vectors' margin."""
     similar: dict[str, str] = {}
     vector_ran = query_vector is not None
     absent = {"vector": _without_vectors(store, results)} if vector_ran and "working" in tiers else None
@@ -169,8 +176,13 @@ def _fuse(store: Parts, knobs: RankingSettings, results: dict[str, list[tuple[st
                 similar = _add_similar_words(store, knobs, asked, results)
             except Exception as exc:  # a help to the ranking, never a reason to fail the search
                 log.warning("similar words skipped for this search: %s: %s", type(exc).__name__, exc)
+    weights = knobs.weights
+    if vector_ran and full_match and results.get("bm25") and "vector" in results:
+        completeness = max(score for _, score in results["bm25"]) / full_match
+        weights["bm25"] *= keyword_trust(completeness, vector_margin(results["vector"]), knobs.keyword_complete,
+                                         knobs.vector_stands_out)
     # a memory no retriever found any evidence for (no keyword, no entity, a cosine below zero) is noise
-    return [f for f in fuse_scores(results, knobs.weights, absent) if f.score > 0], 1.0, similar
+    return [f for f in fuse_scores(results, weights, absent) if f.score > 0], 1.0, similar
 
 
 def _pack(hits: list[SearchHit], budget: int) -> tuple[list[SearchHit], int]:
@@ -253,9 +265,7 @@ def _add_similar_words(store: Parts, knobs: RankingSettings, asked: QueryWords,
     candidates = list({memory_id for pairs in results.values() for memory_id, _ in pairs})
     if not asked[0] or "bm25" not in results or not candidates:
         return {}
-    marks = ",".join("?" * len(candidates))
-    memory_words = dict(store.conn.execute(
-        f"SELECT id, words FROM memories WHERE id IN ({marks}) AND words IS NOT NULL", candidates).fetchall())
+    memory_words = memories.words_by_id(store.conn, candidates)
     found = store.word_matrix.soft_scores(store.conn, *query_word_vectors(store, asked), memory_words)
     if found:
         weight = knobs.soft_match_weight
@@ -268,9 +278,11 @@ def _add_similar_words(store: Parts, knobs: RankingSettings, asked: QueryWords,
 
 def _retrieve(store: Parts, knobs: RankingSettings, query: str, projects: list[str | None] | None, latest_only: bool,
               tiers: list[str] | None, types: list[str] | None, retrievers: Sequence[str],
-              ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, str], list[str], Any, QueryWords | None]:
+              ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, str], list[str], Any, QueryWords | None,
+                         float | None]:
     """Each retriever's (id, score) pairs, the graph's reasons, notes for the answer, the query vector (None
-    when the vector retriever did not run) and the query's words for `_add_similar_words` (None: not used)."""
+    when the vector retriever did not run), the query's words for `_add_similar_words` (None: not used) and
+    a full keyword match's score on BM25's scale (`_bm25_search`; None when BM25 did not answer)."""
     notes: list[str] = []
     jobs = {}
     if "bm25" in retrievers:
@@ -292,6 +304,7 @@ def _retrieve(store: Parts, knobs: RankingSettings, query: str, projects: list[s
     results: dict[str, list[tuple[str, float]]] = {}
     reasons: dict[str, str] = {}
     query_vector = None
+    full_match = None
     asked: QueryWords | None = None
     if words_job is not None:
         try:
@@ -310,6 +323,8 @@ def _retrieve(store: Parts, knobs: RankingSettings, query: str, projects: list[s
             continue
         if name == "graph":
             result, reasons = result
+        if name == "bm25":
+            result, full_match = result
         if name == "vector":
             result, query_vector = result
             if query_vector is None:
@@ -318,35 +333,38 @@ def _retrieve(store: Parts, knobs: RankingSettings, query: str, projects: list[s
     if "bm25" in jobs and (left := store.indexer.rebuilding()):
         notes.append(f"the keyword index is being rebuilt ({left:,} memories left): keyword matches among "
                      "those are missing until it finishes")
-    return results, reasons, notes, query_vector, asked
+    elif "bm25" in jobs and (left := store.indexer.backlog()) > knobs.pending_scan:
+        notes.append(f"{left:,} memories saved moments ago are still being indexed for keywords: the first "
+                     f"{knobs.pending_scan} were searched by keyword, the rest by meaning only")
+    return results, reasons, notes, query_vector, asked, full_match
 
 
 def _without_vectors(store: Parts, results: dict[str, list[tuple[str, float]]]) -> set[str]:
     """Found ids that have no vector by design (working memories of reads, edits, ...: worker.VECTOR_CHARS)."""
     found = list({memory_id for pairs in results.values() for memory_id, _ in pairs}
                  - {memory_id for memory_id, _ in results.get("vector", ())})
-    if not found:
-        return set()
-    marks = ",".join("?" * len(found))
-    return {row[0] for row in store.conn.execute(
-        f"SELECT id FROM memories WHERE id IN ({marks}) AND embedding_model = ''", found)}
+    return memories.without_vectors(store.conn, found)
 
 
 def _bm25_search(store: Parts, knobs: RankingSettings, query: str, projects: list[str | None] | None, latest_only: bool,
-                 tiers: list[str] | None, types: list[str] | None) -> list[tuple[str, float]]:
+                 tiers: list[str] | None, types: list[str] | None) -> tuple[list[tuple[str, float]], float]:
     """tantivy's BM25, plus the memories still waiting in the outbox (written moments ago, by any process),
     scored by the share of query terms they contain and merged by normalised score. Relative time words
-    ("in the past two months") are not keywords: the time window weighs by them (`_rerank`)."""
+    ("in the past two months") are not keywords: the time window weighs by them (`_rerank`). With the hits,
+    the score a full match would have on their scale (`FulltextIndex.full_match_score`; on the share scale of
+    merged waiting memories, a full match is 1)."""
     query = without_relative_time(query)
     pending = store.indexer.pending_ids(limit=knobs.pending_scan + 1)
-    if len(pending) > knobs.pending_scan:
-        if not store.indexer.rebuilding():  # a rebuild is not waited for: search what is indexed so far
-            store.indexer.drain()
-        pending = []
+    if len(pending) > knobs.pending_scan:  # more than search scans: the indexer applies them, search writes nothing
+        store.indexer.index_later()
+        pending = pending[:knobs.pending_scan]
+    chosen = MemoryFilter(projects=projects, latest_only=latest_only, types=types or (), tiers=tiers or ())
     hits = store.fulltext.search(query, projects=projects, latest_only=latest_only, tiers=tiers, types=types,
-                                 limit=knobs.retriever_depth)
+                                 limit=knobs.retriever_depth,
+                                 admitted=lambda ids: memories.admitted(store.conn, ids, chosen))
+    full = store.fulltext.full_match_score(store.fulltext.query_terms(query))
     if not pending:
-        return hits
+        return hits, full
     # Both on one scale, the weighted share of query terms a memory contains: the best indexed hit gets its
     # own share and the other indexed hits their BM25 score in proportion (not 1.0 for the best of weak hits,
     # which would rank them above a fresh memory that contains every term of the query).
@@ -355,7 +373,7 @@ def _bm25_search(store: Parts, knobs: RankingSettings, query: str, projects: lis
     scale = extra.get(hits[0][0], 0.0) / (hits[0][1] or 1.0) if hits else 0.0
     merged = {memory_id: score * scale for memory_id, score in hits if memory_id not in extra}
     merged.update(extra)
-    return sorted(merged.items(), key=lambda item: -item[1])[:knobs.retriever_depth]
+    return sorted(merged.items(), key=lambda item: -item[1])[:knobs.retriever_depth], full * scale if hits else 1.0
 
 
 def pending_matches(store: Parts, query: str, pending: Sequence[str], projects: list[str | None] | None,
@@ -368,12 +386,10 @@ def pending_matches(store: Parts, query: str, pending: Sequence[str], projects: 
         return {}
     weights = fulltext.term_weights(query_terms)
     total = sum(weights.values()) or 1.0
-    marks = ",".join("?" * len(pending))
     found: dict[str, float] = {}
     chosen = MemoryFilter(projects=projects, latest_only=latest_only, types=types or (), tiers=tiers or ())
-    for row in store.conn.execute(
-            f"SELECT id, project, tier, type, is_latest, title, content, tags, files FROM memories "
-            f"WHERE id IN ({marks})", list(pending)):
+    for row in memories.by_ids(store.conn, list(pending), "id, project, tier, type, is_latest, title, content, "
+                               "tags, files"):
         if not chosen.admits(row):
             continue
         text = memory_text(row["title"], row["content"], json.loads(row["tags"]), json.loads(row["files"]))
@@ -409,15 +425,14 @@ def _rerank(store: Parts, knobs: RankingSettings, fused: list[Fused], projects: 
     if not fused:
         return []
     by_id = {f.id: f for f in fused}
-    marks = ",".join("?" * len(by_id))
-    rows = store.conn.execute(f"SELECT * FROM memories WHERE id IN ({marks})", list(by_id)).fetchall()
+    rows = memories.by_ids(store.conn, list(by_id))
     now = store.now()
     query_terms = [t.lower() for t in re.findall(r"\w+", query)]
     rarity = store.fulltext.word_idf(query_terms)
     window = time_window(query, now)
     how_to = asks_how_to(query)
     which_file = asks_which_file(query)
-    here = _where_here()
+    here = _where_here(store.workdir)
     hits: list[tuple[float, SearchHit]] = []
     chosen = MemoryFilter(projects=projects, latest_only=latest_only, types=types or (), tiers=tiers or (),
                           since=since, until=until, min_confidence=min_confidence,

@@ -17,6 +17,7 @@ import inspect
 import logging
 import os
 import threading
+import time
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
@@ -48,17 +49,27 @@ INSTRUCTIONS = """agentmem is your long-term memory for this project. It persist
 
 
 class AppState:
-    """The store, opened lazily on the first tool call, and the project this session works in."""
+    """The store, opened lazily on the first tool call, and the project this session works in.
 
-    def __init__(self, settings: Settings) -> None:
+    workdir: the session's directory (default: this process's; the shared process gives each session its relay's);
+    embedder: the model to use (default: the shared embedding process's, else one of the store's own);
+    model_first: the first tool call waits (up to MODEL_THREAD_JOIN_S) for the model (a session taken over by its
+    relay had vectors until then, relay_takeover.py)."""
+
+    def __init__(self, settings: Settings, *, workdir: str | None = None, embedder: Any = None,
+                 model_first: bool = False) -> None:
         self.settings = settings
+        self.model_first = model_first
         self._store: Any = None
         self._lock = threading.Lock()
-        self.project: str | None = project_for(os.getcwd())
+        self.workdir = workdir or os.getcwd()
+        self._embedder = embedder
+        self.project: str | None = project_for(self.workdir)
         self.project_from_roots = False
         self.limiter = anyio.CapacityLimiter(4)
         self.stopping = threading.Event()
         self._model_thread: threading.Thread | None = None
+        self._model_deadline = 0.0
 
     def store(self) -> Any:
         with self._lock:
@@ -66,13 +77,18 @@ class AppState:
                 from .store import Store
 
                 self._store = Store.open(self.settings, project=self.project, load_embedder=False,
-                                         index_in_background=True, embedder=_embedder(self.settings))
+                                         index_in_background=True, workdir=self.workdir,
+                                         embedder=self._embedder or _embedder(self.settings))
                 if not self.stopping.is_set():
                     self._store.embedder.announce_loading()
                     self._model_thread = threading.Thread(target=self._load_model, args=(self._store,),
                                                           name="agentmem-model", daemon=True)
                     self._model_thread.start()
-            return self._store
+                    self._model_deadline = time.monotonic() + MODEL_THREAD_JOIN_S
+            store, thread = self._store, self._model_thread
+        if self.model_first and thread is not None and thread.is_alive():
+            thread.join(timeout=max(0.0, self._model_deadline - time.monotonic()))
+        return store
 
     def _load_model(self, store: Any) -> None:
         if store.embedder.load() and not self.stopping.is_set():
@@ -185,8 +201,10 @@ def _safe_search(answer: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def build_server(settings: Settings | None = None) -> MCPServer:
-    state = AppState(settings or load_settings())
+def build_server(settings: Settings | None = None, *, workdir: str | None = None, embedder: Any = None,
+                 model_first: bool = False) -> MCPServer:
+    """The MCP server of one session (see `AppState` for `workdir`, `embedder` and `model_first`)."""
+    state = AppState(settings or load_settings(), workdir=workdir, embedder=embedder, model_first=model_first)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer):
@@ -373,6 +391,18 @@ def _tool(registry: list[Tool], *, read_only: bool, destructive: bool = False, i
     return register
 
 
+async def serve_lines(server: MCPServer, lines_in: Any, lines_out: Any) -> None:
+    """Serve one session over other streams than this process's stdio (a session of the shared process, on its
+    socket; a relay's own server after the shared process went): `lines_in` yields the client's JSON-RPC lines
+    (`async for`), `lines_out` has async `write(text)` and `flush()`. The SDK's stdio transport with explicit
+    streams, run as `MCPServer.run_stdio_async` runs it."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server(stdin=lines_in, stdout=lines_out) as (read, write):
+        lowlevel = server._lowlevel_server
+        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+
 async def _background(state: AppState) -> None:
     """Open the store soon after start-up, then run the worker while holding its lease."""
     await anyio.sleep(0.2)
@@ -382,7 +412,7 @@ async def _background(state: AppState) -> None:
         log.exception("could not open the store")
         return
     try:
-        from .worker import serve_worker_loop
+        from .serve_worker import serve_worker_loop
     except ImportError:
         return
     await serve_worker_loop(state)
@@ -393,9 +423,11 @@ def run() -> None:
     line on stderr (the client shows it as a failed connection and keeps the line in its MCP log)."""
     import sys
 
+    from .heap import limit_arenas
     from .models import AgentmemError
     from .preflight import home_problem
 
+    limit_arenas()
     settings = load_settings()
     problem = home_problem(settings)
     if problem:

@@ -5,15 +5,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from .db import meta, observations, sessions
+from .db import memories, meta, observations, sessions
 
 if TYPE_CHECKING:
     from .parts import Parts
-
-
-def _grouped(conn: Any, column: str, where: str, args: list[Any]) -> dict[str, int]:
-    return {row[0]: row[1] for row in conn.execute(
-        f"SELECT {column}, COUNT(*) FROM memories WHERE {where} GROUP BY {column} ORDER BY {column}", args)}
 
 
 def stats(store: Parts, *, project: str | None = ..., all_projects: bool = False) -> dict[str, Any]:
@@ -22,20 +17,7 @@ def stats(store: Parts, *, project: str | None = ..., all_projects: bool = False
     conn = store.conn
     now = time.time()
     project = store.project if project is ... else project
-    where, args = "is_latest = 1", []
-    if not all_projects:
-        where += " AND (project IS ? OR project IS NULL)"
-        args.append(project)
-    total, never, superseded = conn.execute(
-        f"SELECT COUNT(*), SUM(access_count = 0), "
-        f"(SELECT COUNT(*) FROM memories WHERE is_latest = 0 AND (project IS ? OR project IS NULL OR ?)) "
-        f"FROM memories WHERE {where}", [project, all_projects, *args]).fetchone()
-    bands = conn.execute(
-        f"SELECT SUM(confidence >= 0.8), SUM(confidence >= 0.4 AND confidence < 0.8), SUM(confidence < 0.4) "
-        f"FROM memories WHERE {where}", args).fetchone()
-    expiring = [dict(row) for row in conn.execute(
-        f"SELECT id, title, forget_after FROM memories WHERE {where} AND forget_after IS NOT NULL "
-        f"AND forget_after <= ? ORDER BY forget_after LIMIT 20", [*args, now + 7 * 86400])]
+    counts = memories.statistics(conn, None if all_projects else [project, None], now + 7 * 86400)
     sweep = meta.get(conn, meta.LAST_SWEEP)
     day = time.strftime("%Y-%m-%d", time.gmtime(now))
     spend = conn.execute("SELECT COALESCE(SUM(input_tokens + output_tokens), 0), COUNT(*) FROM llm_ledger "
@@ -43,29 +25,12 @@ def stats(store: Parts, *, project: str | None = ..., all_projects: bool = False
     return {
         "project": None if all_projects else project,
         "all_projects": all_projects,
-        "memories": total or 0,
-        "superseded_versions": superseded or 0,
-        "by_tier": _grouped(conn, "tier", where, args),
-        "by_type": _grouped(conn, "type", where, args),
-        "by_source": _grouped(conn, "source", where, args),
-        "confidence": {">=0.8": bands[0] or 0, "0.4-0.8": bands[1] or 0, "<0.4": bands[2] or 0},
-        "quarantined": conn.execute(f"SELECT COUNT(*) FROM memories WHERE {where} AND quarantined IS NOT NULL",
-                                    args).fetchone()[0],
-        "never_accessed": never or 0,
-        "expiring_within_7_days": expiring,
+        **counts,
         "last_sweep": sweep,
         "observations": observations.status_counts(conn, project, all_projects=all_projects),
         "sessions": sessions.count(conn, project, all_projects=all_projects),
         "index_backlog": store.indexer.backlog(),
-        # what the background worker has still to embed: whole memories, then their sentence pieces and words
-        "vector_backlog": {
-            "memories": conn.execute("SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL").fetchone()[0],
-            "sentence_pieces": conn.execute(
-                "SELECT COUNT(*) FROM memories INDEXED BY memories_pieces_todo WHERE pieces IS NULL "
-                "AND embedding_model IS NOT NULL AND embedding_model != ''").fetchone()[0],
-            "words": conn.execute(
-                "SELECT COUNT(*) FROM memories INDEXED BY memories_words_todo WHERE words IS NULL "
-                "AND embedding_model IS NOT NULL AND embedding_model != ''").fetchone()[0]},
+        "vector_backlog": memories.vector_backlog(conn),
         "embedder": store.embedder.status,
         "llm_today": {"tokens": spend[0], "calls": spend[1], "budget": store.settings.llm_daily_tokens,
                       "provider": store.settings.llm},

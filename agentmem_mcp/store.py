@@ -40,9 +40,11 @@ class Store:
     """A memory store on one SQLite file and one tantivy index directory."""
 
     def __init__(self, settings: Settings, *, project: str | None = None, embedder: Embedder | None = None,
-                 load_embedder: bool = True, sync_index: bool = False, index_in_background: bool = False) -> None:
+                 load_embedder: bool = True, sync_index: bool = False, index_in_background: bool = False,
+                 workdir: str | None = None) -> None:
         self.settings = settings
         self.project = project
+        self.workdir = workdir
         self.sync_index = sync_index
         self.word_matrix = words.WordMatrix()  # the word vectors searches have met (index/words.py)
         self.query_word_cache: dict[str, Any] = {}  # vectors of query words no memory has, embedded by search
@@ -68,18 +70,21 @@ class Store:
     @classmethod
     def open(cls, settings: Settings | None = None, *, project: str | None = None, load_embedder: bool = True,
              embedder: Embedder | None = None, sync_index: bool = False, index_in_background: bool = False,
-             **overrides: Any) -> Store:
+             workdir: str | None = None, **overrides: Any) -> Store:
         """Open (creating if needed) the store described by settings (default: environment + config file).
 
-        load_embedder=False returns at once and leaves the model to `embedder.start_loading()`; until it is
-        ready, saves store no vectors (they are added later) and search runs on BM25 + graph.
+        load_embedder=False returns at once and leaves the model to the caller (`embedder.load()` on a thread of
+        its own, as the server does); until it is ready, saves store no vectors (they are added later) and search
+        runs on BM25 + graph.
         sync_index=True updates the BM25 index inside every write instead of on a background thread.
         index_in_background=True (a long-running server) applies a big BM25 backlog found at open (a rebuild)
         on the indexer thread instead of before returning; search meanwhile uses what is indexed so far.
+        workdir: the directory the caller works in, where a memory's files are looked for when search notes the
+        stale ones (default: this process's current directory; a session of the shared process gives its own).
         """
         settings = settings or load_settings(**overrides)
         return cls(settings, project=project, embedder=embedder, load_embedder=load_embedder,
-                   sync_index=sync_index, index_in_background=index_in_background)
+                   sync_index=sync_index, index_in_background=index_in_background, workdir=workdir)
 
     def _erase_forgotten(self, memories_deleted: bool) -> None:
         from .maintenance import erase_forgotten

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from .capture.redact import redact
-from .db import audit, index_outbox, memories
+from .db import audit, index_outbox, memories, memory_reads
 from .db import links as graph_links
-from .db.memories import content_hash
+from .db.memories import MemoryFilter, content_hash
 from .index.entities import extract_entities
 from .models import EXPORT_FORMAT, MEMORY_ID, TIERS, TYPES, InvalidInput, Memory
 from .trust import instruction_reason
@@ -31,12 +31,10 @@ def export_lines(store: Parts, *, project: str | None = ..., all_projects: bool 
     links whose two ends are both exported."""
     conn = store.conn
     yield json.dumps({"kind": "header", "format": FORMAT})
-    where, args = "1 = 1", []
-    if not all_projects:
-        where, args = "project IS ? OR project IS NULL", [store.project if project is ... else project]
-    for row in conn.execute(f"SELECT * FROM memories WHERE {where} ORDER BY root_id, version", args):
+    chosen = MemoryFilter(projects=None if all_projects else [store.project if project is ... else project, None])
+    for row in memory_reads.chains(conn, chosen):
         yield json.dumps({"kind": "memory", **Memory.from_row(row).to_dict()}, ensure_ascii=False)
-    for row in graph_links.links_within(conn, f"SELECT id FROM memories WHERE {where}", args):
+    for row in graph_links.links_within(conn, *memory_reads.ids_query(chosen)):
         yield json.dumps({"kind": "link", **dict(row)})
 
 
@@ -93,9 +91,7 @@ def import_(store: Parts, lines: IO[str]) -> ImportReport:
             raise InvalidInput(f"line {line_no}: unknown record kind {kind!r}")
     with store.transaction() as conn:
         for link in links:
-            ends = conn.execute("SELECT COUNT(*) FROM memories WHERE id IN (?, ?)",
-                                (link.get("src_id"), link.get("dst_id"))).fetchone()[0]
-            if ends == 2:
+            if memory_reads.count_existing(conn, [link.get("src_id"), link.get("dst_id")]) == 2:
                 graph_links.add_link(conn, link["src_id"], link["dst_id"], str(link.get("relation", "related")),
                                float(link.get("created_at") or store.now()))
                 report.links += 1
@@ -109,11 +105,7 @@ def _import_memory(store: Parts, m: dict[str, Any]) -> bool:
     content = redact(m["content"])
     digest = content_hash(content)
     with store.transaction() as conn:
-        exists = conn.execute(
-            "SELECT 1 FROM memories WHERE id = ? OR (content_hash = ? AND project IS ? AND version = ? "
-            "AND root_id = ?)", (m["id"], digest, m.get("project"), m.get("version", 1), m.get("root_id"))
-        ).fetchone()
-        if exists:
+        if memory_reads.holds_copy(conn, m["id"], digest, m.get("project"), m.get("version", 1), m.get("root_id")):
             return False
         values = {name: m.get(name) for name in COLUMNS}
         values.update(content=content, title=redact(str(m.get("title") or content[:80])), content_hash=digest,

@@ -1,6 +1,6 @@
 """The background worker: compress observations, summarise sessions, consolidate knowledge, prune.
 
-It runs inside whichever `agentmem serve` holds the worker lease (`serve_worker_loop`), and on demand as
+It runs inside whichever `agentmem serve` holds the worker lease (serve_worker.py), and on demand as
 `agentmem worker --once | --forever` (`run_cli`). Work is claimed idempotently: a batch of pending
 observations is claimed (claimed_by / claimed_until, attempts + 1) in one BEGIN IMMEDIATE transaction,
 and its results (the compressed columns and one working-tier memory per observation) commit in one
@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from . import lease
 from .capture.compress import CompressedObservation, compress
-from .db import audit, memories, meta, observations
+from .db import audit, memories, memory_reads, meta, observations
 from .db.connection import is_damage
 from .lifecycle import consolidate, summarize
 from .lifecycle.consolidate import prepare_saves, write_saves
 from .llm import LLM, need, need_text, need_unit
-from .models import StoreDamaged
 
 if TYPE_CHECKING:
     from .db.connection import Connection
@@ -57,7 +56,6 @@ VECTOR_CHARS = {"prompt": 200, "error": 120, "web": 120}
 VECTOR_CHARS_FAILED = 120  # the title: the command and its first error line
 WORKING_CONTENT_CHARS = 2000
 MAX_WORKING_SOURCES = 200
-IDLE_SLEEP = (2.0, 30.0)
 LLM_COMPRESS_BATCH = 20
 COMPRESS_SYSTEM = """You compress a coding agent's tool calls into records for its long-term memory. For each
 observation give a precise title (at most 100 characters) saying what was done to what, up to 5 short facts worth
@@ -346,7 +344,7 @@ def _working_memory(row: Any, result: CompressedObservation) -> dict[str, Any]:
 
 def _add_working_source(conn: Connection, memory_id: str, obs_id: int) -> None:
     """The same event text seen again: the existing working memory lists this observation too."""
-    row = conn.execute("SELECT tier, source_ids FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    row = memory_reads.row_by_id(conn, memory_id, "tier, source_ids")
     if row is None or row["tier"] != "working":
         return
     sources = json.loads(row["source_ids"])
@@ -366,17 +364,13 @@ def prune_observations(store: Store, *, now: float | None = None, days: float = 
     old = observations.prunable(conn, cutoff, below)
     if not old:
         return 0
-    kept = {r[0] for r in conn.execute("SELECT DISTINCT j.value FROM memories m, json_each(m.source_ids) j "
-                                       "WHERE m.tier != 'working' AND j.value LIKE 'obs:%'")}
+    kept = memory_reads.observations_named(conn)
     doomed = [i for i in old if f"obs:{i}" not in kept]
     gone = {f"obs:{i}" for i in doomed}
     delete, trim = [], []
     for start in range(0, len(doomed), 500):
         names = [f"obs:{i}" for i in doomed[start:start + 500]]
-        for row in conn.execute(
-            f"SELECT DISTINCT m.id, m.project, m.type, m.version, m.source_ids FROM memories m, "
-            f"json_each(m.source_ids) j WHERE m.tier = 'working' AND j.value IN ({','.join('?' * len(names))})",
-            names):
+        for row in memory_reads.working_naming(conn, names):
             left = [s for s in json.loads(row["source_ids"]) if s not in gone]
             if left:
                 trim.append((row["id"], left))
@@ -396,57 +390,6 @@ def prune_observations(store: Store, *, now: float | None = None, days: float = 
 
 
 # -- running it -----------------------------------------------------------------------------------
-
-async def serve_worker_loop(state: Any) -> None:
-    """The worker inside `agentmem serve`: works while this server holds the lease; never raises.
-
-    `state` is the server's AppState (`.store()` opens the store, `.stopping` is a threading.Event)."""
-    import anyio
-
-    keeper: lease.LeaseKeeper | None = None
-    try:
-        store = await anyio.to_thread.run_sync(state.store)
-        keeper = lease.LeaseKeeper(lambda: store.conn).start()
-        await anyio.to_thread.run_sync(keeper.tried.wait, 5.0)  # else the first pass would wait a renewal
-        worker = Worker(store, holder=keeper.holder, llm=LLM.from_store(store))
-
-        def stopped() -> bool:
-            return state.stopping.is_set() or not keeper.held.is_set()
-
-        idle = IDLE_SLEEP[0]
-        damaged = ""
-        while not state.stopping.is_set():
-            try:
-                if keeper.held.is_set():
-                    report = await anyio.to_thread.run_sync(lambda: worker.run_pass(should_stop=stopped))
-                    if report.busy:
-                        log.info("worker: %s", report.text())
-                    idle = IDLE_SLEEP[0] if report.busy else min(idle * 2, IDLE_SLEEP[1])
-                else:
-                    idle = 0.5  # another process works; look again soon (the keeper retries every renewal)
-            except StoreDamaged:  # the database's files changed under this server (logged once): it writes no more
-                return
-            except Exception as exc:
-                if is_damage(exc):  # a damaged database: one line per message, not a traceback every pass
-                    from .maintenance import database_error_line
-
-                    line = database_error_line(exc)
-                    if line != damaged:
-                        log.error("worker pass failed, retrying later: %s", line)
-                        damaged = line
-                else:
-                    log.exception("worker pass failed; retrying later")
-                idle = IDLE_SLEEP[1]
-            waited = 0.0
-            while waited < idle and not state.stopping.is_set():
-                await anyio.sleep(0.5)
-                waited += 0.5
-    except Exception:
-        log.exception("the background worker stopped")
-    finally:
-        if keeper is not None:
-            keeper.stop()
-
 
 def run_cli(args: Any) -> int:
     """`agentmem worker [--once | --forever] [--retry-failed]`."""
@@ -470,14 +413,14 @@ def _forever(store: Store, worker: Worker) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     keeper = lease.LeaseKeeper(lambda: store.conn, worker.holder).start()
-    idle = IDLE_SLEEP[0]
+    idle = lease.IDLE_SLEEP[0]
     try:
         while not stop.is_set():
             if keeper.held.wait(timeout=1.0) and not stop.is_set():
                 report = worker.run_pass(should_stop=lambda: stop.is_set() or not keeper.held.is_set())
                 if report.busy:
                     print(report.text(), flush=True)
-                idle = IDLE_SLEEP[0] if report.busy else min(idle * 2, IDLE_SLEEP[1])
+                idle = lease.IDLE_SLEEP[0] if report.busy else min(idle * 2, lease.IDLE_SLEEP[1])
                 stop.wait(idle if not report.busy else 0)
     finally:
         keeper.stop()

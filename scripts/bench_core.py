@@ -3,6 +3,7 @@
     python scripts/bench_core.py [--sizes 10000,100000] [--queries 200] [--saves 200] [--model PATH] [--json OUT]
     python scripts/bench_core.py --sizes 1000000 --store /tmp/stores --build-only   # build once, keep it
     python scripts/bench_core.py --sizes 1000000 --store /tmp/stores --no-ab        # measure it, again and again
+    python scripts/bench_core.py --sizes 1000000 --store /tmp/stores --bulk --build-workers 2 --build-only
     python scripts/bench_core.py --paraphrases [scripts/data/paraphrase_pairs.json] --sizes 1000,10000
 
 Builds each store in a temporary home with the real write path (save_many in batches, the real model; above
@@ -12,7 +13,9 @@ measured in one run; the search's stages (--stages); the vector KNN on the proce
 (index/codes.py) against sqlite-vec's exhaustive scan, with the share of the exhaustive and of the exact
 cosine answer each finds, and whole searches and saves with either (--vector-ab); and the A/Bs of earlier
 changes (fusion, sentence pieces, similar words, model threads; --no-ab skips them). --store keeps each
-built store in DIR/<size> so that later runs measure the same store without building it again.
+built store in DIR/<size> so that later runs measure the same store without building it again. --bulk builds
+the same memories with SQL in large transactions instead (`bulk_build`: the rows a save and the worker's passes
+write, hashed corpus vectors, BM25 indexed from SQLite at the end), for stores the write path takes hours to fill.
 
 --paraphrases: instead of timing, saves the hand-written pairs' memories into each store (among the generated
 ones) and asks each pair's question, which shares no content word with its memory, through hybrid search (as
@@ -199,6 +202,173 @@ def settle(store: Store) -> dict[str, Any]:
     return {"build_s": None, "pieces_s": pieces - started, "words_s": words - pieces}
 
 
+BULK_BATCH = 10_000
+
+
+def bulk_build(store: Store, size: int, seed: int, batch: int = BULK_BATCH, workers: int = 2,
+               progress: bool = True) -> dict[str, float]:
+    """Fill an empty store with the same memories as `build` (the same generator and seed, hashed vectors), written
+    with SQL in transactions of `batch` memories instead of one `save_many` call a batch, then index BM25 from
+    SQLite as `agentmem reindex` does (`maintenance.rebuild_bm25`).
+
+    Each memory is validated and chunked by the real `remember.prepare_saves` (in `workers` forked processes
+    while this one writes), and leaves the rows a save followed by the worker's two passes leaves: its row in
+    memories (with its sentence-piece count and counted words), its chunks and their codes in the KNN table
+    (logged in vector_changes), its sentence pieces, its entities, its audit row in the chain, and its new words
+    in word_vectors. What a save also checks is skipped, as the corpus makes it pointless: no exact duplicate
+    (each text holds its number), no memory superseded (build() passes supersede_check=False too), no answer
+    chunk (no memory is in a session). tests/test_bench_core_bulk.py compares it with `build` table by table."""
+    from agentmem_mcp.db import audit
+    from agentmem_mcp.maintenance import rebuild_bm25
+
+    if store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]:
+        raise SystemExit(f"{store.settings.home}: a bulk build needs an empty store")
+    if not store.embedder.ready:
+        raise SystemExit("a bulk build needs the model's id and dimension (the store's vector table)")
+    rng = random.Random(seed)
+    started = time.perf_counter()
+    real_embed = store.embedder.embed
+    store.embedder.embed = hashed_vectors  # inherited by the forked workers
+    global _PARTS
+    _PARTS = _PrepareParts(store)
+    batches = ([memory_text(rng, n) for n in range(start, min(size, start + batch))]
+               for start in range(0, size, batch))
+    pool = multiprocessing.get_context("fork").Pool(workers) if workers else None
+    stored_words: set[str] = set()
+    done = 0
+    try:
+        prepared_batches = pool.imap(_bulk_prepare, batches) if pool else map(_bulk_prepare, batches)
+        with audit.batched():
+            for prepared in prepared_batches:
+                with store.transaction() as conn:
+                    _bulk_write(conn, store, prepared, stored_words)
+                done += len(prepared)
+                if progress:
+                    rate = done / (time.perf_counter() - started)
+                    print(f"  bulk: {done:,}/{size:,} memories written ({rate:,.0f}/s)", file=sys.stderr, flush=True)
+    finally:
+        store.embedder.embed = real_embed
+        if pool:
+            pool.close()
+            pool.join()
+    written = time.perf_counter()
+    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def shown(stage: str, count: int, total: int) -> None:
+        if progress and (count == total or count % 50_000 < 500):
+            rate = count / max(1e-9, time.perf_counter() - written)
+            print(f"  {stage}: {count:,}/{total:,} ({rate:,.0f}/s)", file=sys.stderr, flush=True)
+
+    rebuild_bm25(store, shown)
+    indexed = time.perf_counter()
+    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return {"build_s": indexed - started, "sql_s": written - started, "bm25_s": indexed - written,
+            "pieces_s": 0.0, "words_s": 0.0, "bulk": True}
+
+
+def _bulk_prepare(items: list[dict]) -> list[tuple]:
+    """A batch validated and embedded as a save does (`prepare_saves`), with what the worker's passes would add:
+    each memory's entities, sentence pieces and their vectors, and its words."""
+    from agentmem_mcp.index import vectors, words
+    from agentmem_mcp.index.document import memory_text as indexed_text
+    from agentmem_mcp.index.entities import extract_entities
+
+    out = []
+    for p in remember.prepare_saves(_PARTS, items, supersede_check=False):
+        d = p.draft
+        if d.session_id is not None or d.type == "summary" or d.source == "consolidation" or d.key is not None:
+            raise ValueError("the bulk build writes only what bench_core's corpus holds")
+        pieces = vectors.memory_pieces(indexed_text(d.title, d.content, d.tags, d.files, for_vectors=True),
+                                       d.content)
+        out.append((d, p.chunks, p.embedded, extract_entities(f"{d.title}\n{d.content}\n" + " ".join(d.files)),
+                    pieces, hashed_vectors(pieces) if pieces else [], words.memory_words(d.title, d.content)))
+    return out
+
+
+def _bulk_write(conn: Any, store: Store, prepared: list[tuple], stored_words: set[str]) -> None:
+    """One batch's rows, as `remember._write` and the worker's passes write them, with one statement a table."""
+    from agentmem_mcp.db import vectors, word_vectors
+    from agentmem_mcp.index import words
+
+    model_id = store.embedder.model_id
+    rows, chunks, codes_rows, entity_rows, saved = [], [], [], [], []
+    uses: dict[str, int] = {}
+    chunk_id = conn.execute("SELECT COALESCE(MAX(id), 0) FROM memory_chunks").fetchone()[0]
+    code_ids = []
+    for d, texts, embedded, entities, pieces, piece_vectors, memory_words in prepared:
+        memory_id = remember.new_memory_id()
+        rows.append((memory_id, d.project, d.tier, d.type, d.title, d.content, json.dumps(d.tags),
+                     json.dumps(d.files), d.source, d.confidence, d.importance, d.priority, int(d.pinned), 1.0, 0,
+                     None, d.created_at, d.created_at, d.valid_from, d.valid_to, d.forget_after, 1, None, memory_id,
+                     1, json.dumps(d.source_ids), d.session_id, d.content_hash, model_id if embedded else None,
+                     d.key, d.quarantined, d.anchor_commit, len(pieces) if embedded else None,
+                     " ".join(memory_words) if embedded else None))
+        for index, (text, vector) in enumerate(zip(texts, embedded or [])):
+            chunk_id += 1
+            chunks.append((chunk_id, memory_id, index, text, vector.tobytes()))
+            codes_rows.append((chunk_id, d.project or "", 1, vector.tobytes()))
+            code_ids.append(chunk_id)
+        if embedded:
+            for index, (text, vector) in enumerate(zip(pieces, piece_vectors)):
+                chunk_id += 1
+                chunks.append((chunk_id, memory_id, vectors.PIECE_INDEX + index, text, vector.tobytes()))
+            for word in memory_words:
+                uses[word] = uses.get(word, 0) + 1
+        entity_rows.extend((memory_id, kind, name) for kind, name in entities)
+        saved.append((memory_id, d))
+    conn.executemany(f"INSERT INTO memories ({BULK_COLUMNS}) VALUES ({','.join('?' * len(BULK_COLUMNS.split(',')))})",
+                     rows)
+    conn.executemany("INSERT INTO memory_chunks (id, memory_id, chunk_index, text, embedding) VALUES (?, ?, ?, ?, ?)",
+                     chunks)
+    conn.executemany(f"INSERT INTO {vectors.TABLE} (chunk_id, project, latest, embedding) "
+                     "VALUES (?, ?, ?, vec_quantize_binary(?))", codes_rows)
+    vectors.log_changes(conn, code_ids)
+    conn.executemany("INSERT OR IGNORE INTO entities (kind, name) VALUES (?, ?)", [(k, n) for _, k, n in entity_rows])
+    conn.executemany("INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) "
+                     "SELECT ?, id FROM entities WHERE kind = ? AND name = ?", entity_rows)
+    new = [w for w in uses if w not in stored_words]
+    word_vectors.add(conn, uses, {w: words.pack(v) for w, v in zip(new, hashed_vectors(new))} if new else {})
+    stored_words.update(new)
+    _bulk_audit(conn, [("save", memory_id, d.project,
+                        {"version": 1, "supersedes": None, "type": d.type, "tier": d.tier, "source": d.source,
+                         "reason": None}, d.created_at, d.content_hash) for memory_id, d in saved])
+
+
+BULK_COLUMNS = ("id, project, tier, type, title, content, tags, files, source, confidence, importance, priority, "
+                "pinned, strength, access_count, last_accessed_at, created_at, updated_at, valid_from, valid_to, "
+                "forget_after, version, parent_id, root_id, is_latest, source_ids, session_id, content_hash, "
+                "embedding_model, key, quarantined, anchor_commit, pieces, words")
+
+
+def _bulk_audit(conn: Any, entries: list[tuple]) -> None:
+    """Append audit rows as `audit.append` does, one after another in the chain, with one INSERT statement: each
+    entry (action, memory id, project, detail, at, the memory's content hash)."""
+    from agentmem_mcp.db import audit
+    from agentmem_mcp.db.connection import after_commit
+
+    row = conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+    prev_hash = row[0] if row else audit.GENESIS
+    database = audit.database_file(conn)
+    key = audit.audit_key(database) if database is not None else None
+    rows = []
+    for action, memory_id, project, detail, at, bound in entries:
+        detail_json = json.dumps(detail or {}, sort_keys=True, ensure_ascii=False)
+        if key is None:
+            scheme, digest = audit.UNKEYED, audit._unkeyed_hash(prev_hash, at, action, memory_id, project, detail_json)
+            bound = None
+        else:
+            scheme, digest = audit.KEYED, audit._keyed_hash(key, prev_hash, at, action, memory_id, project,
+                                                            detail_json, bound)
+        rows.append((at, action, memory_id, project, detail_json, prev_hash, digest, bound, scheme))
+        prev_hash = digest
+    conn.executemany("INSERT INTO audit (at, action, memory_id, project, detail, prev_hash, hash, content_hash, "
+                     "scheme) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    if rows and database is not None and key is not None:
+        seq = conn.execute("SELECT MAX(seq) FROM audit").fetchone()[0]
+        head = {"seq": seq, "hash": prev_hash}
+        after_commit(conn, lambda: audit.write_head(database, head))
+
+
 def disk_bytes(home: Path) -> int:
     """Bytes the store takes on disk: the database, its WAL and the BM25 index (after a checkpoint)."""
     return sum(f.stat().st_size for f in home.rglob("*") if f.is_file() and f.suffix != ".log")
@@ -333,6 +503,58 @@ def time_stages(store: Store, count: int, seed: int) -> dict[str, dict]:
 
 
 @contextlib.contextmanager
+def save_stage_clocks():
+    """Time the stages of each save while inside, each as wall time and as the CPU time of the thread that ran
+    it (the machine's load inflates the first, much less the second): the model embedding the memory, its BM25
+    supersede candidates (on a pool thread, beside the embedding), its vector candidates (the KNN over the
+    codes and the exact re-scoring), the supersede verdicts on all of them, and the write transaction."""
+    from agentmem_mcp.lifecycle import remember
+
+    clocks: dict[str, list[float]] = {}
+    patched = [("_embed", "embedding"), ("_text_candidates", "bm25 candidates"),
+               ("_vector_candidates", "vector candidates (knn)"), ("_choose_old", "supersede verdicts"),
+               ("write_prepared", "write"),
+               ("_candidates", "vector candidates (knn)")]  # its name before the BM25 lookups overlapped the KNN
+    patched = [(name, label) for name, label in patched if hasattr(remember, name)]
+    kept = [(name, getattr(remember, name)) for name, _ in patched]
+
+    def timed(function, label):
+        def run(*args, **kwargs):
+            wall, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                clocks.setdefault(label, []).append((time.perf_counter() - wall) * 1000)
+                clocks.setdefault(f"{label}, CPU", []).append((time.thread_time() - cpu) * 1000)
+        return run
+
+    for (name, label), (_, function) in zip(patched, kept):
+        setattr(remember, name, timed(function, label))
+    try:
+        yield clocks
+    finally:
+        for name, function in kept:
+            setattr(remember, name, function)
+
+
+def time_save_stages(store: Store, count: int, seed: int) -> dict[str, dict]:
+    """Save p50/p95 by stage (see save_stage_clocks) and in all, wall and CPU (every thread of the process), on
+    `count` saves of new generated memories."""
+    rng = random.Random(seed)
+    total, cpu = [], []
+    first = new_numbers(store, 20_000_000)
+    with save_stage_clocks() as clocks:
+        for n in range(count):
+            item = memory_text(rng, first + n)
+            started, used = time.perf_counter(), time.process_time()
+            store.save(item.pop("content"), **item)
+            total.append((time.perf_counter() - started) * 1000)
+            cpu.append((time.process_time() - used) * 1000)
+    return {"save": summary(total), "save, CPU": summary(cpu)} | {label: summary(values)
+                                                                  for label, values in clocks.items()}
+
+
+@contextlib.contextmanager
 def knn_scan(scan: str):
     """Every KNN (search's vector retriever and the save path's supersede check) by this scan while inside."""
     from agentmem_mcp.index import vectors
@@ -436,11 +658,19 @@ class ExactChunks:
         return set(self.ids[np.argpartition(-scores, min(k, len(scores) - 1))[:k]].tolist())
 
 
+def new_numbers(store: Store, base: int) -> int:
+    """The first number to generate timed saves from (`memory_text`), past those of every earlier run on this
+    store: they must write new memories, not duplicates of a previous run's (a duplicate skips the supersede
+    check and the write). A multiple of 21 past `base`, so each run gets the same mix of sentences."""
+    return base + 21 * store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+
+
 def time_saves(store: Store, count: int, seed: int) -> list[float]:
     rng = random.Random(seed)
     timings = []
+    first = new_numbers(store, 10_000_000)
     for n in range(count):
-        item = memory_text(rng, 10_000_000 + n)
+        item = memory_text(rng, first + n)
         started = time.perf_counter()
         store.save(item.pop("content"), **item)
         timings.append((time.perf_counter() - started) * 1000)
@@ -517,11 +747,11 @@ def summary(values: list[float]) -> dict:
 
 def spinning_session(store: Store) -> Any:
     """The model's session as onnxruntime makes it by default (threads that spin after each inference), for
-    the A/B below; None when the model is not on a fastembed session."""
+    the A/B below; None when the model is not run by agentmem itself (index/sentence_model.py)."""
     from agentmem_mcp.index.embedder import session_like
 
     try:
-        return session_like(store.embedder._model.model.model, spinning=True)
+        return session_like(store.embedder._model.session, spinning=True)
     except AttributeError:
         return None
 
@@ -531,15 +761,15 @@ def time_model_threads(store: Store, count: int, seed: int, block: int = 20) -> 
     sleep when idle: index/embedder.without_spinning) and as onnxruntime makes it by default, in blocks of
     `block` searches and block / 2 saves, alternating which goes first: what spinning threads cost or save."""
     rng = random.Random(seed)
-    inner = store.embedder._model.model
-    sessions = {"quiet": inner.model, "spinning": spinning_session(store)}
+    inner = store.embedder._model
+    sessions = {"quiet": getattr(inner, "session", None), "spinning": spinning_session(store)}
     timings: dict[str, list[float]] = {f"{name} {what}": [] for name in sessions for what in ("search", "save")}
     if sessions["spinning"] is None:
         return {}
     try:
         for n in range(max(1, count // block)):
             for name in (("quiet", "spinning") if n % 2 else ("spinning", "quiet")):
-                inner.model = sessions[name]
+                inner.session = sessions[name]
                 for _ in range(block):
                     query = rng.choice(QUERIES)
                     started = time.perf_counter()
@@ -551,7 +781,7 @@ def time_model_threads(store: Store, count: int, seed: int, block: int = 20) -> 
                     store.save(item.pop("content"), **item)
                     timings[f"{name} save"].append((time.perf_counter() - started) * 1000)
     finally:
-        inner.model = sessions["quiet"]
+        inner.session = sessions["quiet"]
     return timings
 
 
@@ -578,8 +808,11 @@ def bench_store(args: argparse.Namespace, embedder: Embedder, size: int, synthet
         if built is None:
             print(f"building {size:,} memories", file=sys.stderr)
             before = store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-            built = build(store, size, seed=size, synthetic_vectors=synthetic, workers=args.build_workers)
-            built["corpus_vectors"] = "hashed" if synthetic else "model"
+            if args.bulk:
+                built = bulk_build(store, size, seed=size, workers=args.build_workers)
+            else:
+                built = build(store, size, seed=size, synthetic_vectors=synthetic, workers=args.build_workers)
+            built["corpus_vectors"] = "hashed" if synthetic or args.bulk else "model"
             built["resumed_from"] = before  # memories an interrupted build had made (its time is not counted)
             if args.store:
                 marker.write_text(json.dumps(built))
@@ -606,9 +839,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-only", action="store_true", help="build (or check) the stores, measure nothing")
     parser.add_argument("--build-workers", type=int, default=0,
                         help="processes that validate and embed the build's batches while this one writes them")
+    parser.add_argument("--bulk", action="store_true", help="build with SQL in large transactions (bulk_build: "
+                        "the same rows as the write path, hashed corpus vectors, BM25 indexed from SQLite at the end)")
     parser.add_argument("--as-is", action="store_true", help="with --store: measure a store whose build was "
                         "interrupted as it is (its memory count is reported) instead of resuming the build")
     parser.add_argument("--stages", type=int, default=100, help="searches timed stage by stage (0: none)")
+    parser.add_argument("--save-stages", type=int, default=0, help="saves timed stage by stage, wall and CPU")
     parser.add_argument("--vector-ab", type=int, default=50,
                         help="queries (and as many stored texts) for the code-copy against vec0 KNN A/B (0: none)")
     parser.add_argument("--no-ab", action="store_true", help="skip the fusion, pieces, similar-words and "
@@ -649,6 +885,8 @@ def main(argv: list[str] | None = None) -> int:
             row["search_after_saves"] = summary(time_searches(store, args.queries, seed=3))
             if args.stages:
                 row["stages"] = time_stages(store, args.stages, seed=8)
+            if args.save_stages:
+                row["save_stages"] = time_save_stages(store, args.save_stages, seed=11)
             if args.vector_ab:
                 row["vector_scan_ab"] = time_vector_scans(store, args.vector_ab, seed=9, synthetic=synthetic)
                 row["search_scan_ab"] = {name: summary(values)
@@ -674,6 +912,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['corpus_vectors']}")
         for stage, figures in row.get("stages", {}).items():
             print(f"{size:>9,}: stage {stage}: p50 {figures['p50_ms']} / p95 {figures['p95_ms']} ms (n={figures['n']})")
+        for stage, figures in row.get("save_stages", {}).items():
+            print(f"{size:>9,}: save stage {stage}: p50 {figures['p50_ms']} / p95 {figures['p95_ms']} ms "
+                  f"(n={figures['n']})")
         if ab := row.get("vector_scan_ab"):
             for scan, figures in ab.items():
                 print(f"{size:>9,}: vector KNN by {scan}: p50/p95 {figures['p50_ms']}/{figures['p95_ms']} ms, "

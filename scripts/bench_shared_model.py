@@ -1,14 +1,20 @@
-"""Memory and search latency of several `agentmem serve` sessions, with one shared model or a model each.
+"""Memory and search latency of several `agentmem serve` sessions: relayed to the shared process, servers sharing
+its model, or servers with a model each.
 
-    python scripts/bench_shared_model.py [--sessions 4] [--memories 2000] [--searches 30] [--rounds 2] [--json OUT]
+    python scripts/bench_shared_model.py [--sessions 4] [--memories 2000] [--searches 30] [--rounds 2]
+        [--modes relay,server] [--json OUT]
 
-Starts N real servers over stdio with the MCP SDK's client (as N Claude Code sessions would), in one home on
-a store of M memories, waits until every one searches with vectors, then runs searches round-robin through
-all of them (`memory_search`, p50 / p95 of the call as the client sees it) and sums the memory of every
-agentmem process (the servers and, when shared, the embedding process): VmRSS from /proc/PID/status, and PSS
-from /proc/PID/smaps_rollup (shared library pages counted once). Modes alternate, round by round:
-`shared` (the default) and `own` (AGENTMEM_SHARED_EMBEDDER=0). In each shared round the embedding process is
-killed halfway through the searches: every later search must still answer, with vectors ("hybrid").
+Starts N real `agentmem serve` over stdio with the MCP SDK's client (as N Claude Code sessions would, one after the
+other, timing each spawn -> `initialize` answer), in one home on a store of M memories, waits until every one
+searches with vectors, then runs searches round-robin through all of them (`memory_search`, p50 / p95 of the call as
+the client sees it) and sums the memory of every agentmem process (the relays or servers and the shared process):
+VmRSS from /proc/PID/status, and PSS from /proc/PID/smaps_rollup (shared library pages counted once), also given
+per process. Modes alternate, round by round: `relay` (the default: each `serve` relays its session to the shared
+process), `server` (AGENTMEM_SHARED_SERVER=0: each `serve` is a server, sharing the shared process's model) and
+`own` (AGENTMEM_SHARED_SERVER=0 AGENTMEM_SHARED_EMBEDDER=0: a model in each server). In `relay` and `server` rounds
+the shared process is killed halfway through the searches: every later search must still answer, with vectors
+("hybrid"; a relay then serves its session itself; a search the kill cut is answered with an error, called again
+and counted). On a checkout without relays, `relay` and `server` are the same.
 The store's memories get hashed vectors (the model would take minutes to embed them); queries use the model.
 """
 
@@ -35,6 +41,7 @@ from bench_core import DEFAULT_MODEL, MODEL_NAME, QUERIES, build, percentile  # 
 from machine import describe_machine  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.index.embed_service import ServiceClient, ServiceUnavailable  # noqa: E402
@@ -78,21 +85,33 @@ def service_pid(home: Path, model: Path) -> int | None:
     return client.pid
 
 
+def is_shared_process(pid: int) -> bool:
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    return b"shared_process" in cmdline or b"embed_service" in cmdline
+
+
+MODE_ENV = {"relay": {}, "server": {"AGENTMEM_SHARED_SERVER": "0"},
+            "own": {"AGENTMEM_SHARED_SERVER": "0", "AGENTMEM_SHARED_EMBEDDER": "0"}}
+
+
 async def run_round(mode: str, sessions: int, searches: int, env: dict[str, str], project: Path, home: Path,
                     model: Path, seed: int) -> dict:
-    env = dict(env, AGENTMEM_SHARED_EMBEDDER="1" if mode == "shared" else "0")
+    env = dict(env, **MODE_ENV[mode])
     params = StdioServerParameters(command=sys.executable, args=["-m", "agentmem_mcp", "serve"], env=env,
                                    cwd=str(project))
     rng = random.Random(seed)
     result: dict = {"mode": mode}
     async with AsyncExitStack() as stack:
-        clients = []
+        clients, init_ms = [], []
         started = time.perf_counter()
         for _ in range(sessions):
+            spawned = time.perf_counter()
             read, write = await stack.enter_async_context(stdio_client(params))
             session = await stack.enter_async_context(ClientSession(read, write))
             await session.initialize()
+            init_ms.append(round((time.perf_counter() - spawned) * 1000, 1))
             clients.append(session)
+        result["init_ms"] = init_ms
 
         async def search(session: ClientSession, query: str) -> dict:
             answer = await session.call_tool("memory_search", {"query": query})
@@ -107,18 +126,27 @@ async def run_round(mode: str, sessions: int, searches: int, env: dict[str, str]
         await anyio.sleep(1.0)
         pids = agentmem_processes(home)
         memory = [memory_mb(pid) for pid in pids]
+        shared = [is_shared_process(pid) for pid in pids]
         result.update(processes=len(pids), rss_sum_mb=round(sum(m[0] for m in memory), 1),
                       pss_sum_mb=round(sum(m[1] for m in memory), 1),
-                      rss_each_mb=sorted(round(m[0], 1) for m in memory))
-        timings, modes, killed = [], [], None
+                      rss_each_mb=sorted(round(m[0], 1) for m in memory),
+                      rss_shared_process_mb=[round(m[0], 1) for m, s in zip(memory, shared) if s],
+                      pss_shared_process_mb=[round(m[1], 1) for m, s in zip(memory, shared) if s],
+                      rss_serve_mb=sorted(round(m[0], 1) for m, s in zip(memory, shared) if not s),
+                      pss_serve_mb=sorted(round(m[1], 1) for m, s in zip(memory, shared) if not s))
+        timings, modes, killed, cut = [], [], None, 0
         for n in range(searches * sessions):
-            if mode == "shared" and n == searches * sessions // 2:
+            if mode != "own" and n == searches * sessions // 2:
                 killed = service_pid(home, model)
                 if killed is not None:
                     os.kill(killed, signal.SIGKILL)
             query = rng.choice(QUERIES)
             begin = time.perf_counter()
-            found = await search(clients[n % sessions], query)
+            try:
+                found = await search(clients[n % sessions], query)
+            except MCPError:  # cut by the kill (a relay answers a request in flight with an error): once more
+                cut += 1
+                found = await search(clients[n % sessions], query)
             timings.append((time.perf_counter() - begin) * 1000)
             modes.append(found["mode"])
         half = len(timings) // 2
@@ -126,10 +154,10 @@ async def run_round(mode: str, sessions: int, searches: int, env: dict[str, str]
                                "p95": round(percentile(timings, 0.95), 1)}
         result["search_first_half_ms"] = {"p50": round(statistics.median(timings[:half]), 1),
                                           "p95": round(percentile(timings[:half], 0.95), 1)}
-        if mode == "shared":
+        if mode != "own":
             after = timings[half:]
             result["killed_embedding_process"] = killed
-            result["after_kill"] = {"searches": len(after), "answered": len(after),
+            result["after_kill"] = {"searches": len(after), "answered": len(after), "cut_and_called_again": cut,
                                     "hybrid": sum(m == "hybrid" for m in modes[half:]),
                                     "first_ms": [round(t, 1) for t in after[:sessions + 2]],
                                     "max_ms": round(max(after), 1),
@@ -144,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--searches", type=int, default=30, help="per session and round")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of each mode, alternated")
+    parser.add_argument("--modes", default="relay,server", help="comma-separated: relay, server, own")
     parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH", DEFAULT_MODEL)))
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
@@ -163,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"building {args.memories:,} memories", file=sys.stderr)
             build(store, args.memories, seed=7, synthetic_vectors=True)
         del embedder
-        modes = ["shared", "own"]
+        modes = args.modes.split(",")
         for n in range(args.rounds):
             for mode in modes if n % 2 == 0 else modes[::-1]:
                 print(f"round {n + 1}: {mode}", file=sys.stderr, flush=True)
@@ -174,9 +203,12 @@ def main(argv: list[str] | None = None) -> int:
                 deadline = time.time() + 30  # the embedding process leaves once its servers have gone
                 while agentmem_processes(home) and time.time() < deadline:
                     time.sleep(0.5)
-    by_mode = {mode: [r for r in report["rounds"] if r["mode"] == mode] for mode in ("shared", "own")}
+    by_mode = {mode: [r for r in report["rounds"] if r["mode"] == mode] for mode in modes}
     report["summary"] = {mode: {"rss_sum_mb": [r["rss_sum_mb"] for r in rounds],
                                 "pss_sum_mb": [r["pss_sum_mb"] for r in rounds],
+                                "rss_shared_process_mb": [r["rss_shared_process_mb"] for r in rounds],
+                                "rss_serve_mb": [r["rss_serve_mb"] for r in rounds],
+                                "init_ms": [r["init_ms"] for r in rounds],
                                 "search_p50_ms": [r["search_ms"]["p50"] for r in rounds],
                                 "search_p95_ms": [r["search_ms"]["p95"] for r in rounds],
                                 "search_p95_first_half_ms": [r["search_first_half_ms"]["p95"] for r in rounds]}

@@ -30,6 +30,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import numpy as np  # noqa: E402
 from machine import describe_machine  # noqa: E402
 
+from agentmem_mcp.db import vectors as vector_rows  # noqa: E402
 from agentmem_mcp.db.connection import connect, write_transaction  # noqa: E402
 from agentmem_mcp.db.migrations import migrate  # noqa: E402
 from agentmem_mcp.index import codes, vectors  # noqa: E402
@@ -66,7 +67,7 @@ def build(path: Path, count: int, seed: int, batch: int = 20000) -> None:
     conn = connect(path)
     migrate(conn)
     with write_transaction(conn):
-        vectors.ensure_table(conn, "bench", DIMENSION)
+        vector_rows.ensure_table(conn, "bench", DIMENSION)
     done = conn.execute("SELECT COUNT(*) FROM memory_chunks").fetchone()[0]
     if done >= count:
         conn.close()

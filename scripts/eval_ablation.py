@@ -53,6 +53,7 @@ from eval_common import (  # noqa: E402
     write_json,
 )
 
+from agentmem_mcp.db import word_vectors as stored_word_vectors  # noqa: E402
 from agentmem_mcp.index import words as word_vectors  # noqa: E402
 from agentmem_mcp.index.fulltext import FulltextDoc, FulltextIndex  # noqa: E402
 from agentmem_mcp.index.neighbours import context_text  # noqa: E402
@@ -168,7 +169,7 @@ class Haystack:
         self.memory_words = {i: word_vectors.searched_words(stored[m]) for i, m in enumerate(memory_ids)
                              if m in stored}
         self.word_vectors = word_vectors.Vocabulary.from_blobs(
-            word_vectors.lookup(store.conn, [w for ws in self.memory_words.values() for w in ws]))
+            stored_word_vectors.lookup(store.conn, [w for ws in self.memory_words.values() for w in ws]))
         self.embedder, self.more = embedder, more
         if more:
             stamp_free, owners = [], []

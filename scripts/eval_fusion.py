@@ -15,16 +15,29 @@ agent calls it, so the variants differ by their fusion alone:
   shipped row equals eval_coding.py's only when its searches left the ranking as they found it).
 
 A variant changes, for one search, BM25's weight in score fusion (or its scores) from what that search's own
-candidates show. This script wraps `retrieval.fuse_scores` for its own runs; the product is not changed by it.
+candidates show, on top of the shipped weight (`ranking.keyword_trust`); `flat` is the fusion before that factor
+(BM25's weight as set). This script wraps `retrieval.fuse_scores` for its own runs; the product is not changed by it.
 Signals, for BM25's best hit (after similar words) against the vector results (every candidate's cosine):
 `meaning` = its cosine / the best cosine; `meaning3` = the mean cosine of BM25's top 3 / that of the vectors' top
 3; `share` = the weighted share of the query's terms its text holds (`retrieval.pending_matches`); `terms` = how
-many distinct query terms it holds; `margin` = (best cosine - second) / best. clamp(x, lo, hi) maps lo..hi to 0..1.
+many distinct query terms it holds; `margin` = (best cosine - second) / best; `rare` = the highest IDF, against an
+unseen term's, of the query terms it holds; `idfshare` = BM25's best score (after similar words) against the sum of
+the query terms' IDF. clamp(x, lo, hi) maps lo..hi to 0..1. `graph:F` multiplies the graph's weight by F;
+`idf-margin:a:b:c:d` multiplies BM25's weight by max(clamp(idfshare, a, b), 1 - clamp(margin, c, d)).
+`trust:a:b:c:d` replaces the shipped factor's ranges (`keyword_complete` = a..b, `vector_stands_out` = c..d; the
+shipped one is trust:0.2:0.6:0.02:0.12); `vrank:lo:hi` multiplies BM25's weight by 1 - clamp(the rank of BM25's
+best hit among the cosines, lo, hi) (agreement of the two retrievers' best). Variants that change how a retriever's
+scores become 0..1 instead of dividing by its best: `fullnorm:a` divides BM25's by max(its best, a x a full
+match's score), so a partial match counts as the share of a full one it scores; `vfloor:F` counts cosines from F
+(`vfloor:min`: from the lowest of the vector retriever's own candidates), (cos - F) / (best - F); `dbsf:z` maps
+BM25's and the vectors' scores each from their mean - z standard deviations (0) to their best (1). Parts join with
+`+` (`similar-words:2.0+trust:0.4:0.8:0:0.02`); `flat` as a part removes the shipped factor.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import statistics
@@ -40,7 +53,7 @@ from agentmem_mcp import retrieval  # noqa: E402
 
 SHIPPED = retrieval.fuse_scores
 MODEL = Path("/work/shared/models/all-MiniLM-L6-v2-onnx-int8")
-DEFAULT_VARIANTS = ("shipped,no-bm25,meaning:0.5:0.9,meaning:0.6:1.0,meaning3:0.5:0.9,gate:0.4:0.8,share:0.2:0.6,"
+DEFAULT_VARIANTS = ("shipped,flat,no-bm25,meaning:0.5:0.9,meaning:0.6:1.0,meaning3:0.5:0.9,gate:0.4:0.8,share:0.2:0.6,"
                     "share-or-meaning:0.2:0.6:0.5:0.9,one-term:0.5,one-term:0.25,one-term-margin:0.25:0.1,"
                     "margin:0.1:0.3,similar-words:1.0,similar-words:2.0")
 _now: dict[str, Any] = {"variant": "shipped", "store": None, "query": ""}
@@ -60,10 +73,13 @@ def signals(results: dict[str, list[tuple[str, float]]]) -> dict[str, float] | N
     top = sorted(cosine.values(), reverse=True)
     store, query = _now["store"], _now["query"]
     share = retrieval.pending_matches(store, query, [bm25[0][0]], None, False).get(bm25[0][0], 0.0)
+    matched = _matched(store, query, bm25[0][0])
     return {"meaning": max(cosine.get(bm25[0][0], 0.0), 0.0) / best,
+            "rare": max((_rarity(store, t) for t in matched), default=0.0),
             "meaning3": statistics.mean(max(cosine.get(i, 0.0), 0.0) for i, _ in bm25[:3]) / statistics.mean(top[:3]),
             "share": share, "terms": _terms(store, query, bm25[0][0]), "query_terms": len(_query_terms(store, query)),
-            "margin": (top[0] - top[1]) / top[0] if len(top) > 1 else 1.0, "best": best}
+            "margin": (top[0] - top[1]) / top[0] if len(top) > 1 else 1.0, "best": best,
+            "vrank": 1 + sum(1 for score in cosine.values() if score > cosine.get(bm25[0][0], 0.0))}
 
 
 def _query_terms(store: Any, query: str) -> set[str]:
@@ -72,28 +88,109 @@ def _query_terms(store: Any, query: str) -> set[str]:
     return set(store.fulltext.query_terms(without_relative_time(query)))
 
 
-def _terms(store: Any, query: str, memory_id: str) -> int:
+def _full_match() -> float:
+    """A full keyword match's BM25 score for the current query (`FulltextIndex.full_match_score`)."""
+    store, query = _now["store"], _now["query"]
+    return store.fulltext.full_match_score(list(_query_terms(store, query)))
+
+
+def _idf_share(results: dict[str, list[tuple[str, float]]]) -> float:
+    """BM25's best score (after similar words) against a full match's (`FulltextIndex.full_match_score`)."""
+    bm25 = results.get("bm25") or []
+    if not bm25:
+        return 1.0
+    full = _full_match()
+    return max(score for _, score in bm25) / full if full > 0 else 1.0
+
+
+def _rarity(store: Any, term: str) -> float:
+    """A term's BM25 IDF in the store relative to an unseen term's: 1 for a term one memory holds, near 0 for
+    one every memory holds."""
+    from agentmem_mcp.index.fulltext import bm25_idf
+
+    searcher = store.fulltext._searcher()
+    total = max(searcher.num_docs, 1)
+    return bm25_idf(total, searcher.doc_freq("text", term)) / bm25_idf(total, 0)
+
+
+def _matched(store: Any, query: str, memory_id: str) -> set[str]:
     from agentmem_mcp.index.document import memory_text
     from agentmem_mcp.index.tokenize import index_text
 
     row = store.conn.execute("SELECT title, content, tags, files FROM memories WHERE id = ?", (memory_id,)).fetchone()
     if row is None:
-        return 0
+        return set()
     text = memory_text(row["title"], row["content"], json.loads(row["tags"]), json.loads(row["files"]))
-    return len(_query_terms(store, query) & set(store.fulltext.analyzer.analyze(index_text(text))))
+    return _query_terms(store, query) & set(store.fulltext.analyzer.analyze(index_text(text)))
+
+
+def _terms(store: Any, query: str, memory_id: str) -> int:
+    return len(_matched(store, query, memory_id))
+
+
+def _fusion_part(variant: str) -> str:
+    """The part of a variant that acts in the fusion (similar-words, trust and flat act before it)."""
+    parts = [part for part in variant.split("+") if part.split(":")[0] not in ("similar-words", "trust", "flat")]
+    if len(parts) > 1:
+        raise SystemExit(f"variant {variant!r}: at most one fusion part")
+    return parts[0] if parts else "shipped"
+
+
+def _normalised(results, weights, absent, gains: dict[str, Callable[[list[float]], Callable[[float], float]]]):
+    """Score fusion with each retriever's scores mapped to 0..1 by `gains[name](its scores)` instead of being
+    divided by its best (a retriever not named keeps that)."""
+    from agentmem_mcp.ranking import _fuse
+
+    mapped = {}
+    for name, pairs in results.items():
+        scores = [score for _, score in pairs]
+        best = max(scores, default=0.0)
+        gain = gains[name](scores) if name in gains and scores else (
+            lambda score, best=best: max(score, 0.0) / best if best > 0 else 0.0)
+        mapped[name] = sorted(((item, gain(score)) for item, score in pairs), key=lambda pair: -pair[1])
+    return _fuse(mapped, weights, absent, lambda _rank, score, _best: score)
+
+
+def _from_floor(floor: float) -> Callable[[list[float]], Callable[[float], float]]:
+    def gain(scores: list[float]) -> Callable[[float], float]:
+        best = max(scores)
+        return lambda score: clamp(score, floor, best) if best > floor else 0.0
+    return gain
+
+
+def _dbsf(z: float) -> Callable[[list[float]], Callable[[float], float]]:
+    def gain(scores: list[float]) -> Callable[[float], float]:
+        low, best = statistics.mean(scores) - z * statistics.pstdev(scores), max(scores)
+        return lambda score: clamp(score, low, best) if best > low else 1.0
+    return gain
 
 
 def _variant_fusion(results, weights, absent=None):
-    kind, *numbers = _now["variant"].split(":")
+    kind, *numbers = _fusion_part(_now["variant"]).split(":")
+    if kind == "vfloor" and numbers == ["min"]:  # the vector retriever's own candidates come first
+        return _normalised(results, weights, absent, {"vector": lambda scores: _from_floor(
+            min(scores[:retrieval.RETRIEVER_DEPTH]))(scores)})
     p = [float(n) for n in numbers]
-    s = signals(results) if kind not in ("shipped", "similar-words") and "vector" in results else None
+    if kind == "vfloor":
+        return _normalised(results, weights, absent, {"vector": _from_floor(p[0])})
+    if kind == "dbsf":
+        return _normalised(results, weights, absent, {"bm25": _dbsf(p[0]), "vector": _dbsf(p[0])})
+    if kind == "fullnorm":
+        full = _full_match()
+        return _normalised(results, weights, absent, {"bm25": lambda scores: (
+            lambda score, top=max(max(scores), p[0] * full): max(score, 0.0) / top if top > 0 else 0.0)})
+    if kind == "graph":
+        return SHIPPED(results, {**weights, "graph": weights["graph"] * p[0]}, absent)
+    if kind == "idfshare":
+        return SHIPPED(results, {**weights, "bm25": weights["bm25"] * clamp(_idf_share(results), p[0], p[1])}, absent)
+    s = signals(results) if kind != "shipped" and "vector" in results else None
     if s is None:
         return SHIPPED(results, weights, absent)
     weights = dict(weights)
     few_terms = s["terms"] <= 1 and s["query_terms"] >= 3
     if kind == "no-bm25":
         weights["bm25"] = 0.0
-    elif kind in ("meaning", "meaning3", "share"):
+    elif kind in ("meaning", "meaning3", "share", "rare"):
         weights["bm25"] *= clamp(s[kind], p[0], p[1])
     elif kind == "share-or-meaning":
         weights["bm25"] *= max(clamp(s["share"], p[0], p[1]), clamp(s["meaning"], p[2], p[3]))
@@ -101,8 +198,12 @@ def _variant_fusion(results, weights, absent=None):
         weights["bm25"] *= p[0] if few_terms else 1.0
     elif kind == "one-term-margin":
         weights["bm25"] *= p[0] if few_terms and s["margin"] > p[1] else 1.0
+    elif kind == "idf-margin":  # lowered only where BM25's best is incomplete and the vectors' best stands out
+        weights["bm25"] *= max(clamp(_idf_share(results), p[0], p[1]), 1 - clamp(s["margin"], p[2], p[3]))
     elif kind == "margin":
         weights["bm25"] *= 1 - clamp(s["margin"], p[0], p[1])
+    elif kind == "vrank":
+        weights["bm25"] *= 1 - clamp(s["vrank"], p[0], p[1])
     elif kind == "gate":  # each candidate's BM25 score x clamp(its cosine / the best cosine)
         cosine = dict(results["vector"])
         results = {**results, "bm25": [(i, score * clamp(max(cosine.get(i, 0.0), 0.0) / s["best"], p[0], p[1]))
@@ -112,16 +213,29 @@ def _variant_fusion(results, weights, absent=None):
     return SHIPPED(results, weights, absent)
 
 
+def _trust_with(shipped: Callable[..., float], ranges: list[float], completeness: float, margin: float | None,
+                *_: Any) -> float:
+    """The shipped factor (`ranking.keyword_trust`) with the ranges of a `trust:a:b:c:d` variant."""
+    return shipped(completeness, margin, (ranges[0], ranges[1]), (ranges[2], ranges[3]))
+
+
 def search_as(store: Any, variant: str, query: str, **options: Any) -> list[Any]:
-    """The hits of one search with `variant`'s fusion (similar-words:W sets soft_match_weight for it)."""
+    """The hits of one search with `variant`'s fusion (similar-words:W sets soft_match_weight for it, trust:a:b:c:d
+    the shipped factor's ranges, flat removes that factor)."""
     _now.update(variant=variant, store=store, query=query)
-    saved = store.settings
-    if variant.startswith("similar-words:"):
-        store.settings = saved.replace(soft_match_weight=float(variant.split(":")[1]))
+    saved, trust = store.settings, retrieval.keyword_trust
+    for part in variant.split("+"):
+        kind, *numbers = part.split(":")
+        if kind == "similar-words":
+            store.settings = saved.replace(soft_match_weight=float(numbers[0]))
+        elif kind == "flat":
+            retrieval.keyword_trust = lambda *_: 1.0
+        elif kind == "trust":
+            retrieval.keyword_trust = functools.partial(_trust_with, trust, [float(n) for n in numbers])
     try:
         return store.search(query, record_access=False, **options).hits
     finally:
-        store.settings = saved
+        store.settings, retrieval.keyword_trust = saved, trust
 
 
 def paraphrases(variants: list[str], home: Path) -> dict[str, dict]:

@@ -146,16 +146,25 @@ def processes_of(home: Path) -> list[int]:
     return found
 
 
-def serve_pids(home: Path) -> list[int]:
-    pids = []
+def _command_lines(home: Path) -> list[tuple[int, list[bytes]]]:
+    """(pid, argv) of each live process of `home`."""
+    found = []
     for pid in processes_of(home):
         try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            found.append((pid, Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")))
         except OSError:
             continue
-        if b"serve" in argv and not any(a.endswith(b"run-hook.sh") for a in argv):
-            pids.append(pid)
-    return pids
+    return found
+
+
+def serve_pids(home: Path) -> list[int]:
+    return [pid for pid, argv in _command_lines(home)
+            if b"serve" in argv and not any(a.endswith(b"run-hook.sh") for a in argv)]
+
+
+def shared_pids(home: Path) -> list[int]:
+    """Pids of the user's shared process of `home` (agentmem_mcp/shared_process.py)."""
+    return [pid for pid, argv in _command_lines(home) if any(b"agentmem_mcp.shared_process" in a for a in argv)]
 
 
 def kill9(pid: int) -> None:
@@ -192,9 +201,9 @@ def _inodes(path: str, listening_only: bool, allowed: tuple[str, ...] = ()) -> s
 
 def network_listeners(pids: list[int], home: Path | None = None) -> list[str]:
     """Sockets the processes listen on (TCP listen, any UDP socket, a listening Unix socket): should be none, but
-    for the shared process's sockets in `home` (0600, in the private home): embeddings (index/embed_service.py)
-    and hook events handed to it (capture/hook_service.py)."""
-    allowed = (str(home / "embed.sock"), str(home / "hooks.sock")) if home is not None else ()
+    for the shared process's sockets in `home` (0600, in the private home): embeddings (index/embed_service.py),
+    hook events handed to it (capture/hook_service.py) and relayed sessions (session_host.py)."""
+    allowed = tuple(str(home / name) for name in ("embed.sock", "hooks.sock", "sessions.sock")) if home else ()
     table = {}
     for name in ("tcp", "tcp6"):
         table.update({inode: name for inode in _inodes(f"/proc/net/{name}", True)})

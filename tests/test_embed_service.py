@@ -1,4 +1,5 @@
-"""The shared embedding process (index/embed_service.py): real servers over stdio, the real process and model.
+"""The shared embedding process (index/embed_service.py): real servers over stdio (AGENTMEM_SHARED_SERVER=0; relays
+are tests/test_relay.py), the real process and model.
 
 Every test starts its own process in its own home; each exits by itself once its servers are gone."""
 
@@ -81,8 +82,8 @@ def _shared(home: Path, model_path: Path, **kwargs) -> SharedEmbedder:
 def test_servers_share_one_model_and_search_on_when_it_is_killed(cli_env, private_home, model_path, tmp_path):
     project = tmp_path / "webapp"
     (project / ".git").mkdir(parents=True)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "agentmem_mcp", "serve"], env=cli_env,
-                                   cwd=str(project))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "agentmem_mcp", "serve"],
+                                   env={**cli_env, "AGENTMEM_SHARED_SERVER": "0"}, cwd=str(project))
 
     async def search(session: ClientSession, query: str) -> dict:
         result = await session.call_tool("memory_search", {"query": query})
@@ -123,9 +124,18 @@ def test_servers_share_one_model_and_search_on_when_it_is_killed(cli_env, privat
                 for session in (a, b):  # each reaches a new shared process or embeds on its own: vectors go on
                     found = await search(session, "which package manager installs dependencies")
                     assert found["mode"] == "hybrid" and found["hits"][0]["id"] == memory_id
-                client = ServiceClient(private_home, MODEL_NAME, model_path)
-                assert client.pid != service and _alive(client.pid)
-                client.close()
+                started: list[ServiceClient] = []  # by a server, in the background if its search embedded itself
+
+                def answers() -> bool:
+                    try:
+                        started.append(ServiceClient(private_home, MODEL_NAME, model_path))
+                    except ServiceUnavailable:
+                        return False
+                    return True
+
+                assert _wait_for(answers, 60)
+                assert started[0].pid != service and _alive(started[0].pid)
+                started[0].close()
 
     anyio.run(scenario)
 
@@ -188,3 +198,65 @@ def test_the_shared_process_answers_only_for_its_own_model(private_home, model_p
         connect_or_start(private_home, "BAAI/bge-small-en-v1.5", None, 5)
     assert _alive(client.pid)
     client.close()
+
+
+def _imported(log: Path) -> set[str]:
+    """The modules a process started with `-X importtime` has imported so far (its stderr)."""
+    lines = log.read_text(errors="replace").splitlines()
+    return {line.split("|")[-1].strip() for line in lines if line.startswith("import time:") and "|" in line}
+
+
+# what fastembed brings beside the model (requests' charset_normalizer, PIL, mmh3), seen as the libraries mapped
+FASTEMBED_LIBRARIES = ("/PIL/", "/charset_normalizer/", "/mmh3", "/py_rust_stemmers/")
+
+
+def test_servers_hold_no_model_and_only_the_lease_holder_imports_the_worker(cli_env, private_home, model_path,
+                                                                            tmp_path):
+    """Four sessions' memory (issue 22): a server with the shared process imports no model runtime, the server that
+    holds the worker lease imports the worker and the others never do, and the shared process runs the model
+    without fastembed's imports."""
+    from agentmem_mcp import lease
+    from agentmem_mcp.db.connection import connect
+
+    project = tmp_path / "webapp"
+    (project / ".git").mkdir(parents=True)
+    logs = [tmp_path / f"server-{n}.log" for n in range(2)]
+    params = StdioServerParameters(command=sys.executable, args=["-X", "importtime", "-m", "agentmem_mcp", "serve"],
+                                   env={**cli_env, "AGENTMEM_SHARED_SERVER": "0"}, cwd=str(project))
+
+    async def hybrid(session: ClientSession) -> None:
+        for _ in range(240):
+            result = await session.call_tool("memory_search", {"query": "which package manager"})
+            if json.loads(result.content[0].text)["mode"] == "hybrid":
+                return
+            await anyio.sleep(0.25)
+        raise AssertionError("search never used vectors")
+
+    async def scenario() -> None:
+        with open(logs[0], "w") as log_a, open(logs[1], "w") as log_b:
+            async with stdio_client(params, errlog=log_a) as (read_a, write_a), \
+                    stdio_client(params, errlog=log_b) as (read_b, write_b):
+                async with ClientSession(read_a, write_a) as a, ClientSession(read_b, write_b) as b:
+                    await a.initialize()
+                    await b.initialize()
+                    await hybrid(a)
+                    await hybrid(b)
+                    assert _wait_for(lambda: any("agentmem_mcp.worker" in _imported(log) for log in logs), 60)
+                    conn = connect(private_home / "agentmem.db")
+                    try:
+                        holder = lease.current(conn)
+                    finally:
+                        conn.close()
+                    assert holder is not None and int(holder[0].split(":")[1]) in _servers_of(private_home)
+                    imported = [_imported(log) for log in logs]
+                    assert sum("agentmem_mcp.worker" in modules for modules in imported) == 1
+                    for modules in imported:
+                        assert "agentmem_mcp.index.embed_service" in modules and "numpy" in modules
+                        assert not modules & {"fastembed", "onnxruntime", "tokenizers", "huggingface_hub"}
+                    client = ServiceClient(private_home, MODEL_NAME, model_path)
+                    maps = Path(f"/proc/{client.pid}/maps").read_text()
+                    client.close()
+                    assert "onnxruntime" in maps and "tokenizers" in maps
+                    assert not any(library in maps for library in FASTEMBED_LIBRARIES)
+
+    anyio.run(scenario)

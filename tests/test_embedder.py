@@ -10,31 +10,107 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .conftest import REPO
+from .conftest import MODEL_NAME, REPO
 
 
-def test_the_model_runs_on_a_session_whose_threads_do_not_spin(embedder):
+def test_the_model_runs_on_a_session_whose_threads_do_not_spin(embedder, model_path):
     """onnxruntime's threads spinning after an inference took a core from the rest of a search on two
-    cores: the loaded model runs on a session made again with spinning off, and embeds the same."""
+    cores, and its memory arena kept the peak of every batch: the model runs on a session with neither. A model
+    left to fastembed gets its session made again that way (`without_spinning`), and embeds the same."""
     from fastembed import TextEmbedding
 
     from agentmem_mcp.index.embedder import without_spinning
 
-    options = embedder._model.model.model.get_session_options()
+    options = embedder._model.session.get_session_options()
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
-    plain = TextEmbedding(model_name=embedder.model_name, specific_model_path=str(embedder.model_path))
+    assert not options.enable_cpu_mem_arena
+    plain = TextEmbedding(model_name=embedder.model_name, specific_model_path=str(model_path))
     with pytest.raises(RuntimeError):  # not set: onnxruntime's default, threads that spin
         plain.model.model.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
     quiet = without_spinning(plain)
     assert quiet is not plain and quiet.model.model is not plain.model.model
     assert quiet.model.tokenizer is plain.model.tokenizer
+    assert not quiet.model.model.get_session_options().enable_cpu_mem_arena
     text = "Melanie signed up for a pottery class; it is like therapy for her."
     before, after = next(iter(plain.embed([text]))), next(iter(quiet.embed([text])))
     assert float(np.dot(before, after)) > 0.9999
     assert float(np.dot(embedder.embed_query(text), embedder.embed([text])[0])) > 0.9999
     odd = object()
     assert without_spinning(odd) is odd  # other internals: the model keeps its own session
+
+
+TEXTS = ["", "a", "Ran `pytest -q`: 3 failed, 410 passed in 12.3s", "数据库连接池超时 after the deploy",
+         "Melanie signed up for a pottery class; it is like therapy for her.",
+         "def round_half_up(x: float) -> int:\n    return int(x + 0.5)  # invoices round half up",
+         "the build uses pnpm, not npm " * 80]  # over the model's 256 tokens: truncated
+
+
+def test_the_model_gives_fastembeds_vectors_bit_for_bit(embedder, model_path):
+    """agentmem runs the default model with tokenizers and onnxruntime itself (index/sentence_model.py): the same
+    files give the same vectors as fastembed's, to the bit, one text or a batch of mixed lengths at a time."""
+    from fastembed import TextEmbedding
+
+    from agentmem_mcp.index.sentence_model import SentenceModel
+
+    assert isinstance(embedder._model, SentenceModel)
+    theirs = TextEmbedding(model_name=embedder.model_name, specific_model_path=str(model_path))
+    for size in (1, 3, 8):
+        ours = np.vstack(list(embedder._model.embed(TEXTS, batch_size=size)))
+        expected = np.vstack(list(theirs.embed(TEXTS, batch_size=size)))
+        assert ours.dtype == expected.dtype == np.float32
+        assert np.array_equal(ours, expected), (size, float(np.abs(ours - expected).max()))
+    for text in TEXTS[:5]:
+        assert np.array_equal(embedder.embed_query(text), next(iter(theirs.query_embed([text]))))
+    fresh = type(embedder)(embedder.model_name, model_path)
+    assert fresh.load()
+    passages = fresh.embed(TEXTS)  # the Embedder's own batching: sorted by length, MODEL_BATCH at a time
+    assert all(np.array_equal(v, w) for v, w in zip(passages, theirs.embed(TEXTS, batch_size=1)))
+
+
+LOAD_WITHOUT_FASTEMBED = """
+import sys
+from pathlib import Path
+from agentmem_mcp.index.embedder import Embedder
+embedder = Embedder("sentence-transformers/all-MiniLM-L6-v2", Path(sys.argv[1]))
+assert embedder.load(), embedder.error
+assert embedder.embed(["a memory"]) and embedder.embed_query("a query") is not None
+print(" ".join(sorted(name for name in sys.modules if "." not in name)))
+"""
+
+
+def test_a_process_that_holds_the_model_has_not_imported_fastembed(model_path):
+    """fastembed imports requests, huggingface_hub, loguru, PIL, trio... to run a model that needs none of them
+    (~38 MB of the process that holds it): with the model's files at hand, none of it is imported."""
+    done = subprocess.run([sys.executable, "-c", LOAD_WITHOUT_FASTEMBED, str(model_path)], cwd=REPO, timeout=120,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = set(done.stdout.split())
+    assert {"onnxruntime", "tokenizers", "numpy"} <= imported
+    assert not imported & {"fastembed", "huggingface_hub", "requests", "loguru", "PIL", "trio", "httpx", "tqdm"}
+
+
+def test_a_model_fastembed_downloaded_is_found_in_its_cache_and_run_here(model_path, tmp_path, embedder,
+                                                                        monkeypatch):
+    """Without AGENTMEM_EMBED_MODEL_PATH the files are where fastembed downloads them (here: a cache laid out as
+    huggingface_hub lays out a download, with the same files): fastembed finds them in a child process, and the
+    model runs in this one, with the same vectors."""
+    from agentmem_mcp.index.embedder import Embedder
+
+    snapshot = tmp_path / "cache" / "models--Qdrant--all-MiniLM-L6-v2-onnx" / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    for name in ("model.onnx", "tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json"):
+        (snapshot / name).symlink_to(model_path / name)
+    (snapshot.parent.parent / "refs").mkdir()
+    (snapshot.parent.parent / "refs" / "main").write_text("0123abcd")
+    cached = Embedder(MODEL_NAME, None, cache_dir=tmp_path / "cache")
+    assert cached.load(), cached.error
+    assert cached._model.folder == snapshot
+    assert np.array_equal(cached.embed_query("pnpm lockfile"), embedder.embed_query("pnpm lockfile"))
+    empty = Embedder(MODEL_NAME, None, cache_dir=tmp_path / "empty")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no test reaches a model hub
+    assert not empty.load()
+    assert "cannot be downloaded (HF_HUB_OFFLINE is set)" in empty.error and "AGENTMEM_EMBED_MODEL_PATH" in empty.error
 
 
 LOAD_AND_EMBED = """

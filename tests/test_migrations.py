@@ -41,3 +41,20 @@ def test_a_migration_inserted_later_is_applied_where_missing(tmp_path, monkeypat
     assert recorded(conn)[-1] == (len(MIGRATIONS) + 1, "m003b_extra_table")
     migrate(conn)
     assert len(recorded(conn)) == len(MIGRATIONS) + 1
+
+
+def test_an_existing_home_gets_the_unembedded_index_and_counts_its_backlog_through_it(store):
+    """m014: the backfill's count at every open reads a partial index, not the whole memories table."""
+    from agentmem_mcp.db import memories, memory_reads
+
+    ids = [store.save(f"Release step {n}: tag, build and push image {n}", type="workflow").id for n in range(3)]
+    conn = store.conn
+    conn.execute("DROP INDEX memories_unembedded")  # a home migrated before m014, whose model changed since
+    conn.execute("DELETE FROM schema_migrations WHERE name = 'm014_unembedded_index'")
+    conn.execute("UPDATE memories SET embedding_model = NULL WHERE id IN (?, ?)", ids[:2])
+    conn.commit()
+    migrate(conn)
+    assert memories.unembedded(conn) == 2
+    assert {row["id"] for row in memory_reads.unembedded_rows(conn, 10)} == set(ids[:2])
+    assert conn.execute("SELECT sql FROM sqlite_master WHERE name = 'memories_unembedded'").fetchone()[0].endswith(
+        "WHERE embedding_model IS NULL")  # partial: it holds only the backlog, so it costs nothing once embedded

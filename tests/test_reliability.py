@@ -36,7 +36,7 @@ def test_stress_loses_nothing_and_surfaces_no_error(model_path, tmp_path):
 def test_every_fault_scenario_recovers(model_path, tmp_path):
     report = run_script("faults.py", model_path, tmp_path / "faults.json", "--observations", "30")
     status = {r["scenario"]: r["status"] for r in report["scenarios"]}
-    assert len(status) == 9
+    assert len(status) == 10
     allowed_skips = set() if os.geteuid() == 0 else {"disk-full"}  # a tmpfs needs root to mount
     assert {name for name, s in status.items() if s != "PASS"} <= allowed_skips, report
     assert all(r["recovery_s"] is not None for r in report["scenarios"] if r["status"] == "PASS")

@@ -144,7 +144,8 @@ def test_roots_choose_the_project(cli_env, project, tmp_path):
 
 def test_the_server_worker_embeds_words_and_search_credits_similar_ones(cli_env, project):
     """Over stdio, as an agent uses it: saved memories get their word vectors from the server's own worker,
-    then a search says which similar words it credited."""
+    then a search says which similar words it credited (a question with keywords of its memory too: one
+    sharing none, with the meaning standing out, leaves BM25 and its similar words out, `ranking.keyword_trust`)."""
     async def scenario() -> None:
         async with stdio_client(server_params(cli_env, project)) as (read, write):
             async with ClientSession(read, write) as session:
@@ -159,7 +160,8 @@ def test_the_server_worker_embeds_words_and_search_credits_similar_ones(cli_env,
                         break
                     await anyio.sleep(0.5)
                 assert stats["vector_backlog"]["words"] == 0, stats
-                error, found = await call(session, "memory_search", {"query": "Which countries have I visited?"})
+                error, found = await call(session, "memory_search",
+                                          {"query": "In which countries did I love the food?"})
                 assert not error
                 hit = next(h for h in found["hits"] if h["id"] == trip["id"])
                 assert "similar words: " in hit["why"], hit

@@ -453,6 +453,81 @@ def test_bm25_filters_select_without_adding_to_the_score(store):
     assert store.fulltext.search("launchdarkly", projects=["/elsewhere"]) == []
 
 
+def test_bm25_terms_alone_then_admitted_give_the_filtered_answer(store, monkeypatch):
+    """The filtered search's fast path (the terms alone, block-max WAND, then the memories SQLite admits) gives
+    the best admitted matches with their scores, as the query with its filters does; when too few of the wide
+    hits are admitted it falls back to that query."""
+    from agentmem_mcp.db import memories
+    from agentmem_mcp.db.memories import MemoryFilter
+    from agentmem_mcp.index import fulltext
+
+    monkeypatch.setattr(fulltext, "WIDE_FACTOR", 2)
+    for n in range(12):
+        store.save(f"the deploy script {n} pushes the release image to the registry", project="/repo/b")
+        store.save(f"the deploy checklist {n} names who approves the release", tier="episodic")
+    for n in range(6):
+        old = store.save(f"the release notes {n} are written by hand before each deploy")
+        store.save(f"the release notes {n} are generated from commits before each deploy", supersedes=old.id)
+    store.flush()
+    calls = []
+
+    def admitted(chosen):
+        def check(ids):
+            calls.append(len(ids))
+            return memories.admitted(store.conn, ids, chosen)
+        return check
+
+    for projects, tiers, limit in (([store.project, None], ["semantic"], 4), ([store.project, None], None, 5),
+                                   (["/repo/b"], None, 3), (None, ["episodic"], 30),
+                                   ([store.project], ["semantic"], 1)):
+        chosen = MemoryFilter(projects=projects, latest_only=True, tiers=tiers or ())
+        options = dict(projects=projects, latest_only=True, tiers=tiers, limit=limit)
+        filtered = store.fulltext.search("deploy release registry notes", **options)
+        fast = store.fulltext.search("deploy release registry notes", **options, admitted=admitted(chosen))
+        assert [m for m, _ in fast] == [m for m, _ in filtered] and filtered
+        assert [s for _, s in fast] == pytest.approx([s for _, s in filtered])
+    assert 36 in calls  # 30 wanted, 60 asked: every match (36) read, so the admitted ones are the answer
+    tops = []
+    real_top = fulltext.FulltextIndex._top
+    monkeypatch.setattr(fulltext.FulltextIndex, "_top", lambda self, query, limit: tops.append(limit)
+                        or real_top(self, query, limit))
+    only_b = MemoryFilter(projects=["/repo/b"], latest_only=True)
+    assert store.fulltext.search("release notes deploy", projects=["/repo/b"], limit=3,
+                                 admitted=admitted(only_b)) == store.fulltext.search(
+        "release notes deploy", projects=["/repo/b"], limit=3)
+    assert tops[:2] == [6, 3]  # /repo/b's memories score lowest: too few admitted among 6, so the filtered query
+
+
+def test_words_nearly_every_memory_holds_leave_a_big_index_s_query_only_where_asked(tmp_path):
+    """common_share: in an index of COMMON_MIN_DOCS memories or more, a term held by more than that share of them
+    (a template's words) is left out of the query, which finds the same best matches; a small index, or a
+    query of such terms only, keeps every term."""
+    from agentmem_mcp.index.fulltext import COMMON_MIN_DOCS, FulltextDoc, FulltextIndex
+
+    index = FulltextIndex(tmp_path / "fulltext")
+    docs = [FulltextDoc(f"m{n}", "/repo", "semantic", "fact", True,
+                        f"see the notes: the {['router', 'parser', 'queue'][n % 3]} retries job {n} on port {n % 50}")
+            for n in range(COMMON_MIN_DOCS + 200)]
+    index.apply(docs, [])
+    query = "see the notes: the parser retries job 17 on port 17"
+    plain = index.search(query, projects=None, limit=10)
+    cut = index.search(query, projects=None, limit=10, common_share=0.9)
+    assert [m for m, _ in cut] == [m for m, _ in plain] and plain[0][0] == "m17"
+    assert [s for _, s in cut] == pytest.approx([s for _, s in plain], rel=0.01)  # the common terms' IDF: ~0
+    searched = []
+    real = index._top
+    index._top = lambda q, limit: searched.append(str(q)) or real(q, limit)
+    index.search(query, projects=None, limit=10, common_share=0.9)
+    assert "note" not in searched[0] and "retri" not in searched[0] and "parser" in searched[0]
+    assert index.search("see the notes", projects=None, limit=3, common_share=0.9)  # nothing else to keep
+    small = FulltextIndex(tmp_path / "small")
+    small.apply(docs[:5], [])
+    searched.clear()
+    small._top = lambda q, limit: searched.append(str(q)) or FulltextIndex._top(small, q, limit)
+    small.search(query, projects=None, limit=3, common_share=0.9)
+    assert "note" in searched[0]
+
+
 def test_model_change_reembeds_instead_of_mixing(store):
     store.save("Feature flags are read from LaunchDarkly at startup")
     with store.transaction() as conn:
@@ -740,8 +815,8 @@ def test_forgetting_a_turn_leaves_none_of_its_text_with_the_turns_after_it(store
 
 def test_an_upgrade_gives_the_turns_of_sessions_their_answer_chunks(store):
     """Migration 5 sends a session's turns back to the worker's pieces step; other memories keep theirs."""
+    from agentmem_mcp.db import vectors as vector_rows
     from agentmem_mcp.db.migrations import m005_answer_chunks
-    from agentmem_mcp.index import vectors
 
     turns = store.save_many([{"content": text, "tier": "episodic", "type": "context", "session_id": "s-3",
                               "created_at": 1_700_000_000.0 + n, "source": "import"}
@@ -750,7 +825,7 @@ def test_an_upgrade_gives_the_turns_of_sessions_their_answer_chunks(store):
     while store.add_sentence_pieces():
         pass
     with store.transaction() as conn:
-        vectors.put_answer(conn, turns[1].id, None, False, None, None)  # as a store before answer chunks
+        vector_rows.put_answer(conn, turns[1].id, None, False, None, None)  # as a store before answer chunks
         m005_answer_chunks(conn)
     todo = {r[0] for r in store.conn.execute("SELECT id FROM memories WHERE pieces IS NULL")}
     assert todo == {t.id for t in turns} and fact.id not in todo

@@ -334,6 +334,7 @@ def test_mcp_server_saves_and_shares(machines, pg, team_url):
             assert "memory_share" in names
             saved = await session.call_tool("memory_save", {
                 "content": "the widget's session episodes are summarised by the worker", "share": True})
+            assert not saved.is_error, saved.content[0].text
             answer = json.loads(saved.content[0].text)
             assert any(note.startswith("shared with the team as t_") for note in answer["notes"]), answer
             searched = await session.call_tool("memory_search", {"query": "widget deploy"})
@@ -417,6 +418,36 @@ def test_an_older_server_schema_is_upgraded_with_its_rows(team_url, monkeypatch)
         assert [r[0] for r in conn.execute("SELECT name FROM team_schema ORDER BY name")] == [
             name for name, _ in schema.MIGRATIONS]
     assert server.proposals("alice")[0]["action"] == "forget"
+
+
+def test_machines_creating_the_server_schema_at_once_all_succeed(team_url):
+    # two machines (or a server and its worker) meeting an empty server at the same moment: CREATE TABLE IF
+    # NOT EXISTS alone fails on one of them ("duplicate key ... pg_type_typname_nsp_index")
+    import threading
+
+    import psycopg
+
+    from agentmem_mcp.team import schema
+
+    start, errors, applied = threading.Barrier(6), [], []
+
+    def machine() -> None:
+        try:
+            with psycopg.connect(team_url, autocommit=True) as conn:
+                start.wait()
+                applied.extend(schema.migrate(conn))
+        except Exception as error:  # noqa: BLE001 - collected for the assertion
+            errors.append(error)
+
+    threads = [threading.Thread(target=machine) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted(applied) == sorted(name for name, _ in schema.MIGRATIONS)  # each applied once, by someone
+    with psycopg.connect(team_url, autocommit=True) as conn:
+        assert schema.is_current(conn)
 
 
 def test_search_sets_pgvector_scan_settings_for_its_transaction_only(team_url, tmp_path):

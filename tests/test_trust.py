@@ -138,6 +138,32 @@ def test_probe_targets_are_met():
     assert updated / len(PROBES["same_subject"]) >= 0.9
 
 
+def test_the_shared_token_bound_decides_as_the_alignment_does():
+    """decide's shortcut: no alignment shares more tokens than the two statements hold in common, so a pair whose
+    common tokens are under MIN_SHARED is too different without aligning it; every probe pair, and every cross
+    pair of probes, gets the verdict the alignment gives."""
+    import difflib
+    from collections import Counter
+
+    from agentmem_mcp.lifecycle import supersede
+
+    statements = [text for pairs in PROBES.values() for pair in pairs for text in pair]
+    for old in statements:
+        for new in statements[:40]:
+            a = [t.low for t in supersede._trimmed(supersede.tokens(old))]
+            b = [t.low for t in supersede._trimmed(supersede.tokens(new))]
+            aligned = sum(block.size for block in difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+                          .get_matching_blocks())
+            assert aligned <= sum((Counter(a) & Counter(b)).values())
+            verdict = decide(old, new)
+            if a and b and a != b and aligned / max(len(a), len(b)) < supersede.MIN_SHARED \
+                    and not verdict.reason.startswith("switched"):
+                assert verdict.kind is None and verdict.reason.startswith("too different")
+    words = supersede.tokens("use pnpm, not yarn")
+    words.clear()  # a caller's list is its own: the kept tokens are untouched
+    assert [t.low for t in supersede.tokens("use pnpm, not yarn")] == ["use", "pnpm", ",", "not", "yarn"]
+
+
 def test_a_rewording_supersedes_only_with_both_similarities_and_the_same_words():
     old, new = "tests run with pytest in the repo root", "in the repo root, the tests run with pytest"
     assert decide(old, new).kind is None

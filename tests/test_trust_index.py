@@ -99,3 +99,29 @@ def test_truncated_index_files_under_a_running_server_are_rebuilt(cli_env, home,
     log = (home / "logs" / "agentmem.log").read_text()
     assert len(log.splitlines()) == ROUNDS, log[-3000:]  # one line for each damage, nothing else
     assert all("BM25 index damaged" in line and "rebuilding it from SQLite" in line for line in log.splitlines())
+
+
+def test_a_segment_file_gone_is_forgotten_once_whichever_thread_sees_it_first(tmp_path, monkeypatch):
+    """check_files runs before every read and write, on search threads and the indexer's at once: a segment
+    file merged away is dropped from what it watches by whichever gets there first, and the other goes on (it
+    raised KeyError, which failed an indexing batch or, in a search, made it rebuild the whole index)."""
+    import os
+
+    from agentmem_mcp.index import fulltext
+    from agentmem_mcp.index.fulltext import FulltextDoc, FulltextIndex
+
+    index = FulltextIndex(tmp_path / "fulltext")
+    index.apply([FulltextDoc("m1", "/repo", "semantic", "fact", True, "the uploader retries three times")], [])
+    index._searcher()
+    name = next(iter(index._mapped))
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        if str(path).endswith(name):
+            index._mapped.pop(name, None)  # the other thread saw it gone first
+            raise FileNotFoundError(path)
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(fulltext.os, "stat", stat)
+    index.check_files()
+    assert name not in index._mapped

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agentmem_mcp.db import vectors as vector_rows
 from agentmem_mcp.index import codes, vectors
 from agentmem_mcp.store import Store
 
@@ -70,7 +71,7 @@ def test_the_copy_follows_saves_deletes_and_latest_flags(filled: Store) -> None:
                                 (added,)).fetchone()[0]
     assert found[0] == chunk
     with filled.transaction() as conn:
-        vectors.set_latest(conn, added, False)
+        vector_rows.set_latest(conn, added, False)
     assert chunk not in _same_answer(filled, NEW, count=3, latest_only=True)
     assert chunk in _same_answer(filled, NEW, count=3, latest_only=False)
     filled.forget(ids=[added])
@@ -104,8 +105,8 @@ def test_a_copy_too_far_behind_reloads(filled: Store, monkeypatch) -> None:
 
 
 def test_the_log_is_pruned(filled: Store, monkeypatch) -> None:
-    monkeypatch.setattr(codes, "LOG_KEEP", 5)
-    monkeypatch.setattr(codes, "PRUNE_EVERY", 4)
+    monkeypatch.setattr(vector_rows, "LOG_KEEP", 5)
+    monkeypatch.setattr(vector_rows, "PRUNE_EVERY", 4)
     _same_answer(filled, "deploy")
     filled.save_many([{"content": f"Release {n} needs the changelog updated before tagging."} for n in range(12)])
     rows = filled.conn.execute("SELECT COUNT(*) FROM vector_changes").fetchone()[0]
@@ -121,7 +122,7 @@ def test_the_search_path_uses_the_copy(filled: Store) -> None:
 
 
 def test_an_unknown_layout_falls_back_to_vec0(filled: Store, monkeypatch) -> None:
-    monkeypatch.setattr(codes, "_VERSIONS", set())
+    monkeypatch.setattr(vector_rows, "_VERSIONS", set())
     codes.forget(filled.conn)
     vector = filled.embedder.embed_query("deploy")
     assert codes.nearest(filled.conn, vectors.TABLE, 384, b"\0" * 48, 5, None, False) is None
@@ -149,13 +150,46 @@ def test_the_two_passes_keep_close_neighbours() -> None:
     assert matrix.nearest(query.tobytes(), 51, None, False) == found  # one pass (20,000 codes): the same here
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_scan_equals_sorting_every_kept_code(seed: int, monkeypatch) -> None:
+    """The blocked scan with excluded rows masked gives exactly the kept codes sorted by (distance, chunk id),
+    whatever the filters (dead rows, superseded rows, other projects) and across block boundaries."""
+    monkeypatch.setattr(codes, "BLOCK", 1000)
+    rng = np.random.default_rng(seed)
+    n = 5500
+    raw = rng.integers(0, 2**63, size=(n, 6), dtype=np.int64).view(np.uint64)
+    raw[rng.choice(n, 400)] = raw[0]  # ties at distance 0
+    matrix = codes.CodeMatrix("t", 6)
+    ids = np.sort(rng.choice(10**6, size=n, replace=False)).astype(np.int64)
+    projects = rng.integers(0, 3, size=n).astype(np.int32)
+    latest = rng.random(n) < 0.8
+    matrix._set(ids, raw, projects, latest)
+    matrix.projects = {"a": 0, "b": 1, "": 2}
+    matrix.alive[:n] = rng.random(n) < 0.95
+    query = raw[rng.integers(n)].copy()
+    query[0] ^= np.uint64(0xFFFF)
+    distances = np.unpackbits((raw ^ query).view(np.uint8), axis=1).sum(axis=1)
+    for wanted, latest_only, count in ((None, False, 50), (["a"], True, 160), (["b", ""], True, 7), (["a"], False,
+                                                                                                     n)):
+        keep = matrix.alive[:n] & (latest if latest_only else True)
+        if wanted is not None:
+            keep &= np.isin(projects, [matrix.projects[p] for p in wanted])
+        rows = np.flatnonzero(keep)
+        expected = rows[np.lexsort((ids[rows], distances[rows]))][:count]
+        assert matrix.nearest(query.tobytes(), count, wanted, latest_only) == ids[expected].tolist()
+        found = matrix.nearest(query.tobytes(), count, wanted, latest_only, two_passes=True)
+        assert set(found) <= set(ids[rows].tolist()) and len(found) == min(count, len(rows))
+    matrix.alive[:n] = False
+    assert matrix.nearest(query.tobytes(), 5, None, False) == []
+
+
 def test_inside_a_write_transaction_uncommitted_codes_are_not_copied(filled: Store) -> None:
     _same_answer(filled, "deploy")
     key = codes._database_key(filled.conn)
     seq = codes._MATRICES[key].seq
     try:
         with filled.transaction() as conn:
-            vectors.put(conn, "m_phantom", None, True, ["A phantom chunk about deploys"],
+            vector_rows.put(conn, "m_phantom", None, True, ["A phantom chunk about deploys"],
                         [filled.embedder.embed_query("phantom deploys")])
             ours, theirs = _both(filled, "phantom deploys", count=3)
             assert ours == theirs  # served by vec0, which sees the transaction's own rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agentmem_mcp.db import word_vectors
 from agentmem_mcp.index import words
 from agentmem_mcp.store import Store
 
@@ -59,7 +60,7 @@ def test_soft_scores_take_the_closest_other_word_above_the_threshold():
 
 
 def stored_words(store: Store) -> dict[str, int]:
-    return dict(store.conn.execute(f"SELECT word, uses FROM {words.TABLE}").fetchall())
+    return dict(store.conn.execute(f"SELECT word, uses FROM {word_vectors.TABLE}").fetchall())
 
 
 def test_the_worker_embeds_new_words_once_and_forgetting_removes_them(store):
@@ -72,7 +73,7 @@ def test_the_worker_embeds_new_words_once_and_forgetting_removes_them(store):
     assert "year" in table and "the" not in table and "last" in table
     row = store.conn.execute("SELECT words FROM memories WHERE id = ?", (trip.id,)).fetchone()
     assert row[0].split() == words.memory_words(store.get(trip.id).title, store.get(trip.id).content)
-    blob = store.conn.execute(f"SELECT vector FROM {words.TABLE} WHERE word = 'spain'").fetchone()[0]
+    blob = store.conn.execute(f"SELECT vector FROM {word_vectors.TABLE} WHERE word = 'spain'").fetchone()[0]
     expected = np.asarray(store.embedder.embed(["spain"])[0], np.float32)
     assert float(words.unpack(blob) @ expected) > 0.999
 
@@ -96,12 +97,18 @@ def test_a_new_embedding_model_embeds_the_words_again(store):
     assert store.add_word_vectors() == 1 and stored_words(store)["docker"] == 1
 
 
-def test_search_credits_similar_words_and_says_which(settings, embedder):
+def test_search_credits_similar_words_and_says_which(settings, embedder, monkeypatch):
+    """Similar words add to BM25's scores. Here the trip's meaning alone stands out and BM25's best match holds
+    one of the two terms, so score fusion leaves BM25 out (`ranking.keyword_trust`, tests/test_keyword_trust.py)
+    and the trip is first by meaning; with BM25 at its set weight, its similar words credit it and say which."""
+    from agentmem_mcp import retrieval
+
     texts = ["Last year I took a solo trip to Spain and loved the food there.",
              "I visited my grandmother every Sunday this year, she lives nearby.",
              "The museum I visited had a great exhibit about old maps.",
              "Our team visited the new office downtown for the planning meeting.",
              "The release checklist lives in docs/release.md and must be followed."]
+    monkeypatch.setattr(retrieval, "keyword_trust", lambda *_: 1.0)
     with Store.open(settings, project="/repo/a", embedder=embedder, sync_index=True) as store:
         saved = [store.save(t).id for t in texts]
         query = "Which countries have I visited?"
@@ -117,6 +124,8 @@ def test_search_credits_similar_words_and_says_which(settings, embedder):
             assert {h.id: h.score for h in off.search(query, record_access=False).hits} == {
                 i: h.score for i, h in before.items()}
             assert not any("similar words" in h.why for h in off.search(query, record_access=False).hits)
+        monkeypatch.undo()
+        assert store.search(query, record_access=False).hits[0].id == saved[0]
 
 
 def test_the_model_puts_instances_near_their_kind(embedder):
@@ -164,7 +173,7 @@ def test_the_word_matrix_scores_as_the_vocabulary_does_and_keeps_rows_across_sea
                for n in range(300)}
     conn = connect(tmp_path / "m.db")
     migrate(conn)
-    conn.executemany(f"INSERT INTO {words.TABLE} (word, uses, vector) VALUES (?, 1, ?)",
+    conn.executemany(f"INSERT INTO {word_vectors.TABLE} (word, uses, vector) VALUES (?, 1, ?)",
                      [(w, words.pack(v)) for w, v in vectors.items()])
     names = list(vectors)
     candidates = {f"m{n}": " ".join(names[n * 7:n * 7 + 12]) for n in range(40)}
@@ -184,7 +193,7 @@ def test_the_word_matrix_scores_as_the_vocabulary_does_and_keeps_rows_across_sea
     changed = {"m0": "worddb newword", "m1": candidates["m1"]}
     again = matrix.soft_scores(conn, query, query_vectors, idf, changed)
     assert matrix.memory_rows["m0"][0] == candidates["m0"] and set(again) <= {"m0", "m1"}
-    conn.execute(f"INSERT INTO {words.TABLE} (word, uses, vector) VALUES ('newword', 1, ?)",
+    conn.execute(f"INSERT INTO {word_vectors.TABLE} (word, uses, vector) VALUES ('newword', 1, ?)",
                  (words.pack(base),))
     third = matrix.soft_scores(conn, query, query_vectors, idf, changed)
     assert third["m0"][1] == "querya~newword" and matrix.memory_rows["m0"][0] == "worddb newword"
@@ -214,6 +223,6 @@ def test_a_model_change_empties_the_word_matrix(store):
         conn.execute("UPDATE meta SET value = 'another/model|384|bit+f32' WHERE key = 'embedding_model'")
     store.prepare_vectors()
     assert not store.word_matrix.words and not store.word_matrix.memory_rows
-    assert store.conn.execute(f"SELECT COUNT(*) FROM {words.TABLE}").fetchone()[0] == 0
+    assert store.conn.execute(f"SELECT COUNT(*) FROM {word_vectors.TABLE}").fetchone()[0] == 0
     store.add_word_vectors()
     assert "similar words" in store.search("Which countries have I visited?").hits[0].why

@@ -23,8 +23,9 @@ from agentmem_mcp.capture.observations import ObservationStore
 from agentmem_mcp.lifecycle.consolidate import error_signature, normalize_command
 from agentmem_mcp.lifecycle.summarize import SUMMARY_MAX_CHARS
 from agentmem_mcp.maintenance import doctor
+from agentmem_mcp.serve_worker import serve_worker_loop
 from agentmem_mcp.store import Store
-from agentmem_mcp.worker import ERASE_PRUNED_EVERY_SECONDS, MAX_ATTEMPTS, Worker, prune_observations, serve_worker_loop
+from agentmem_mcp.worker import ERASE_PRUNED_EVERY_SECONDS, MAX_ATTEMPTS, Worker, prune_observations
 
 from .conftest import SHARED, require_shared
 from .transcript_replay import claude_code_events

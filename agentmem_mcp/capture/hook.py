@@ -292,12 +292,9 @@ EVENT is the client's event name (SessionStart, UserPromptSubmit, PostToolUse, S
 """
 
 
-def main(argv: list[str], stdin: IO[bytes] | None = None) -> int:
-    """`agentmem hook [--client claude-code|cursor] EVENT` in this process (capture/hook_client.py first tries to
-    hand the event to the running shared process, then comes here)."""
-    from .hook_client import parse_args
-
-    client, event, wants_help = parse_args(argv)
+def main(client: str, event: str | None, wants_help: bool = False, stdin: IO[bytes] | None = None) -> int:
+    """`agentmem hook [--client claude-code|cursor] EVENT` in this process, its arguments as capture/hook_client.py
+    read them (it first tries to hand the event to the running shared process, then comes here)."""
     if wants_help:
         sys.stdout.write(HOOK_USAGE)
         return 0

@@ -66,9 +66,9 @@ def decode_request(data: bytes) -> tuple:
     return client, event, env, raw
 
 
-def _private(home: str, path: str) -> bool:
-    """The home and its socket belong to this user and nobody else can enter the home (the event is not
-    redacted yet)."""
+def private_socket(home: str, path: str) -> bool:
+    """The home and its socket `path` belong to this user and nobody else can enter the home (what is sent over it,
+    a hook's event or a relayed session, is not redacted yet)."""
     try:
         home_st, sock_st = os.stat(home), os.lstat(path)
     except OSError:
@@ -84,7 +84,7 @@ def hand_off(client: str, event: str, raw: bytes, env) -> bytes | None:
         return None
     home = home_dir(env)
     path = os.path.join(home, SOCKET_NAME)
-    if len(path) > 100 or not _private(home, path):
+    if len(path) > 100 or not private_socket(home, path):
         return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -164,8 +164,7 @@ def main(argv: list) -> int:
         stdin = _Prefixed(raw, stdin)
     from agentmem_mcp.capture.hook import main as in_process
 
-    return in_process(["--client", client, *([event] if event else []), *(["--help"] if wants_help else [])],
-                      stdin=stdin)
+    return in_process(client, event, wants_help, stdin)
 
 
 def run() -> None:

@@ -10,27 +10,18 @@ that cannot be read gets no answer, and the hook process then handles its event 
 from __future__ import annotations
 
 import logging
-import os
 import socket
-import struct
 import threading
 from pathlib import Path
 from typing import Any
 
+from ..socket_listener import PrivateListener
 from .hook_client import ANSWERED, MAX_STDIN_BYTES, SOCKET_NAME, decode_request
 
 log = logging.getLogger("agentmem.hook_service")
 
 MAX_REQUEST = MAX_STDIN_BYTES + 1024 * 1024  # the input and the variables
 READ_TIMEOUT_S = 10.0
-
-
-def _peer_uid(conn: socket.socket) -> int | None:
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
-    return uid
 
 
 def _takes_hooks(env: dict[str, str]) -> bool:
@@ -43,30 +34,19 @@ def _takes_hooks(env: dict[str, str]) -> bool:
         return False  # the hook process reports a bad config in its own way
 
 
-class HookListener:
+class HookListener(PrivateListener):
     """Accepts hook events on `<home>/hooks.sock` on a thread, one thread per event, until `stop`."""
 
+    NAME = "hooks"
+    BACKLOG = 64
+
     def __init__(self, home: Path) -> None:
+        super().__init__(home / SOCKET_NAME)
         self.home = home
-        self.path = home / SOCKET_NAME
-        self._listener: socket.socket | None = None
-        self._socket_id: tuple[int, int] | None = None
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
         self._connections: Any = None
         self.handled = 0
 
-    def start(self) -> None:
-        """Bind the socket (the caller holds the home's lock, so a socket left there is stale) and serve."""
-        from ..files import listen_private_socket
-
-        listener, self._socket_id = listen_private_socket(self.path, 64)
-        self._listener = listener
-        self._thread = threading.Thread(target=self._accept, name="agentmem-hooks", daemon=True)
-        self._thread.start()
-
-    def _accept(self) -> None:
-        assert self._listener is not None
+    def prepare(self) -> None:
         try:  # what every hook needs, imported before the first one comes
             from .. import context  # noqa: F401
             from ..db import migrations  # noqa: F401
@@ -75,19 +55,9 @@ class HookListener:
             self._connections = hook.Connections()
         except Exception:
             log.exception("hook socket: cannot import the hook's modules")
-        while not self._stopping.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            uid = _peer_uid(conn)
-            if uid is not None and uid != os.geteuid():
-                log.warning("hook socket: refused a connection from uid %d", uid)
-                conn.close()
-                continue
-            threading.Thread(target=self._serve, args=(conn,), name="agentmem-hook", daemon=True).start()
+
+    def take(self, conn: socket.socket) -> None:
+        threading.Thread(target=self._serve, args=(conn,), name="agentmem-hook", daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:
@@ -114,17 +84,7 @@ class HookListener:
                 pass
 
     def stop(self) -> None:
-        """Stop accepting and remove the socket if it is still ours."""
-        self._stopping.set()
-        if self._listener is not None:
-            self._listener.close()
-        try:
-            st = os.stat(self.path)
-            if (st.st_ino, st.st_dev) == self._socket_id:
-                os.unlink(self.path)
-        except OSError:
-            pass
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
+        """Stop accepting, remove the socket if it is still ours, and close the pooled connections."""
+        super().stop()
         if self._connections is not None:
             self._connections.close()

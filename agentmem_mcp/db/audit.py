@@ -167,6 +167,12 @@ def append(conn: Connection, action: str, memory_id: str | None = None, project:
     pause(f"audit:{action}")
 
 
+def last_of(conn: Connection, memory_id: str) -> Any:
+    """(action, detail) of the memory's newest audit row, or None."""
+    return conn.execute("SELECT action, detail FROM audit WHERE memory_id = ? ORDER BY seq DESC LIMIT 1",
+                        (memory_id,)).fetchone()
+
+
 def read_head(database: Path) -> dict[str, Any] | None:
     try:
         head = json.loads(head_path(database).read_text(encoding="utf-8"))

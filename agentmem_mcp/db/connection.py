@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,6 +29,11 @@ def is_damage(exc: BaseException) -> bool:
     return not isinstance(exc, OperationalError) or any(
         sign in text for sign in ("disk I/O error", "malformed", "not a database", "vtable constructor failed"))
 
+
+
+def marks(values: Sequence[object]) -> str:
+    """The placeholders of an `IN (...)` list of these values: "?,?,?"."""
+    return ",".join("?" * len(values))
 
 
 class Connection(sqlean.Connection):

@@ -9,11 +9,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .connection import Connection
-
-
-def _marks(ids: Sequence[Any]) -> str:
-    return ",".join("?" * len(ids))
+from .connection import Connection, marks
 
 
 def link_entities(conn: Connection, memory_id: str, entities: Iterable[tuple[str, str]]) -> None:
@@ -31,9 +27,9 @@ def unlink_memories(conn: Connection, memory_ids: Sequence[str]) -> None:
     """Drop these memories' entities and every link from or to them, inside the caller's transaction."""
     if not memory_ids:
         return
-    marks = _marks(memory_ids)
-    conn.execute(f"DELETE FROM memory_entities WHERE memory_id IN ({marks})", list(memory_ids))
-    conn.execute(f"DELETE FROM memory_links WHERE src_id IN ({marks}) OR dst_id IN ({marks})",
+    ids = marks(memory_ids)
+    conn.execute(f"DELETE FROM memory_entities WHERE memory_id IN ({ids})", list(memory_ids))
+    conn.execute(f"DELETE FROM memory_links WHERE src_id IN ({ids}) OR dst_id IN ({ids})",
                  list(memory_ids) * 2)
 
 
@@ -47,9 +43,9 @@ def add_link(conn: Connection, src_id: str, dst_id: str, relation: str, at: floa
 
 def keep_derived_from(conn: Connection, memory_id: str, sources: Sequence[str]) -> None:
     """Drop the memory's derived_from links to memories other than `sources`, inside the caller's transaction."""
-    marks = _marks(sources) or "''"
+    kept = marks(sources) or "''"
     conn.execute(f"DELETE FROM memory_links WHERE src_id = ? AND relation = 'derived_from' AND dst_id NOT IN "
-                 f"({marks})", [memory_id, *sources])
+                 f"({kept})", [memory_id, *sources])
 
 
 def entity_id(conn: Connection, kind: str, name: str) -> int | None:
@@ -66,8 +62,8 @@ def entity_members(conn: Connection, entity: int, limit: int) -> list[str]:
 def links_touching(conn: Connection, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
     """(src, dst) of every link from or to one of these memories."""
     return [(row[0], row[1]) for row in conn.execute(
-        f"SELECT src_id, dst_id FROM memory_links WHERE src_id IN ({_marks(memory_ids)}) OR dst_id IN "
-        f"({_marks(memory_ids)})", list(memory_ids) * 2)]
+        f"SELECT src_id, dst_id FROM memory_links WHERE src_id IN ({marks(memory_ids)}) OR dst_id IN "
+        f"({marks(memory_ids)})", list(memory_ids) * 2)]
 
 
 def links_within(conn: Connection, memories_sql: str, args: Sequence[Any]) -> list[Any]:

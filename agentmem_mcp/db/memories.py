@@ -1,20 +1,24 @@
 """The `memories` table: its reads by id (a memory, its version chain, its latest version), the one filter that
 search, listing and forgetting select memories by (`MemoryFilter`), the content hash that saves dedup on and the
 audit chain binds, and every write to the table, each a named operation run inside the caller's transaction.
-The only module that writes this table's SQL."""
+The only module that writes this table's SQL, and the place of the named reads of the read path, which the hooks
+import: search, the briefing, prompt recall (team memory's too) and stats (`by_ids`, `best_known`, `pinned`,
+`session_summaries`, `statistics`, ...). db/memory_reads.py has the reads of what maintains memories (the indexer,
+lifecycle, the worker, the commands, team sharing), db/browse.py the viewer's."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models import Memory, NotFound, check_memory_id
-from .connection import Connection
-from .database import Database
+from .connection import Connection, marks
+
+if TYPE_CHECKING:  # the briefing's hooks import this module: no database machinery at import
+    from .database import Database
 
 _SPACE = re.compile(r"\s+")
 COLUMNS = frozenset(Memory.__dataclass_fields__)  # what `insert` may be given; `pieces` and `words` are the index's
@@ -22,6 +26,8 @@ COLUMNS = frozenset(Memory.__dataclass_fields__)  # what `insert` may be given; 
 
 def content_hash(content: str) -> str:
     """sha256 of the content with case and runs of white space evened out."""
+    import hashlib
+
     normalized = _SPACE.sub(" ", content.strip().lower())
     return hashlib.sha256(normalized.encode("utf-8")).hexdigest()
 
@@ -93,10 +99,6 @@ class Memories:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def count(self) -> int:
-        """How many memories are stored (every version)."""
-        return self.db.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-
     def get(self, memory_id: str, *, within: Sequence[str | None] | None = None) -> Memory:
         """The whole memory; raises NotFound. within: the projects the caller may see (None: any); a memory
         of another project is not found, so a caller walled into a project learns nothing of the others."""
@@ -123,8 +125,144 @@ class Memories:
         return Memory.from_row(row) if row else memory
 
 
-def _marks(ids: Sequence[Any]) -> str:
-    return ",".join("?" * len(ids))
+# -- named reads ---------------------------------------------------------------------------------------
+
+
+BY_ID = "sqlite_autoindex_memories_1"  # SQLite's index of the table's primary key (id)
+
+
+def by_ids(conn: Connection, memory_ids: Sequence[str], columns: str = "*",
+           chosen: MemoryFilter | None = None) -> list[Any]:
+    """The rows (these `columns`, the table named `m`) of those of `memory_ids` that exist and that `chosen`,
+    if given, admits (as SQL)."""
+    if not memory_ids:
+        return []
+    where, args = chosen.where() if chosen is not None else ("1 = 1", [])
+    # by primary key: given the filter's project terms, the planner would walk a whole project's index instead
+    return conn.execute(f"SELECT {columns} FROM memories m INDEXED BY {BY_ID} WHERE id IN ({marks(memory_ids)}) "
+                        f"AND {where}", [*memory_ids, *args]).fetchall()
+
+
+def admitted(conn: Connection, memory_ids: Sequence[str], chosen: MemoryFilter) -> set[str]:
+    """Which of these memories `chosen` admits."""
+    return {row[0] for row in by_ids(conn, memory_ids, "id", chosen)}
+
+
+def words_by_id(conn: Connection, memory_ids: Sequence[str]) -> dict[str, str]:
+    """id -> `words` (space-separated, as counted in the word vectors) of those of these memories that have them."""
+    if not memory_ids:
+        return {}
+    return dict(conn.execute(f"SELECT id, words FROM memories WHERE id IN ({marks(memory_ids)}) "
+                             "AND words IS NOT NULL", list(memory_ids)).fetchall())
+
+
+def without_vectors(conn: Connection, memory_ids: Sequence[str]) -> set[str]:
+    """Those of these memories that have no vector by design (`embedding_model` '')."""
+    if not memory_ids:
+        return set()
+    return {row[0] for row in conn.execute(
+        f"SELECT id FROM memories WHERE id IN ({marks(memory_ids)}) AND embedding_model = ''", list(memory_ids))}
+
+
+def hashes_of(conn: Connection, memory_ids: Sequence[str]) -> set[str]:
+    """The content hashes of those of these memories that exist."""
+    if not memory_ids:
+        return set()
+    return {row[0] for row in conn.execute(f"SELECT content_hash FROM memories WHERE id IN ({marks(memory_ids)})",
+                                           list(memory_ids))}
+
+
+def latest_holds(hash_column: str) -> str:
+    """An SQL condition, for another table's read: a latest memory here has the content hash `hash_column` (a
+    column of that read)."""
+    return f"EXISTS (SELECT 1 FROM memories m WHERE m.content_hash = {hash_column} AND m.is_latest = 1)"
+
+
+def best_known(conn: Connection, chosen: MemoryFilter, columns: str, limit: int) -> list[Any]:
+    """Up to `limit` rows (`columns`, the table named `m`) that `chosen` admits, the most important first, then
+    the most used, then the last updated."""
+    where, args = chosen.where()
+    return conn.execute(f"SELECT {columns} FROM memories m WHERE {where} "
+                        "ORDER BY importance DESC, access_count DESC, updated_at DESC LIMIT ?",
+                        [*args, limit]).fetchall()
+
+
+def pinned(conn: Connection, chosen: MemoryFilter, columns: str, limit: int) -> list[Any]:
+    """Up to `limit` pinned or P0 rows (`columns`, the table named `m`) that `chosen` admits: pinned first, then
+    the most important, then the newest."""
+    where, args = chosen.where()
+    return conn.execute(f"SELECT {columns} FROM memories m WHERE {where} AND (pinned = 1 OR priority = 'P0') "
+                        "ORDER BY pinned DESC, importance DESC, created_at DESC LIMIT ?", [*args, limit]).fetchall()
+
+
+def session_summaries(conn: Connection, chosen: MemoryFilter, columns: str, other_than: str | None,
+                      limit: int) -> list[Any]:
+    """Up to `limit` rows (`columns`, the table named `m`, and `events`: how many observations the memory's
+    session recorded) that `chosen` admits and whose session is not `other_than`, the last updated first."""
+    where, args = chosen.where()
+    return conn.execute(
+        f"SELECT {columns}, (SELECT COUNT(*) FROM observations o WHERE o.session_id = m.session_id) AS events "
+        f"FROM memories m WHERE {where} AND session_id IS NOT ? ORDER BY updated_at DESC LIMIT ?",
+        [*args, other_than, limit]).fetchall()
+
+
+def statistics(conn: Connection, projects: Sequence[str | None] | None, expiring_before: float) -> dict[str, Any]:
+    """Counts of the latest memories of these projects (None: all): in all, superseded versions (of any version),
+    by tier, type and source, by confidence band, quarantined, never used; and up to 20 of those whose
+    forget_after comes by `expiring_before` (id, title, forget_after), the soonest first."""
+    latest = MemoryFilter(projects=projects, latest_only=True)
+    where, args = latest.where()
+    scope, scope_args = MemoryFilter(projects=projects).where()
+    total, never = conn.execute(f"SELECT COUNT(*), SUM(access_count = 0) FROM memories WHERE {where}",
+                                args).fetchone()
+    superseded = conn.execute(f"SELECT COUNT(*) FROM memories WHERE is_latest = 0 AND {scope}",
+                              scope_args).fetchone()[0]
+    bands = conn.execute(
+        f"SELECT SUM(confidence >= 0.8), SUM(confidence >= 0.4 AND confidence < 0.8), SUM(confidence < 0.4) "
+        f"FROM memories WHERE {where}", args).fetchone()
+    expiring = [dict(row) for row in conn.execute(
+        f"SELECT id, title, forget_after FROM memories WHERE {where} AND forget_after IS NOT NULL "
+        f"AND forget_after <= ? ORDER BY forget_after LIMIT 20", [*args, expiring_before])]
+
+    def grouped(column: str) -> dict[str, int]:
+        return {row[0]: row[1] for row in conn.execute(
+            f"SELECT {column}, COUNT(*) FROM memories WHERE {where} GROUP BY {column} ORDER BY {column}", args)}
+
+    return {
+        "memories": total or 0,
+        "superseded_versions": superseded or 0,
+        "by_tier": grouped("tier"),
+        "by_type": grouped("type"),
+        "by_source": grouped("source"),
+        "confidence": {">=0.8": bands[0] or 0, "0.4-0.8": bands[1] or 0, "<0.4": bands[2] or 0},
+        "quarantined": conn.execute(f"SELECT COUNT(*) FROM memories WHERE {where} AND quarantined IS NOT NULL",
+                                    args).fetchone()[0],
+        "never_accessed": never or 0,
+        "expiring_within_7_days": expiring,
+    }
+
+
+def unembedded(conn: Connection) -> int:
+    """How many memories have no vectors yet (saved before the model was ready, or after a model change)."""
+    return conn.execute("SELECT COUNT(*) FROM memories INDEXED BY memories_unembedded "
+                        "WHERE embedding_model IS NULL").fetchone()[0]
+
+
+def vector_backlog(conn: Connection) -> dict[str, int]:
+    """What the background worker has still to embed: whole memories, then their sentence pieces and words."""
+    return {
+        "memories": unembedded(conn),
+        "sentence_pieces": conn.execute(
+            "SELECT COUNT(*) FROM memories INDEXED BY memories_pieces_todo WHERE pieces IS NULL "
+            "AND embedding_model IS NOT NULL AND embedding_model != ''").fetchone()[0],
+        "words": conn.execute(
+            "SELECT COUNT(*) FROM memories INDEXED BY memories_words_todo WHERE words IS NULL "
+            "AND embedding_model IS NOT NULL AND embedding_model != ''").fetchone()[0]}
+
+
+def total(conn: Connection) -> int:
+    """How many memories are stored (every version)."""
+    return conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
 
 
 # -- writes, each inside the caller's transaction ----------------------------------------------------
@@ -136,7 +274,7 @@ def insert(conn: Connection, values: Mapping[str, Any]) -> None:
     if unknown:
         raise ValueError(f"not columns of memories: {sorted(unknown)}")
     names = list(values)
-    conn.execute(f"INSERT INTO memories ({', '.join(names)}) VALUES ({_marks(names)})", [values[n] for n in names])
+    conn.execute(f"INSERT INTO memories ({', '.join(names)}) VALUES ({marks(names)})", [values[n] for n in names])
 
 
 def retire(conn: Connection, memory_id: str, now: float) -> None:
@@ -148,12 +286,12 @@ def retire(conn: Connection, memory_id: str, now: float) -> None:
 def delete(conn: Connection, memory_ids: Sequence[str]) -> None:
     """Remove these rows (what hangs on them, vectors, links, the index, is the caller's to remove)."""
     if memory_ids:
-        conn.execute(f"DELETE FROM memories WHERE id IN ({_marks(memory_ids)})", list(memory_ids))
+        conn.execute(f"DELETE FROM memories WHERE id IN ({marks(memory_ids)})", list(memory_ids))
 
 
 def access_values(conn: Connection, memory_ids: Sequence[str]) -> list[Any]:
     """(id, strength, confidence) of those of `memory_ids` that exist: what a use of them changes."""
-    return conn.execute(f"SELECT id, strength, confidence FROM memories WHERE id IN ({_marks(memory_ids)})",
+    return conn.execute(f"SELECT id, strength, confidence FROM memories WHERE id IN ({marks(memory_ids)})",
                         list(memory_ids)).fetchall()
 
 
@@ -210,6 +348,17 @@ def decay(conn: Connection, column: str, changes: Sequence[tuple[float, int, str
     before = conn.total_changes
     conn.executemany(f"UPDATE memories SET {column} = ? WHERE rowid = ? AND id = ? AND {column} = ? AND "
                      "is_latest = 1", changes)  # in rowid order (the order read), so pages are visited once
+    return conn.total_changes - before
+
+
+def decay_both(conn: Connection, changes: Sequence[tuple[float, float, int, str, float, float]]) -> int:
+    """The sweep's decay of confidence and strength in one write of each row: each (new confidence, new strength,
+    rowid, id, confidence read, strength read), compare-and-set on both values read and on being the latest.
+    Returns how many rows changed; a row whose either value changed meanwhile is left to `decay`, column by
+    column."""
+    before = conn.total_changes
+    conn.executemany("UPDATE memories SET confidence = ?, strength = ? WHERE rowid = ? AND id = ? AND confidence = ? "
+                     "AND strength = ? AND is_latest = 1", changes)
     return conn.total_changes - before
 
 

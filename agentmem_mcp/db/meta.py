@@ -39,7 +39,7 @@ LAST_PRUNE: Key[float] = Key("last_prune", repr, _float)  # when the worker last
 PRUNED_UNERASED: Key[float] = Key("pruned_unerased", repr, _float)  # the first prune since the last erasure
 LAST_CONFIDENCE_DECAY: Key[float] = Key("last_confidence_decay", repr, _float)  # the sweep's decay clocks
 LAST_STRENGTH_DECAY: Key[float] = Key("last_strength_decay", repr, _float)
-EMBEDDING_MODEL = _text("embedding_model")  # "model|dimension|encoding" of the vector table (index/vectors.py)
+EMBEDDING_MODEL = _text("embedding_model")  # "model|dimension|encoding" of the vector table (db/vectors.py)
 SUMMARY_STATE_PREFIX = "summary-state:"
 
 

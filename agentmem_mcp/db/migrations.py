@@ -327,15 +327,21 @@ def m012_team_mirror_vectors(conn: Connection) -> None:
 
 def m013_vector_changes(conn: Connection) -> None:
     """`vector_changes`: the chunk ids each write to the KNN table touched, in commit order, so that a process
-    holding a copy of the binary codes (index/codes.py) applies what others wrote (index/vectors.py writes it)."""
+    holding a copy of the binary codes (index/codes.py) applies what others wrote (db/vectors.py writes it)."""
     conn.execute("CREATE TABLE vector_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id INTEGER NOT NULL)")
+
+
+def m014_unembedded_index(conn: Connection) -> None:
+    """The memories still without vectors (the backfill's queue, counted at every open) without a scan of the
+    table: at a million memories that scan read the whole table, seconds from a cold disk."""
+    conn.execute("CREATE INDEX memories_unembedded ON memories(embedding_model) WHERE embedding_model IS NULL")
 
 
 MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces,
                                                   m004_word_vectors, m005_answer_chunks, m006_keyed_audit,
                                                   m007_quarantine, m008_anchor_commit, m009_briefing_indexes,
                                                   m010_audit_by_memory, m011_team, m012_team_mirror_vectors,
-                                                  m013_vector_changes]
+                                                  m013_vector_changes, m014_unembedded_index]
 
 
 def migrate(conn: Connection) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from .connection import Connection
+from .connection import Connection, marks
 
 TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms
 if TYPE_CHECKING:
@@ -21,10 +21,6 @@ if TYPE_CHECKING:
 PARSED_COLUMNS = ("id, session_id, project, event, tool, input, files, kind, title, facts, importance, created_at, "
                   "count, substr(output, 1, 2000) AS output")
 PARKED_ERROR = "the worker stopped while processing it, every time"
-
-
-def _marks(ids: Sequence[Any]) -> str:
-    return ",".join("?" * len(ids))
 
 
 def other_claimants(conn: Connection, holder: str, now: float) -> list[str]:
@@ -55,20 +51,20 @@ def claim(conn: Connection, holder: str, until: float, now: float, limit: int) -
         "AND (next_attempt_at IS NULL OR next_attempt_at <= ?) ORDER BY id LIMIT ?", (now, now, limit))]
     if ids:
         conn.execute(f"UPDATE observations SET claimed_by = ?, claimed_until = ?, attempts = attempts + 1 "
-                     f"WHERE id IN ({_marks(ids)})", [holder, until, *ids])
+                     f"WHERE id IN ({marks(ids)})", [holder, until, *ids])
     return ids
 
 
 def claimed_rows(conn: Connection, ids: Sequence[int], holder: str) -> list[Any]:
     """The observations of `ids` still pending and claimed by `holder`, with their session's cwd, by id."""
     return conn.execute(f"SELECT o.*, s.cwd AS session_cwd FROM observations o LEFT JOIN sessions s ON "
-                        f"s.id = o.session_id WHERE o.id IN ({_marks(ids)}) AND o.claimed_by = ? AND o.status = "
+                        f"s.id = o.session_id WHERE o.id IN ({marks(ids)}) AND o.claimed_by = ? AND o.status = "
                         f"'pending' ORDER BY o.id", [*ids, holder]).fetchall()
 
 
 def still_claimed(conn: Connection, ids: Sequence[int], holder: str) -> set[int]:
     """Which of `ids` are still pending and claimed by `holder`."""
-    return {row[0] for row in conn.execute(f"SELECT id FROM observations WHERE id IN ({_marks(ids)}) AND "
+    return {row[0] for row in conn.execute(f"SELECT id FROM observations WHERE id IN ({marks(ids)}) AND "
                                            f"claimed_by = ? AND status = 'pending'", [*ids, holder])}
 
 
@@ -152,7 +148,7 @@ def session_events(conn: Connection, session_id: str, limit: int = 2000) -> list
 def stop_after(conn: Connection, session_id: str, after: int, events: Sequence[str]) -> bool:
     """Whether the session has a row of one of `events` after id `after`."""
     return bool(conn.execute(f"SELECT EXISTS (SELECT 1 FROM observations WHERE session_id = ? AND id > ? AND event "
-                             f"IN ({_marks(events)}))", (session_id, after, *events)).fetchone()[0])
+                             f"IN ({marks(events)}))", (session_id, after, *events)).fetchone()[0])
 
 
 def last_extra_naming(conn: Connection, session_id: str, word: str) -> str | None:
@@ -165,7 +161,7 @@ def last_extra_naming(conn: Connection, session_id: str, word: str) -> str | Non
 def compressed_of_project(conn: Connection, project: str | None, kinds: Sequence[str]) -> list[Any]:
     """The project's compressed rows of these kinds (`PARSED_COLUMNS`), oldest first."""
     return conn.execute(f"SELECT {PARSED_COLUMNS} FROM observations WHERE project IS ? AND status = 'compressed' "
-                        f"AND kind IN ({_marks(kinds)}) ORDER BY id", (project, *kinds)).fetchall()
+                        f"AND kind IN ({marks(kinds)}) ORDER BY id", (project, *kinds)).fetchall()
 
 
 def compressed_since(conn: Connection, project: str | None, after: int) -> tuple[float, int | None]:
@@ -222,4 +218,4 @@ def delete(conn: Connection, ids: Sequence[int]) -> None:
     """Remove these rows, inside the caller's transaction."""
     for start in range(0, len(ids), 500):
         part = ids[start:start + 500]
-        conn.execute(f"DELETE FROM observations WHERE id IN ({_marks(part)})", part)
+        conn.execute(f"DELETE FROM observations WHERE id IN ({marks(part)})", part)

@@ -7,6 +7,8 @@ import json
 from collections.abc import Callable
 
 from ..db import memories as memory_rows
+from ..db import memory_reads, word_vectors
+from ..db import vectors as vector_rows
 from ..db.connection import Connection
 from ..db.database import Database
 from . import neighbours, vectors, words
@@ -32,11 +34,11 @@ class VectorBackfill:
         self.embed_pending()
 
     def ensure_table(self, conn: Connection) -> bool:
-        """`vectors.ensure_table` for the embedder's model (inside the caller's transaction); when it makes
+        """`db/vectors.ensure_table` for the embedder's model (inside the caller's transaction); when it makes
         the table again, the word vectors this process's searches have met go with the stored ones."""
-        made = vectors.ensure_table(conn, self.embedder.model_id, self.embedder.dimension or 384)
+        made = vector_rows.ensure_table(conn, self.embedder.model_id, self.embedder.dimension or 384)
         if made:
-            self.word_matrix.clear()  # words.reset emptied the table: another model's vectors
+            self.word_matrix.clear()  # word_vectors.reset emptied the table: another model's vectors
         return made
 
     def embed_pending(self, batch: int = 64, progress: Callable[[int, int], None] | None = None) -> int:
@@ -44,12 +46,10 @@ class VectorBackfill:
         if not self.embedder.ready:
             return 0
         model_id = self.embedder.model_id
-        total = self.db.conn.execute("SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL").fetchone()[0]
+        total = memory_rows.unembedded(self.db.conn)
         done = 0
         while True:
-            rows = self.db.conn.execute(
-                "SELECT id, project, is_latest, title, content, tags, files FROM memories "
-                "WHERE embedding_model IS NULL LIMIT ?", (batch,)).fetchall()
+            rows = memory_reads.unembedded_rows(self.db.conn, batch)
             if not rows:
                 return done
             prepared = []
@@ -66,10 +66,9 @@ class VectorBackfill:
                 for memory, chunks in prepared:
                     vecs = embedded[offset:offset + len(chunks)]
                     offset += len(chunks)
-                    still_there = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory["id"],)).fetchone()
-                    if still_there is None:
+                    if not memory_reads.exists(conn, memory["id"]):
                         continue
-                    vectors.put(conn, memory["id"], memory["project"], bool(memory["is_latest"]), chunks, vecs)
+                    vector_rows.put(conn, memory["id"], memory["project"], bool(memory["is_latest"]), chunks, vecs)
                     memory_rows.set_embedded(conn, memory["id"], model_id)
             done += len(rows)
             if progress:
@@ -81,10 +80,7 @@ class VectorBackfill:
         them, the worker's passes do this. Returns how many memories were looked at (0: none is left)."""
         if not self.embedder.ready:
             return 0
-        rows = self.db.conn.execute(
-            "SELECT id, title, content, tags, files, tier, type, session_id, created_at, source "
-            "FROM memories INDEXED BY memories_pieces_todo "
-            "WHERE embedding_model = ? AND pieces IS NULL LIMIT ?", (self.embedder.model_id, limit)).fetchall()
+        rows = memory_reads.pieces_todo(self.db.conn, self.embedder.model_id, limit)
         if not rows:
             return 0
         # the rules' own knowledge (a command, a fix) is a sentence or two found by its words: no pieces
@@ -104,12 +100,11 @@ class VectorBackfill:
                 answer_vector = embedded[offset + len(pieces)] if answer else None
                 offset += len(pieces) + (1 if answer else 0)
                 # a memory re-embedded or forgotten meanwhile is looked at again or not at all
-                now = conn.execute("SELECT project, is_latest FROM memories WHERE id = ? AND embedding_model = ? "
-                                   "AND pieces IS NULL", (row["id"], self.embedder.model_id)).fetchone()
+                now = memory_reads.pieces_still_todo(conn, row["id"], self.embedder.model_id)
                 if now:
-                    vectors.put_pieces(conn, row["id"], pieces, vecs)
-                    vectors.put_answer(conn, row["id"], now["project"], bool(now["is_latest"]), answer,
-                                       answer_vector)
+                    vector_rows.put_pieces(conn, row["id"], pieces, vecs)
+                    vector_rows.put_answer(conn, row["id"], now["project"], bool(now["is_latest"]), answer,
+                                           answer_vector)
         return len(rows)
 
     def add_word_vectors(self, limit: int = 500) -> int:
@@ -118,28 +113,23 @@ class VectorBackfill:
         looked at (0: none is left)."""
         if not self.embedder.ready:
             return 0
-        rows = self.db.conn.execute(
-            "SELECT id, title, content FROM memories INDEXED BY memories_words_todo "
-            "WHERE embedding_model = ? AND words IS NULL LIMIT ?", (self.embedder.model_id, limit)).fetchall()
+        rows = memory_reads.words_todo(self.db.conn, self.embedder.model_id, limit)
         if not rows:
             return 0
         found = {r["id"]: words.memory_words(r["title"], r["content"]) for r in rows}
         every = list(dict.fromkeys(w for ws in found.values() for w in ws))
-        stored = words.lookup(self.db.conn, every)
+        stored = word_vectors.lookup(self.db.conn, every)
         new = [w for w in every if w not in stored]
         embedded = self.embedder.embed(new) if new else []
         if embedded is None or len(embedded) != len(new):  # the model failed: these wait for the next call
             return 0
         with self.db.transaction() as conn:
             # a memory re-embedded or forgotten meanwhile is looked at again or not at all
-            marks = ",".join("?" * len(found))
-            still = [row[0] for row in conn.execute(
-                f"SELECT id FROM memories WHERE id IN ({marks}) AND embedding_model = ? AND words IS NULL",
-                [*found, self.embedder.model_id])]
+            still = memory_reads.words_still_todo(conn, list(found), self.embedder.model_id)
             uses: dict[str, int] = {}
             for memory_id in still:
                 for word in found[memory_id]:
                     uses[word] = uses.get(word, 0) + 1
-            words.add(conn, uses, dict(zip(new, embedded)))
+            word_vectors.add(conn, uses, {w: words.pack(v) for w, v in zip(new, embedded)})
             memory_rows.set_words(conn, [(m, " ".join(found[m])) for m in still])
         return len(rows)

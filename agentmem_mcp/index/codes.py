@@ -1,6 +1,6 @@
 """The KNN table's binary codes held in this process and scanned with numpy: the vector retriever's first pass.
 
-sqlite-vec's `vec0` table (index/vectors.py) keeps one 384-bit code per chunk and finds the nearest codes by
+sqlite-vec's `vec0` table (db/vectors.py) keeps one 384-bit code per chunk and finds the nearest codes by
 scanning all of them, at about a microsecond a code on these cores: fine at 10k, most of a second at a
 million. `CodeMatrix` holds the same codes in numpy arrays, one per 64-bit word of a code, and computes the
 same Hamming distances (XOR and popcount): the same answer as vec0's scan, at a few nanoseconds a code; a
@@ -13,11 +13,11 @@ re-scoring that follows (vectors.knn) is unchanged.
 
 The copy is read once per process and database from vec0's own storage (its chunk tables, one row per 1024
 codes: a few hundred milliseconds at a million), and kept in step through `vector_changes`: every write to
-the KNN table appends the chunk ids it touched (vectors.py, in the writer's transaction), and each scan
+the KNN table appends the chunk ids it touched (db/vectors.py, in the writer's transaction), and each scan
 first applies the changes logged since the copy was made, whichever process made them. The log keeps its
-last LOG_KEEP rows; a copy older than that, a vec0 table re-created (a new model: logged as chunk 0) or a
-vec0 storage this module does not recognise (another sqlite-vec version) reloads or falls back to vec0's
-own scan.
+last LOG_KEEP rows (db/vectors.py, where every SQL statement of these tables is); a copy older than that, a
+vec0 table re-created (a new model: logged as chunk 0) or a vec0 storage this module does not recognise
+(another sqlite-vec version) reloads or falls back to vec0's own scan.
 """
 
 from __future__ import annotations
@@ -27,29 +27,15 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from ..db import vectors as vector_rows
 from ..db.connection import Connection
 
 log = logging.getLogger("agentmem")
 
-LOG = "vector_changes"
-LOG_KEEP = 100_000  # rows of vector_changes kept; a copy that is further behind reloads
-PRUNE_EVERY = 1024
 RELOAD_ABOVE = 20_000  # more changes than this since a copy was made: reload it rather than apply them
 COARSE_ABOVE = 2_000_000  # codes (after the project and latest filters) above which the scan takes two passes
 COARSE_WORDS = 4
 COARSE_FACTOR = 32
-RESET = 0  # chunk id logged when the KNN table is re-created: every copy reloads
-_VERSIONS = {"v0.1.9"}  # sqlite-vec versions whose chunk tables `_read_chunks` reads
-
-
-def log_changes(conn: Connection, chunk_ids: Sequence[int]) -> None:
-    """Record that these chunks' codes changed (inserted, deleted or re-flagged), in the caller's transaction."""
-    if not chunk_ids:
-        return
-    conn.executemany(f"INSERT INTO {LOG} (chunk_id) VALUES (?)", [(int(c),) for c in chunk_ids])
-    last = conn.execute("SELECT MAX(seq) FROM vector_changes").fetchone()[0] or 0
-    if last // PRUNE_EVERY != (last - len(chunk_ids)) // PRUNE_EVERY:
-        conn.execute(f"DELETE FROM {LOG} WHERE seq <= ?", (last - LOG_KEEP,))
 
 
 class CodeMatrix:
@@ -77,7 +63,7 @@ class CodeMatrix:
         """Read every code from vec0's chunk tables; False when their layout is not the one this reads."""
         import numpy as np
 
-        seq = _last_seq(conn)  # before the codes: a change committed meanwhile is applied again later
+        seq = vector_rows.last_change(conn)  # before the codes: a change committed meanwhile is applied again later
         chunks = _read_chunks(conn, self.table, self.words)
         if chunks is None:
             return False
@@ -122,20 +108,16 @@ class CodeMatrix:
     def refresh(self, conn: Connection) -> bool:
         """Apply what `vector_changes` logged since this copy was made (reloading when it is too far behind);
         False when the copy cannot be made (vec0's own scan must serve)."""
-        first, last = conn.execute(f"SELECT MIN(seq), MAX(seq) FROM {LOG}").fetchone()
-        first, last = first or 0, last or 0
+        first, last = vector_rows.change_bounds(conn)
         if last == self.seq:
             return True
         if last < self.seq or (first > self.seq + 1) or last - self.seq > RELOAD_ABOVE:
             return self.load(conn)  # a new log (the database was replaced), or one pruned past this copy
-        changed = [row[0] for row in conn.execute(
-            f"SELECT chunk_id FROM {LOG} WHERE seq > ? AND seq <= ? ORDER BY seq", (self.seq, last))]
-        if RESET in changed:
+        changed = vector_rows.changed_chunks(conn, self.seq, last)
+        if vector_rows.RESET in changed:
             return self.load(conn)
         for chunk_id in dict.fromkeys(changed):
-            row = conn.execute(f"SELECT project, latest, embedding FROM {self.table} WHERE chunk_id = ?",
-                               (chunk_id,)).fetchone()
-            self._put(chunk_id, row)
+            self._put(chunk_id, vector_rows.code_row(conn, self.table, chunk_id))
         self.seq = last
         return True
 
@@ -204,76 +186,101 @@ class CodeMatrix:
             wanted = [self.projects[p] for p in projects if p in self.projects]
             if len(wanted) < len(self.projects):
                 keep &= np.isin(self.project[:n], np.asarray(wanted, dtype=np.int32))
-        rows = np.flatnonzero(keep) if not keep.all() else None
-        scanned = n if rows is None else len(rows)
+        scanned = int(np.count_nonzero(keep))
+        if scanned == 0:
+            return []
+        excluded = None if scanned == n else ~keep
+        count = min(count, scanned)
         if two_passes is None:
             two_passes = scanned > COARSE_ABOVE
         coarse_words = min(COARSE_WORDS, self.words)
         if two_passes and scanned > count * COARSE_FACTOR:
-            coarse = _distance(self.codes, query, range(coarse_words), rows, n)
-            picked = _smallest(coarse, count * COARSE_FACTOR, limit=64 * coarse_words)
-            rows = picked if rows is None else rows[picked]
-        full = _distance(self.codes, query, range(self.words), rows, n)
-        picked = _smallest(full, count, limit=64 * self.words)
-        found = picked if rows is None else rows[picked]
+            coarse = _distances(self.codes, query, coarse_words, n, excluded)
+            rows = _smallest(coarse, count * COARSE_FACTOR, limit=64 * coarse_words)
+            full = _distance_of_rows(self.codes, query, rows)
+            picked = _smallest(full, count, limit=64 * self.words)
+            found = rows[picked]
+        else:
+            full = _distances(self.codes, query, self.words, n, excluded)
+            found = picked = _smallest(full, count, limit=64 * self.words)
         order = np.lexsort((self.ids[found], full[picked]))[:count]
         return self.ids[found[order]].tolist()
 
 
-def _distance(codes: Any, query: Any, words: range, rows: Any, n: int) -> Any:
-    """Hamming distances (uint16) to the query over these 64-bit words, of the given rows (None: the first n)."""
+BLOCK = 65_536  # codes per block of the scan: its temporaries stay in the CPU's cache
+
+
+def _distances(codes: Any, query: Any, words: int, n: int, excluded: Any) -> Any:
+    """Hamming distances (uint16) to the query over the first `words` 64-bit words of the first n codes, a
+    block at a time; excluded rows (a bool mask, or None) get a distance past any real one (64 * words + 1),
+    which is cheaper than gathering the rows kept."""
     import numpy as np
 
-    total = None
-    for w in words:
-        column = codes[w, :n] if rows is None else codes[w, rows]
-        bits = _popcount(np.bitwise_xor(column, query[w]))
-        if total is None:
-            total = bits.astype(np.uint16)
-        else:
-            total += bits
+    total = np.empty(n, dtype=np.uint16)
+    xor = np.empty(min(n, BLOCK), dtype=np.uint64)
+    bits = np.empty(min(n, BLOCK), dtype=np.uint8)
+    for start in range(0, n, BLOCK):
+        end = min(n, start + BLOCK)
+        size = end - start
+        block = total[start:end]
+        for w in range(words):
+            np.bitwise_xor(codes[w, start:end], query[w], out=xor[:size])
+            _popcount(xor[:size], bits[:size])
+            if w == 0:
+                block[:] = bits[:size]
+            else:
+                block += bits[:size]
+    if excluded is not None:
+        total[excluded] = 64 * words + 1
     return total
 
 
-def _popcount(values: Any) -> Any:
+def _distance_of_rows(codes: Any, query: Any, rows: Any) -> Any:
+    """Hamming distances (uint16) to the query over every word, of the given rows."""
+    import numpy as np
+
+    total = np.zeros(len(rows), dtype=np.uint16)
+    for w in range(codes.shape[0]):
+        total += _popcount(np.bitwise_xor(codes[w, rows], query[w]))
+    return total
+
+
+def _popcount(values: Any, out: Any = None) -> Any:
     """Set bits of each uint64 (uint8): numpy's own count from numpy 2, a byte table before."""
     import numpy as np
 
     if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(values)
+        return np.bitwise_count(values, out=out) if out is not None else np.bitwise_count(values)
     table = np.array([bin(b).count("1") for b in range(256)], dtype=np.uint8)
-    return table[values.view(np.uint8).reshape(len(values), 8)].sum(axis=1, dtype=np.uint8)
+    counted = table[values.view(np.uint8).reshape(len(values), 8)].sum(axis=1, dtype=np.uint8)
+    if out is None:
+        return counted
+    out[:] = counted
+    return out
 
 
 def _smallest(distances: Any, count: int, limit: int) -> Any:
-    """Row numbers of about the `count` smallest distances (all rows at the cut-off distance included, so
-    ties do not depend on order): a histogram of the distances gives the cut-off."""
+    """Row numbers of about the `count` smallest distances up to `limit` (all rows at the cut-off distance
+    included, so ties do not depend on order): a histogram of the distances gives the cut-off. Rows past
+    `limit` (excluded ones) are never picked."""
     import numpy as np
 
     if len(distances) <= count:
-        return np.arange(len(distances))
-    histogram = np.cumsum(np.bincount(distances, minlength=limit + 1))
-    cut = int(np.searchsorted(histogram, count))
+        return np.flatnonzero(distances <= limit)
+    histogram = np.cumsum(np.bincount(distances, minlength=limit + 2))
+    cut = min(int(np.searchsorted(histogram, count)), limit)
     return np.flatnonzero(distances <= cut)
-
-
-def _last_seq(conn: Connection) -> int:
-    return conn.execute(f"SELECT MAX(seq) FROM {LOG}").fetchone()[0] or 0
 
 
 def _read_chunks(conn: Connection, table: str, words: int) -> list[tuple[str, Any, Any, Any, Any]] | None:
     """(project, rowids, codes, latest flags, validity) of each of vec0's chunks of `table`, from its shadow
-    tables; None when their layout is not the one written by the sqlite-vec versions in _VERSIONS."""
+    tables (db/vectors.code_chunks); None when their layout is not one this reads."""
     import numpy as np
 
     try:
-        version = conn.execute(f"SELECT value FROM {table}_info WHERE key = 'CREATE_VERSION'").fetchone()
-        if version is None or version[0] not in _VERSIONS:
+        rows = vector_rows.code_chunks(conn, table)
+        if rows is None:
             return None
-        rows = conn.execute(
-            f"SELECT c.size, c.partition00, c.validity, c.rowids, v.vectors, m.data FROM {table}_chunks c "
-            f"JOIN {table}_vector_chunks00 v ON v.rowid = c.chunk_id "
-            f"JOIN {table}_metadatachunks00 m ON m.rowid = c.chunk_id ORDER BY c.chunk_id").fetchall()
     except Exception as error:  # a table this does not know: vec0's own scan serves
         log.info("vector codes not read from %s: %s", table, error)
         return None
@@ -309,7 +316,7 @@ def nearest(conn: Connection, table: str, dimension_bits: int, query_code: bytes
             found.seq = -1  # not loaded yet
     with found.lock:
         if conn.in_transaction:  # changes it sees may be its own, uncommitted: the copy takes only committed ones
-            current = found.seq >= 0 and _last_seq(conn) == found.seq
+            current = found.seq >= 0 and vector_rows.last_change(conn) == found.seq
             return found.nearest(query_code, count, projects, latest_only, two_passes) if current else None
         try:
             ready = found.load(conn) if found.seq < 0 else found.refresh(conn)

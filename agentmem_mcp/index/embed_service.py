@@ -1,11 +1,11 @@
 """One embedding model per user, shared by every `agentmem serve` of that user.
 
-Each server used to load its own model (~170 MB each once loaded). Now the first server that needs vectors starts
-`python -m agentmem_mcp.index.embed_service`, a process of the same user that loads the model once and answers
-over a Unix socket in the home (`embed.sock`, 0600; never a network port). It refuses a home that others can
-enter, answers only peers of its own user (SO_PEERCRED where the system has it), and exits once no request came
-for `embed_idle_seconds`, EMPTY_GRACE_S (5 s) after its last server disconnected, or when its socket file is removed
-or replaced.
+Each server used to load its own model (~170 MB each once loaded). Now the first server that needs vectors (or the
+first relay, relay.py) starts `python -m agentmem_mcp.shared_process`, a process of the same user that loads the
+model once and answers over a Unix socket in the home (`embed.sock`, 0600; never a network port). It refuses a home
+that others can enter, answers only peers of its own user (SO_PEERCRED where the system has it), and exits once no
+request came for `embed_idle_seconds`, EMPTY_GRACE_S (5 s) after its last server or session disconnected, or when
+its socket file is removed or replaced; never while it serves an agent session (session_host.py).
 
 `SharedEmbedder` is the servers' side: an `Embedder` whose vectors come from that process. When it cannot reach the
 process (none can start, the home is not private, another model is loaded there) it loads its own model, as
@@ -19,7 +19,6 @@ for vectors, by `count * dim` little-endian float32 numbers.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -34,7 +33,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .embedder import Embedder, _release_freed_memory
+from ..heap import release_freed
+from ..socket_listener import other_user
+from .embedder import Embedder
 
 log = logging.getLogger("agentmem.embed_service")
 
@@ -43,6 +44,7 @@ LOCK_NAME = "embed.lock"
 MAX_FRAME = 64 * 1024 * 1024
 START_TIMEOUT_S = 60.0  # a cold start loads the model: ~1-3 s here, more on a busy machine
 EMPTY_GRACE_S = 5.0  # a server that restarts reconnects within this; then the model's memory goes back
+SESSION_FIRST_WAIT_S = 5.0  # how long the model waits for the first session's server (see EmbedService)
 RETRY_AFTER_S = 5.0  # after a failure, how long a server embeds on its own before it tries the shared process again
 _LENGTH = struct.Struct(">I")
 
@@ -99,15 +101,6 @@ def _recv_header(sock: socket.socket) -> dict[str, Any]:
     if not isinstance(header, dict):
         raise ConnectionError("a frame is not a JSON object")
     return header
-
-
-def _peer_uid(conn: socket.socket) -> int | None:
-    """The uid of the process at the other end (Linux); None where the system cannot say."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    creds = conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
 
 
 # -- the servers' side ------------------------------------------------------------------------------------------
@@ -186,7 +179,7 @@ class ServiceClient:
 def start_service(home: Path, model_name: str, model_path: Path | None, idle_seconds: int) -> subprocess.Popen:
     """Start the shared process, detached from the caller's session, its stdio and its file descriptors (an MCP
     server's stdin and stdout are its client's pipes)."""
-    command = [sys.executable, "-m", "agentmem_mcp.index.embed_service", "--home", str(home), "--model", model_name,
+    command = [sys.executable, "-m", "agentmem_mcp.shared_process", "--home", str(home), "--model", model_name,
                "--idle-seconds", str(idle_seconds)]
     if model_path is not None:
         command += ["--model-path", str(model_path)]
@@ -332,7 +325,7 @@ class SharedEmbedder(Embedder):
             old.close()
         if local is not None:  # the shared process answers again: our own model goes
             del local
-            _release_freed_memory()
+            release_freed()
 
     def _drop_client(self, client: ServiceClient) -> None:
         with self._state_lock:
@@ -364,13 +357,21 @@ class SharedEmbedder(Embedder):
 
 
 class EmbedService:
-    """The shared process: one model, a private socket, one thread per connected server."""
+    """The shared process: one model, a private socket, one thread per connected server.
 
-    def __init__(self, home: Path, model_name: str, model_path: Path | None, idle_seconds: float) -> None:
+    model_name None: no model (the settings turn embeddings off); the socket then answers that it has none.
+    `sessions`, when set before `run`: what also serves agent sessions here (session_host.SessionListener: `start`,
+    `stop`, `active`, `last_end`, `server_built`), started before the model loads; the process stays while a session
+    is served. `session_first`: started by a relay, whose session's server is built before the model loads (the
+    two would share the interpreter's time; a server also answers `initialize` before it loads its model)."""
+
+    def __init__(self, home: Path, model_name: str | None, model_path: Path | None, idle_seconds: float) -> None:
         self.home, self.path = home, socket_path(home)
         self.model_name, self.model_path = model_name, model_path
         self.idle_seconds = idle_seconds
-        self.embedder = Embedder(model_name, model_path)
+        self.embedder: Embedder | None = Embedder(model_name, model_path) if model_name else None
+        self.sessions: Any = None
+        self.session_first = False
         self.last_request = time.monotonic()
         self.busy = 0
         self.connections = 0
@@ -392,21 +393,53 @@ class EmbedService:
                 fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return 0  # another one is starting or running
-            if not self.embedder.load():
-                log.warning("shared embedding process: the model cannot load: %s", self.embedder.error)
-                return 1
-            listener = self._listen()
-            hooks = self._take_hooks()
+            sessions = self._take_sessions()
             try:
-                log.info("shared embedding process %d serving %s on %s", os.getpid(), self.model_name, self.path)
-                self._accept_until_idle(listener)
+                if sessions is not None and self.session_first:  # its `initialize` answer first, as a server's
+                    sessions.server_built.wait(SESSION_FIRST_WAIT_S)
+                if self.embedder is not None and not self.embedder.load():
+                    log.warning("shared embedding process: the model cannot load: %s", self.embedder.error)
+                    if sessions is None:
+                        return 1
+                    self.embedder = None  # the sessions go on, on BM25 + graph, as a server of their own would
+                listener = self._listen()
+                hooks = self._take_hooks()
+                try:
+                    (log.info if self.embedder is not None else log.debug)(
+                        "shared process %d serving %s on %s", os.getpid(), self.model_name, self.path)
+                    self._accept_until_idle(listener)
+                finally:
+                    if hooks is not None:
+                        hooks.stop()
+                    self._remove_socket(listener)
             finally:
-                if hooks is not None:
-                    hooks.stop()
-                self._remove_socket(listener)
+                if sessions is not None:
+                    sessions.stop()
             return 0
         finally:
             os.close(lock_fd)
+
+    def _take_sessions(self) -> Any:
+        """Start serving agent sessions (`sessions`), before the model loads: a relay waits for its `initialize`
+        answer. None without them or when the socket cannot be made (relays then serve their sessions alone)."""
+        if self.sessions is None:
+            return None
+        try:
+            self.sessions.start()
+        except OSError as exc:
+            log.warning("shared process: sessions not taken (%s)", exc)
+            return None
+        return self.sessions
+
+    def shared_embedder_for(self, settings: Any) -> Embedder | None:
+        """This process's model for a session with `settings`, when they ask for the same one; None: the session
+        embeds its own way (server.AppState)."""
+        embedder = self.embedder
+        if embedder is None or not (settings.embeddings and settings.shared_embedder):
+            return None
+        same_path = (str(settings.embed_model_path.absolute()) if settings.embed_model_path else None) == \
+            (str(self.model_path.absolute()) if self.model_path else None)
+        return embedder if settings.embed_model == self.model_name and same_path else None
 
     def _take_hooks(self) -> Any:
         """Also take hook events over `<home>/hooks.sock` (capture/hook_service.py): this process already has what a
@@ -440,15 +473,18 @@ class EmbedService:
                 conn, _ = listener.accept()
             except TimeoutError:
                 now = time.monotonic()
+                sessions = self.sessions.active if self.sessions is not None else 0
+                last_left = max(self.last_disconnect, self.sessions.last_end if self.sessions is not None else 0.0)
                 with self._state:
-                    idle = self.busy == 0 and now - self.last_request > self.idle_seconds
-                    deserted = self.connections == 0 and now - self.last_disconnect > min(EMPTY_GRACE_S,
-                                                                                          self.idle_seconds)
+                    idle = sessions == 0 and self.busy == 0 and now - max(self.last_request, last_left) > \
+                        self.idle_seconds
+                    deserted = sessions == 0 and self.connections == 0 and now - last_left > min(EMPTY_GRACE_S,
+                                                                                                self.idle_seconds)
                 if idle or deserted or not self._socket_is_ours():
                     return
                 continue
-            uid = _peer_uid(conn)
-            if uid is not None and uid != os.geteuid():
+            uid = other_user(conn)
+            if uid is not None:
                 log.warning("shared embedding process: refused a connection from uid %d", uid)
                 conn.close()
                 continue
@@ -485,8 +521,12 @@ class EmbedService:
     def _answer(self, conn: socket.socket, request: dict[str, Any]) -> None:
         op = request.get("op")
         if op == "hello":
-            _send(conn, {"ok": True, "model": self.model_name, "pid": os.getpid(), "dim": self.embedder.dimension,
+            _send(conn, {"ok": self.embedder is not None, "model": self.model_name, "pid": os.getpid(),
+                         "dim": self.embedder.dimension if self.embedder is not None else None,
                          "model_path": str(self.model_path) if self.model_path else None})
+            return
+        if self.embedder is None:
+            _send(conn, {"ok": False, "error": "no model in this process"})
             return
         texts = request.get("texts")
         if op != "embed" or not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
@@ -514,25 +554,3 @@ class EmbedService:
                 os.unlink(self.path)
             except OSError:
                 pass
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agentmem_mcp.index.embed_service",
-                                     description="agentmem's shared embedding process (started by `agentmem serve`)")
-    parser.add_argument("--home", type=Path, required=True)
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--model-path", type=Path)
-    parser.add_argument("--idle-seconds", type=float, default=600.0)
-    args = parser.parse_args(argv)
-    from ..config import load_settings
-    from ..logs import setup_logging
-
-    try:
-        setup_logging(load_settings(home=args.home))
-    except Exception:  # a config the servers would refuse too: log nowhere rather than not serve
-        pass
-    return EmbedService(args.home.absolute(), args.model, args.model_path, args.idle_seconds).run()
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -28,6 +28,8 @@ log = logging.getLogger("agentmem.fulltext")
 
 SCHEMA_VERSION = "3"  # 3: episodic memories carry neighbouring-turn context (index/neighbours.py)
 SCHEMA_MARKER = "agentmem-schema"
+COMMON_MIN_DOCS = 1000  # `FulltextIndex.search`'s common_share applies from this many indexed memories
+WIDE_FACTOR = 3  # hits a filtered search first asks of its terms alone, per hit wanted (`FulltextIndex.search`)
 # What a tantivy index folder holds: segment files (<uuid>.<component>, deletes <uuid>.<opstamp>.del), its meta
 # files and lock files; plus agentmem's schema marker and ownership marker. Nothing else is ever deleted.
 _INDEX_FILE = re.compile(r"[0-9a-f]{32}(?:\.\d+)?\.(?:idx|pos|term|store|fast|fieldnorm|del)|meta\.json|"
@@ -166,7 +168,7 @@ class FulltextIndex:
             try:
                 st = os.stat(os.path.join(self.path, name))
             except FileNotFoundError:
-                del self._mapped[name]
+                self._mapped.pop(name, None)  # another thread (a search, the indexer) may have dropped it first
                 continue
             if st.st_ino == inode and st.st_size < size:
                 raise IndexDamagedError(f"{name} in the BM25 index folder {self.path} shrank from {size:,} to "
@@ -302,14 +304,35 @@ class FulltextIndex:
         return list(seen)
 
     def search(self, text: str, *, projects: list[str | None] | None = None, latest_only: bool = True,
-               tiers: list[str] | None = None, types: list[str] | None = None,
-               limit: int = 50) -> list[tuple[str, float]]:
-        """Memory ids and BM25 scores, best first. `projects=None` searches every project."""
+               tiers: list[str] | None = None, types: list[str] | None = None, limit: int = 50,
+               admitted: Callable[[list[str]], set[str]] | None = None,
+               common_share: float | None = None) -> list[tuple[str, float]]:
+        """Memory ids and BM25 scores, best first. `projects=None` searches every project.
+
+        common_share: in an index of at least COMMON_MIN_DOCS memories, leave out the terms that more than this
+        share of them hold (while another term is left): such a term weighs next to nothing in BM25 (over 90%:
+        an IDF under 0.11, against 5-14 for a term of a few memories) and costs a walk of nearly every posting.
+
+        admitted: given, a function telling which of some memory ids pass the same filters (read from SQLite,
+        the truth): the query's terms are then first searched alone, which tantivy answers with block-max WAND
+        (it skips the blocks of postings that cannot reach the top), for WIDE_FACTOR x `limit` hits, and those
+        admitted are the answer when `limit` of them are, or when every match was read; otherwise the filters
+        join the query (a filter clause makes tantivy score every matching document). Either way the answer is
+        the best `limit` admitted matches, with the same scores (filters score nothing)."""
         query_terms = self.query_terms(text)
         if not query_terms:
             return []
+        if common_share is not None:
+            query_terms = self._specific(query_terms, common_share)
         schema = self.index.schema
         should = [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", t)) for t in query_terms]
+        if admitted is not None:
+            wide = limit * WIDE_FACTOR
+            hits = self._top(tantivy.Query.boolean_query(should), wide)
+            kept = admitted([memory_id for memory_id, _ in hits])
+            found = [(memory_id, score) for memory_id, score in hits if memory_id in kept]
+            if len(found) >= limit or len(hits) < wide:
+                return found[:limit]
         filters = []
         if projects is not None:
             filters.append(tantivy.Query.term_set_query(schema, "project", [project_key(p) for p in projects]))
@@ -324,7 +347,20 @@ class FulltextIndex:
         # the best score in fusion
         clauses = [(tantivy.Occur.Must, tantivy.Query.boolean_query(should))]
         clauses += [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
-        query = tantivy.Query.boolean_query(clauses)
+        return self._top(tantivy.Query.boolean_query(clauses), limit)
+
+    def _specific(self, query_terms: list[str], common_share: float) -> list[str]:
+        """The terms held by at most `common_share` of the indexed memories (all of them in a small index, or
+        when every term is that common)."""
+        searcher = self._searcher()
+        total = searcher.num_docs
+        if total < COMMON_MIN_DOCS:
+            return query_terms
+        kept = [t for t in query_terms if searcher.doc_freq("text", t) <= common_share * total]
+        return kept or query_terms
+
+    def _top(self, query: tantivy.Query, limit: int) -> list[tuple[str, float]]:
+        """The ids and scores of the query's best `limit` documents (no count: tantivy may skip what cannot rank)."""
         for attempt in range(2):
             try:
                 searcher = self._searcher()
@@ -343,6 +379,13 @@ class FulltextIndex:
         total = max(searcher.num_docs, 1)
         unseen = bm25_idf(total, 0)
         return {t: 0.5 + 0.5 * bm25_idf(total, searcher.doc_freq("text", t)) / unseen for t in query_terms}
+
+    def full_match_score(self, query_terms: list[str]) -> float:
+        """BM25's score of a document of average length holding each term once: the sum of the terms' IDF
+        (with tf 1 at the average length, BM25's term factor is 1)."""
+        searcher = self._searcher()
+        total = max(searcher.num_docs, 1)
+        return sum(bm25_idf(total, searcher.doc_freq("text", t)) for t in query_terms)
 
     def word_idf(self, words: list[str]) -> dict[str, float]:
         """BM25's IDF of each word (as its analysed term; a stop word is left out)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..db import links
+from ..db import links, memories
 from ..db.connection import Connection
 from .entities import extract_entities
 
@@ -23,7 +23,7 @@ def search(conn: Connection, query: str, *, limit: int = 50, hop_discount: float
     wanted = extract_entities(query)
     if not wanted:
         return [], {}
-    total = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] or 1
+    total = memories.total(conn) or 1
     scores: dict[str, float] = {}
     reasons: dict[str, str] = {}
     for kind, name in wanted:

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..db import index_outbox
+from ..db import index_outbox, memories, memory_reads
 from ..db.connection import DatabaseError, is_damage
 from ..db.database import Database
 from ..models import StoreDamaged
@@ -79,7 +79,7 @@ class Indexer:
             FulltextIndex.wipe(self.fulltext_dir)
             index = FulltextIndex(self.fulltext_dir)
             indexed = 0
-        stored = self.db.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+        stored = memories.total(self.db.conn)
         if indexed == 0 and stored:
             log.warning("BM25 index is empty but %d memories exist; rebuilding it", stored)
             self._queue_every_memory()
@@ -155,6 +155,12 @@ class Indexer:
             self._thread = threading.Thread(target=self._loop, name="agentmem-indexer", daemon=True)
             self._thread.start()
         self._wanted.set()
+
+    def index_later(self) -> None:
+        """Ask the indexer thread to apply the outbox, without waiting and without writing anything here (what
+        a search calls: a synchronous indexer applies it at its next write or when the store closes)."""
+        if not self.sync:
+            self.index_soon()
 
     def erase_soon(self, memories_deleted: bool = True) -> None:
         """After a forget: run the erasure on the indexer thread, so the caller does not wait for a rebuild (at
@@ -238,9 +244,7 @@ class Indexer:
             if not rows:
                 break
             ids = list(dict.fromkeys(memory_id for _, memory_id in rows))
-            marks = ",".join("?" * len(ids))
-            present = {row["id"]: row for row in conn.execute(
-                f"SELECT {DOC_COLUMNS} FROM memories WHERE id IN ({marks})", ids)}
+            present = {row["id"]: row for row in memories.by_ids(conn, ids, DOC_COLUMNS)}
             docs = _documents(conn, list(present.values()))
             try:
                 self.fulltext.apply(docs, [i for i in ids if i not in present])
@@ -270,8 +274,7 @@ class Indexer:
             def every_document():
                 after = 0
                 while True:
-                    rows = conn.execute(f"SELECT rowid, {DOC_COLUMNS} FROM memories WHERE rowid > ? ORDER BY rowid "
-                                        "LIMIT ?", (after, page)).fetchall()
+                    rows = memory_reads.after_rowid(conn, DOC_COLUMNS, after, page)
                     if not rows:
                         return
                     after = rows[-1]["rowid"]

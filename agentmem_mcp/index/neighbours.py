@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..db import memory_reads
 from ..db.connection import Connection
 from .tokenize import without_stamp
 
@@ -54,11 +55,7 @@ def earlier_turns(conn: Connection, row: Any, turns: int = CONTEXT_TURNS) -> lis
     outside a session or not an event."""
     if row["tier"] != CONTEXT_TIER or not row["session_id"]:
         return []
-    return [r[0] for r in conn.execute(
-        "SELECT m.content FROM memories me JOIN memories m ON m.session_id = me.session_id "
-        "AND (m.created_at < me.created_at OR (m.created_at = me.created_at AND m.rowid < me.rowid)) "
-        "WHERE me.id = ? AND m.tier = me.tier AND m.type = me.type AND m.is_latest = 1 "
-        "ORDER BY m.created_at DESC, m.rowid DESC LIMIT ?", (row["id"], turns))]
+    return memory_reads.earlier_in_session(conn, row["id"], turns)
 
 
 def turn_contexts(conn: Connection, rows: Iterable[Any]) -> dict[str, str]:
@@ -79,13 +76,8 @@ def later_turns(conn: Connection, memory_ids: Sequence[str], turns: int = CONTEX
     out: set[str] = set()
     for start in range(0, len(memory_ids), 500):
         part = list(memory_ids[start:start + 500])
-        for session_id, created_at, rowid, type_ in conn.execute(
-                f"SELECT session_id, created_at, rowid, type FROM memories WHERE id IN ({','.join('?' * len(part))}) "
-                "AND tier = ? AND session_id IS NOT NULL", [*part, CONTEXT_TIER]).fetchall():
-            out.update(r[0] for r in conn.execute(
-                "SELECT id FROM memories WHERE session_id = ? AND (created_at > ? OR (created_at = ? AND rowid > ?)) "
-                "AND tier = ? AND type = ? AND is_latest = 1 ORDER BY created_at, rowid LIMIT ?",
-                (session_id, created_at, created_at, rowid, CONTEXT_TIER, type_, turns)))
+        for session_id, created_at, rowid, type_ in memory_reads.session_places(conn, part, CONTEXT_TIER):
+            out.update(memory_reads.later_in_session(conn, session_id, created_at, rowid, CONTEXT_TIER, type_, turns))
     return out - set(memory_ids)
 
 

@@ -19,6 +19,8 @@ A turn that answers a question asked just before it also gets an *answer chunk* 
 question and the turn together, at chunk_index ANSWER_INDEX, in the KNN table like any chunk. The memory
 then scores its own vectors' score or its answer chunk's cosine, whichever is higher. The worker embeds it
 with the pieces.
+
+The tables' SQL, writes and reads, is db/vectors.py's; this module holds the chunking and the scoring.
 """
 
 from __future__ import annotations
@@ -27,21 +29,19 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..db import memories, meta
+from ..db import vectors as vector_rows
 from ..db.connection import Connection
-from . import codes, words
+from ..db.vectors import ANSWER_INDEX, PIECE_INDEX, TABLE  # noqa: F401 (PIECE_INDEX: the scripts' name for it)
+from . import codes
 from .tokenize import without_stamp
 
-TABLE = "memory_vectors"
 CHUNK_CHARS = 900
 CHUNK_OVERLAP = 150
 MIN_CANDIDATES = 160
 CANDIDATES_PER_RESULT = 2
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s+")
-PIECE_INDEX = 1000  # memory_chunks.chunk_index of a memory's first sentence piece
 PIECE_MIN_CHARS = 40  # shorter sentences join the next one ("Thanks! I got it.")
-ANSWER_INDEX = PIECE_INDEX - 1  # a memory's answer chunk: its own chunks stop far below (65,536 chars: ~90)
 
 
 def sentence_pieces(text: str, min_chars: int = PIECE_MIN_CHARS) -> list[str]:
@@ -134,107 +134,6 @@ def chunk_text(text: str, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP)
     return chunks
 
 
-def table_exists(conn: Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (TABLE,)).fetchone() is not None
-
-
-def ensure_table(conn: Connection, model_id: str, dimension: int) -> bool:
-    """Make sure the vector table fits `model_id`; call inside a write transaction.
-
-    Returns True when the table was (re)created, which means every memory must be re-embedded:
-    vectors of two models are never mixed.
-    """
-    current = meta.get(conn, meta.EMBEDDING_MODEL)
-    wanted = f"{model_id}|{dimension}|bit+f32"
-    if current == wanted and table_exists(conn):
-        return False
-    conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
-    conn.execute("DELETE FROM memory_chunks")
-    conn.execute(
-        f"CREATE VIRTUAL TABLE {TABLE} USING vec0(chunk_id INTEGER PRIMARY KEY, project TEXT PARTITION KEY, "
-        f"latest INTEGER, embedding BIT[{int(dimension)}])"
-    )
-    # '' marks a memory that has no vector by design (see remember.prepare_saves' vector_text)
-    memories.unembed_all(conn)
-    words.reset(conn)
-    codes.log_changes(conn, [codes.RESET])
-    meta.put(conn, meta.EMBEDDING_MODEL, wanted)
-    return True
-
-
-def put(conn: Connection, memory_id: str, project: str | None, latest: bool, chunks: Sequence[str],
-        vectors: Sequence[Any]) -> None:
-    """Replace a memory's chunks and vectors (inside the caller's transaction); its sentence pieces go too,
-    and the worker gives it new ones."""
-    delete(conn, [memory_id])
-    memories.clear_pieces(conn, [memory_id])
-    for index, (text, vector) in enumerate(zip(chunks, vectors)):
-        _insert_chunk(conn, memory_id, project, latest, index, text, vector)
-
-
-def _insert_chunk(conn: Connection, memory_id: str, project: str | None, latest: bool, index: int, text: str,
-                  vector: Any) -> None:
-    """One chunk row and its binary code in the KNN table."""
-    chunk_id = conn.execute(
-        "INSERT INTO memory_chunks (memory_id, chunk_index, text, embedding) VALUES (?, ?, ?, ?)",
-        (memory_id, index, text, vector.tobytes())).lastrowid
-    conn.execute(
-        f"INSERT INTO {TABLE} (chunk_id, project, latest, embedding) VALUES (?, ?, ?, vec_quantize_binary(?))",
-        (chunk_id, project or "", 1 if latest else 0, vector.tobytes()),
-    )
-    codes.log_changes(conn, [chunk_id])
-
-
-def put_answer(conn: Connection, memory_id: str, project: str | None, latest: bool, text: str | None,
-               vector: Any) -> None:
-    """Set a memory's answer chunk (None: it has none), inside the caller's transaction."""
-    drop_answers(conn, [memory_id])
-    if text is not None:
-        _insert_chunk(conn, memory_id, project, latest, ANSWER_INDEX, text, vector)
-
-
-def drop_answers(conn: Connection, memory_ids: Sequence[str]) -> None:
-    """Remove these memories' answer chunks, from both tables (inside the caller's transaction)."""
-    chunk_ids = [row[1] for row in _answer_rows(conn, list(memory_ids), "id")]
-    if chunk_ids and table_exists(conn):
-        conn.executemany(f"DELETE FROM {TABLE} WHERE chunk_id = ?", [(c,) for c in chunk_ids])
-        codes.log_changes(conn, chunk_ids)
-    conn.executemany("DELETE FROM memory_chunks WHERE id = ?", [(c,) for c in chunk_ids])
-
-
-def put_pieces(conn: Connection, memory_id: str, pieces: Sequence[str], vectors: Sequence[Any]) -> None:
-    """Set a memory's sentence pieces (none: it has none) beside its chunks, and count them."""
-    conn.execute("DELETE FROM memory_chunks WHERE memory_id = ? AND chunk_index >= ?", (memory_id, PIECE_INDEX))
-    conn.executemany("INSERT INTO memory_chunks (memory_id, chunk_index, text, embedding) VALUES (?, ?, ?, ?)",
-                     [(memory_id, PIECE_INDEX + i, text, vector.tobytes())
-                      for i, (text, vector) in enumerate(zip(pieces, vectors))])
-    memories.set_pieces(conn, memory_id, len(pieces))
-
-
-def delete(conn: Connection, memory_ids: Sequence[str]) -> None:
-    if not memory_ids:
-        return
-    marks = ",".join("?" * len(memory_ids))
-    chunk_ids = [row[0] for row in conn.execute(
-        f"SELECT id FROM memory_chunks WHERE memory_id IN ({marks})", list(memory_ids))]
-    if not chunk_ids:
-        return
-    if table_exists(conn):
-        # One rowid lookup per chunk: vec0 would scan the whole table for `chunk_id IN (subquery)`.
-        conn.executemany(f"DELETE FROM {TABLE} WHERE chunk_id = ?", [(chunk_id,) for chunk_id in chunk_ids])
-        codes.log_changes(conn, chunk_ids)
-    conn.execute(f"DELETE FROM memory_chunks WHERE memory_id IN ({marks})", list(memory_ids))
-
-
-def set_latest(conn: Connection, memory_id: str, latest: bool) -> None:
-    if not table_exists(conn):
-        return
-    chunk_ids = [row[0] for row in conn.execute(
-        "SELECT id FROM memory_chunks WHERE memory_id = ? AND chunk_index < ?", (memory_id, PIECE_INDEX))]
-    for chunk_id in chunk_ids:
-        conn.execute(f"UPDATE {TABLE} SET latest = ? WHERE chunk_id = ?", (1 if latest else 0, chunk_id))
-    codes.log_changes(conn, chunk_ids)
-
 
 def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, latest_only: bool,
         k: int = 50, candidates: int | None = None, scan: str = "codes") -> list[tuple[str, float]]:
@@ -242,15 +141,13 @@ def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, 
     neighbours to re-score exactly (default: max(160, 2k)). `scan`: "codes" finds them in this process's
     copy of the codes (index/codes.py) when it can, "vec0" always by sqlite-vec's exhaustive scan; the bench's
     A/B also asks for "codes, one pass" and "codes, two passes"."""
-    if not table_exists(conn):
+    if not vector_rows.table_exists(conn):
         return []
     chunk_ids = nearest_chunks(conn, query, projects=projects, latest_only=latest_only,
                                count=candidates or max(MIN_CANDIDATES, k * CANDIDATES_PER_RESULT), scan=scan)
     if not chunk_ids:
         return []
-    rows = conn.execute(
-        f"SELECT memory_id, embedding, chunk_index FROM memory_chunks WHERE id IN ({','.join('?' * len(chunk_ids))})",
-        chunk_ids).fetchall()
+    rows = vector_rows.chunk_rows(conn, chunk_ids)
     best: dict[str, float] = {}
     answers: dict[str, float] = {}
     _keep_best(best, [r for r in rows if r[2] != ANSWER_INDEX], query)
@@ -258,7 +155,7 @@ def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, 
     only_answer = [m for m in answers if m not in best]
     if only_answer:  # found by its answer chunk alone: its own chunks count too
         best.update(_best_rows(conn, query, only_answer, pieces=False))
-    _keep_best(answers, _answer_rows(conn, [m for m in best if m not in answers]), query)
+    _keep_best(answers, vector_rows.answer_rows(conn, [m for m in best if m not in answers]), query)
     scored = _with_pieces(conn, query, best)
     return sorted(((m, combine(s, None, answers.get(m))) for m, s in scored.items()), key=lambda item: -item[1])[:k]
 
@@ -267,20 +164,13 @@ def nearest_chunks(conn: Connection, query: Any, *, projects: Sequence[str | Non
                    count: int, scan: str = "codes") -> list[int]:
     """The chunk ids of the `count` binary codes nearest the query's (Hamming distance), nearest first."""
     keys = None if projects is None else sorted({p or "" for p in projects})
-    code = conn.execute("SELECT vec_quantize_binary(?)", (query.tobytes(),)).fetchone()[0]
+    code = vector_rows.quantize(conn, query.tobytes())
     if scan.startswith("codes"):
         two_passes = {"codes, one pass": False, "codes, two passes": True}.get(scan)
         found = codes.nearest(conn, TABLE, len(code) * 8, code, count, keys, latest_only, two_passes)
         if found is not None:
             return found
-    sql = f"SELECT chunk_id FROM {TABLE} WHERE embedding MATCH vec_quantize_binary(?) AND k = ?"
-    args: list[Any] = [query.tobytes(), count]
-    if keys is not None:
-        sql += f" AND project IN ({','.join('?' * len(keys))})"
-        args.extend(keys)
-    if latest_only:
-        sql += " AND latest = 1"
-    return [row[0] for row in conn.execute(sql, args)]
+    return vector_rows.scan(conn, query.tobytes(), count, keys, latest_only)
 
 
 def _keep_best(best: dict[str, float], rows: Sequence[Any], query: Any) -> None:
@@ -303,25 +193,11 @@ def _best_rows(conn: Connection, query: Any, memory_ids: Sequence[str], pieces: 
     ids = list(dict.fromkeys(memory_ids))
     best: dict[str, float] = {}
     for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
-        rows = conn.execute(
-            f"SELECT memory_id, embedding, chunk_index FROM memory_chunks "
-            f"WHERE memory_id IN ({','.join('?' * len(part))}) AND chunk_index {'>=' if pieces else '<'} ?",
-            [*part, PIECE_INDEX]).fetchall()
+        rows = vector_rows.memory_chunk_rows(conn, ids[start:start + 500], pieces)
         _keep_best(best, [r for r in rows if r[2] != ANSWER_INDEX], query)
         if answers is not None:
             _keep_best(answers, [r for r in rows if r[2] == ANSWER_INDEX], query)
     return best
-
-
-def _answer_rows(conn: Connection, memory_ids: Sequence[str], column: str = "embedding") -> list[Any]:
-    """The (memory_id, `column`) rows of these memories' answer chunks (most have none)."""
-    rows: list[Any] = []
-    for start in range(0, len(memory_ids), 500):
-        part = memory_ids[start:start + 500]
-        rows += conn.execute(f"SELECT memory_id, {column} FROM memory_chunks WHERE chunk_index = ? "
-                             f"AND memory_id IN ({','.join('?' * len(part))})", [ANSWER_INDEX, *part]).fetchall()
-    return rows
 
 
 def _with_pieces(conn: Connection, query: Any, chunk_best: dict[str, float]) -> dict[str, float]:

@@ -13,7 +13,8 @@ no shared meaning a reader would see.
 
 Only candidates that BM25, the vectors or the graph found are rescored: the words reorder them, they do not
 find new ones (in the evaluation, scoring every memory instead found nothing more). `uses` counts the
-memories that have a word, so forgetting the last of them removes the word too.
+memories that have a word, so forgetting the last of them removes the word too. The table's SQL is
+db/word_vectors.py's; this module holds the words' packing and the scoring.
 """
 
 from __future__ import annotations
@@ -21,11 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..db import memories
+from ..db import word_vectors
 from ..db.connection import Connection
 from .tokenize import STOPWORDS, terms, without_stamp
 
-TABLE = "word_vectors"
 SIMILAR_FROM = 0.4  # cosine of two words below which they are not similar at all
 # cosine from which a pair is named in a hit's `why`. Below it the model pairs words that share a register
 # more than a meaning ("failure~answers" 0.40, "hook~catches" 0.43, "project~request" 0.47, "hook~pull" 0.52):
@@ -198,7 +198,7 @@ class WordMatrix:
         words = list(dict.fromkeys(words))
         missing = [w for w in words if w not in self.row]
         if missing:
-            found = list(_stored(conn, missing))
+            found = list(word_vectors.stored(conn, missing))
             if len(self.words) + len(found) > self.max_words:
                 self._clear()
                 return self._rows(conn, words) if len(words) <= self.max_words else {}
@@ -269,50 +269,7 @@ class WordMatrix:
                            similar_from, shown_from)
 
 
-# the table ---------------------------------------------------------------------------------------
-
-def _stored(conn: Connection, words: Sequence[str]) -> Iterable[tuple[str, bytes]]:
-    for start in range(0, len(words), 500):
-        batch = list(words[start:start + 500])
-        marks = ",".join("?" * len(batch))
-        yield from conn.execute(f"SELECT word, vector FROM {TABLE} WHERE word IN ({marks})", batch)
-
-
 def searched_words(stored: str) -> list[str]:
     """The words search compares of a memory, from its `memories.words`."""
     return stored.split(" ", MAX_MEMORY_WORDS)[:MAX_MEMORY_WORDS] if stored else []
 
-
-def lookup(conn: Connection, words: Iterable[str]) -> dict[str, bytes]:
-    """The stored (packed) vectors of these words (a word without one is left out)."""
-    return dict(_stored(conn, list(dict.fromkeys(words))))
-
-
-def add(conn: Connection, uses: Mapping[str, int], new_vectors: Mapping[str, Any]) -> None:
-    """Count more memories for these words (inside the caller's transaction); a word not stored yet is
-    stored with its vector from `new_vectors` (a word without one there is skipped)."""
-    conn.executemany(f"UPDATE {TABLE} SET uses = uses + ? WHERE word = ?",
-                     [(n, w) for w, n in uses.items() if w not in new_vectors])
-    conn.executemany(f"INSERT INTO {TABLE} (word, uses, vector) VALUES (?, ?, ?) "
-                     f"ON CONFLICT(word) DO UPDATE SET uses = uses + excluded.uses",
-                     [(w, uses[w], pack(v)) for w, v in new_vectors.items() if w in uses])
-
-
-def release(conn: Connection, memory_ids: Sequence[str]) -> None:
-    """Before these memories are deleted: count them out of their words, and drop the words no memory has."""
-    if not memory_ids:
-        return
-    marks = ",".join("?" * len(memory_ids))
-    counts: dict[str, int] = {}
-    for (text,) in conn.execute(f"SELECT words FROM memories WHERE id IN ({marks}) AND words IS NOT NULL",
-                                list(memory_ids)):
-        for word in text.split():
-            counts[word] = counts.get(word, 0) + 1
-    conn.executemany(f"UPDATE {TABLE} SET uses = uses - ? WHERE word = ?", [(n, w) for w, n in counts.items()])
-    conn.executemany(f"DELETE FROM {TABLE} WHERE word = ? AND uses <= 0", [(w,) for w in counts])
-
-
-def reset(conn: Connection) -> None:
-    """Forget every word vector (the embedding model changed): the worker embeds the words again."""
-    conn.execute(f"DELETE FROM {TABLE}")
-    memories.unword_all(conn)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..db import audit, index_outbox, memories
-from ..index import vectors
+from ..db import audit, index_outbox, memories, memory_reads
+from ..db import vectors as vector_rows
 from ..models import PRIORITIES, InvalidInput, Memory, check_choice
 from .forget import forget
 from .retention import USER_CONFIRMED_CONFIDENCE
@@ -34,7 +34,7 @@ def pin(store: Parts, memory_id: str, *, priority: str | None = None, make_globa
                      now=now)
         if make_global and memory.project is not None:
             # the vectors are partitioned by project: they are made again by the next embedding pass
-            vectors.delete(conn, [memory.id])
+            vector_rows.delete(conn, [memory.id])
             memories.make_global(conn, memory.id)
         index_outbox.queue(conn, [memory.id], now)
         audit.append(conn, "unpin" if unpin else "pin", memory.id, None if make_global else memory.project,
@@ -61,12 +61,7 @@ def set_priority(store: Parts, memory_id: str, priority: str) -> Memory:
 
 def quarantined(store: Parts, *, all_projects: bool = False) -> list[Memory]:
     """The quarantined memories of the store's project (and global ones), or of every project; newest first."""
-    where, args = "quarantined IS NOT NULL", []
-    if not all_projects:
-        where += " AND (project IS ? OR project IS NULL)"
-        args.append(store.project)
-    rows = store.conn.execute(f"SELECT * FROM memories WHERE {where} ORDER BY created_at DESC", args)
-    return [Memory.from_row(row) for row in rows]
+    return [Memory.from_row(row) for row in memory_reads.quarantined(store.conn, store.project, all_projects)]
 
 
 def release(store: Parts, memory_id: str) -> Memory:

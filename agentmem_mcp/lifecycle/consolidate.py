@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..capture.transcript import mentioned_paths
-from ..db import audit, links, memories, meta, observations, sessions
+from ..db import audit, links, memories, memory_reads, meta, observations, sessions
 from ..models import InvalidInput, SaveResult
 from ..project import worktree_root
 from ..trust import withhold_instructions
@@ -427,8 +427,7 @@ def upsert_derived(store: Parts, project: str | None, items: list[Derived], *,
         obs_ids = item.obs_ids[-MAX_OBS_SOURCES:]
         summary_ids = [summaries[s] for s in sessions if s in summaries][-MAX_SUMMARY_SOURCES:]
         sources = [f"obs:{i}" for i in obs_ids] + list(dict.fromkeys(summary_ids + item.memory_sources))
-        old = conn.execute("SELECT * FROM memories WHERE key = ? AND project IS ? AND is_latest = 1",
-                           (item.key, project)).fetchone()
+        old = memory_reads.latest_by_key(conn, item.key, project)
         try:
             content = remember.check_content(item.content)
         except InvalidInput:
@@ -489,9 +488,7 @@ def retire(store: Parts, project: str | None, wanted: set[str], prefixes: tuple[
     memories are touched (never a user's or an agent's), and only by their key."""
     from .forget import delete_memories
 
-    rows = [row for row in store.conn.execute(
-        "SELECT * FROM memories WHERE project IS ? AND source = 'consolidation' AND key IS NOT NULL",
-        (project,)).fetchall()
+    rows = [row for row in memory_reads.consolidation_keyed(store.conn, project)
             if row["key"].startswith(prefixes) and not row["key"].startswith("workflow:llm:")
             and row["key"] not in wanted]
     if rows:

@@ -8,14 +8,14 @@ The turns after it in its session, which were indexed with its opening and may h
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..db import audit, index_outbox, links, memories, meta, observations
+from ..db import audit, index_outbox, links, memories, memory_reads, meta, observations, word_vectors
+from ..db import vectors as vector_rows
 from ..db.memories import MemoryFilter
-from ..index import neighbours, vectors, words
+from ..index import neighbours
 from ..models import TIERS, TYPES, InvalidInput, NotFound, check_choice, check_memory_id
 
 if TYPE_CHECKING:
@@ -69,22 +69,18 @@ def forget(store: Parts, *, ids: Sequence[str] | str | None = None, session_id: 
             raise InvalidInput(f"ids must be a list of 1 to {MAX_IDS} memory ids")
         roots = []
         for memory_id in ids:
-            row = conn.execute("SELECT root_id, project FROM memories WHERE id = ?",
-                               (check_memory_id(memory_id),)).fetchone()
+            row = memory_reads.row_by_id(conn, check_memory_id(memory_id), "root_id, project")
             if row is None or within is not None and row["project"] not in within:
                 raise NotFound(f"no memory {memory_id}{'' if row is None else ' in this project'}: "
                                "nothing was forgotten")
             roots.append(row[0])
-        marks = ",".join("?" * len(roots))
-        rows = conn.execute(f"SELECT id, title, type, version, project FROM memories WHERE root_id IN ({marks})",
-                            roots).fetchall()
+        rows = memory_reads.in_chains(conn, roots)
     elif session_id is not None:
         if not isinstance(session_id, str) or not session_id:
             raise InvalidInput("session_id must be a non-empty string")
-        if within is not None and _session_outside(conn, session_id, within):
+        if within is not None and not memory_reads.session_projects(conn, session_id) <= set(within):
             raise NotFound(f"no session {session_id[:80]!r} in this project: nothing was forgotten")
-        rows = conn.execute("SELECT id, title, type, version, project FROM memories WHERE session_id = ?",
-                            (session_id,)).fetchall()
+        rows = memory_reads.of_session(conn, session_id, memory_reads.FORGOTTEN)
         session_observations = observations.count_of_session(conn, session_id)
         if not rows and not session_observations:
             raise NotFound(f"no memories or observations for session {session_id[:80]!r}")
@@ -113,24 +109,14 @@ def forget_session(store: Parts, session_id: str, reason: str, within: Sequence[
     within: as in `forget` (a session of another project is not found)."""
     conn = store.conn
     cited = {f"obs:{obs_id}" for obs_id in observations.ids_of_session(conn, session_id)}
-    cited |= {row[0] for row in conn.execute("SELECT id FROM memories WHERE session_id = ?", (session_id,))}
+    cited |= {row[0] for row in memory_reads.of_session(conn, session_id, "id")}
     result = forget(store, session_id=session_id, reason=reason, within=within)
-    derived = [row[0] for row in conn.execute(
-        "SELECT DISTINCT m.id FROM memories m, json_each(m.source_ids) s WHERE s.value IN (SELECT value FROM "
-        "json_each(?))", (json.dumps(sorted(cited)),))] if cited else []
+    derived = memory_reads.citing(conn, sorted(cited)) if cited else []
     if derived:
         forget(store, ids=derived, reason=f"derived from forgotten session {session_id[:80]}")
     with store.transaction() as tx:
         meta.delete(tx, meta.summary_state(session_id))
     return result, derived
-
-
-def _session_outside(conn: Any, session_id: str, within: Sequence[str | None]) -> bool:
-    """Whether any of the session's record (its row, observations or memories) lies outside `within`."""
-    projects = {row[0] for row in conn.execute(
-        "SELECT project FROM sessions WHERE id = ? UNION SELECT project FROM observations WHERE session_id = ? "
-        "UNION SELECT project FROM memories WHERE session_id = ?", (session_id, session_id, session_id))}
-    return any(project not in within for project in projects)
 
 
 def _by_filter(store: Parts, project: Any, all_projects: bool, type: Any, tier: Any, older_than_days: Any,
@@ -147,8 +133,7 @@ def _by_filter(store: Parts, project: Any, all_projects: bool, type: Any, tier: 
     chosen = MemoryFilter(
         projects=None if all_projects else (store.project if project is ... else project,),
         types=types, tiers=tiers, before=min(cutoffs) if cutoffs else None)
-    where, args = chosen.where()
-    return store.conn.execute(f"SELECT id, title, type, version, project FROM memories WHERE {where}", args).fetchall()
+    return memory_reads.admitted(store.conn, chosen, memory_reads.FORGOTTEN)
 
 
 def delete_memories(store: Parts, rows: Sequence[Any], reason: str, now: float, action: str = "forget") -> None:
@@ -159,8 +144,8 @@ def delete_memories(store: Parts, rows: Sequence[Any], reason: str, now: float, 
         batch_ids = ids[start:start + 500]
         with store.transaction() as conn:
             later = sorted(neighbours.later_turns(conn, batch_ids) - set(ids))
-            vectors.delete(conn, batch_ids)
-            words.release(conn, batch_ids)
+            vector_rows.delete(conn, batch_ids)
+            word_vectors.release(conn, batch_ids)
             links.unlink_memories(conn, batch_ids)
             memories.delete(conn, batch_ids)
             index_outbox.queue(conn, batch_ids, now, op="delete")
@@ -174,6 +159,6 @@ def delete_memories(store: Parts, rows: Sequence[Any], reason: str, now: float, 
 def _redo_context(conn: Any, memory_ids: Sequence[str], now: float) -> None:
     """The turns that followed forgotten ones: BM25 indexes them again (with the turns now before them), and
     they lose their answer chunk until the worker's next pass makes it again with their pieces."""
-    vectors.drop_answers(conn, memory_ids)
+    vector_rows.drop_answers(conn, memory_ids)
     memories.clear_pieces(conn, memory_ids)
     index_outbox.queue(conn, memory_ids, now)

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..anchors import head_commit
 from ..capture.redact import redact
-from ..db import audit, index_outbox, links, memories
-from ..db.memories import content_hash
+from ..db import audit, index_outbox, links, memories, memory_reads
+from ..db import vectors as vector_rows
+from ..db.memories import MemoryFilter, content_hash
 from ..index import vectors
 from ..index.entities import extract_entities
 from ..index.tokenize import terms
@@ -49,6 +50,7 @@ MAX_CONTENT_CHARS = 65536
 MAX_TITLE_CHARS = 200
 MAX_TAGS = 32
 SUPERSEDE_CANDIDATES = 20
+COMMON_WORDS = 0.9  # words in more of a big store's memories than this share say nothing of a draft's subject
 EARLY_CANDIDATES = 4  # saves up to this many look up BM25 candidates while the model embeds
 # Facts, decisions and workflows get updated; episodes (what happened in a session) and raw
 # observations are records of events, so a similar later event never replaces an earlier one.
@@ -279,9 +281,9 @@ def prepare_saves(store: Parts, items: Sequence[dict[str, Any]], *, supersede_ch
     early = (store.pool.submit(lambda: {i: _text_candidates(store, drafts[i][0]) for i in wanted})
              if wanted and len(wanted) <= EARLY_CANDIDATES and store.embedder.ready else None)
     embedded_flat = _embed(store, [chunk for chunks in chunked for chunk in chunks])
-    text_candidates = early.result() if early else {}
     wanted_set = set(wanted)
     prepared: list[PreparedSave | None] = []
+    near: dict[int, dict[str, float]] = {}
     offset = 0
     for entry, chunks in zip(drafts, chunked):
         if entry is None:
@@ -291,11 +293,13 @@ def prepare_saves(store: Parts, items: Sequence[dict[str, Any]], *, supersede_ch
         embedded = embedded_flat[offset:offset + len(chunks)] if embedded_flat and chunks else None
         offset += len(chunks)
         index = len(prepared)
-        candidates = {}
-        if index in wanted_set:
-            text_ids = text_candidates[index] if index in text_candidates else _text_candidates(store, draft)
-            candidates = _candidates(store, draft, embedded[0] if embedded else None, text_ids)
-        prepared.append(PreparedSave(draft, supersedes, chunks, embedded, candidates, vector_text is None))
+        if index in wanted_set and embedded:  # while the early BM25 lookups may still run on their thread
+            near[index] = _vector_candidates(store, draft, embedded[0])
+        prepared.append(PreparedSave(draft, supersedes, chunks, embedded, {}, vector_text is None))
+    text_candidates = early.result() if early else {}
+    for index in wanted:
+        text_ids = text_candidates[index] if index in text_candidates else _text_candidates(store, drafts[index][0])
+        prepared[index].candidates = {**dict.fromkeys(text_ids), **near.get(index, {})}
     return prepared
 
 
@@ -319,10 +323,7 @@ def _embed(store: Parts, texts: list[str]) -> list[Any] | None:
 def _write(conn: Any, store: Parts, draft: Draft, supersedes: str | None, chunks: list[str], embedded: Any,
            candidates: dict[str, float | None], vectorless: bool = False) -> SaveResult:
     now = draft.created_at
-    duplicate = conn.execute(
-        "SELECT id, version FROM memories INDEXED BY memories_hash "
-        "WHERE content_hash = ? AND is_latest = 1 AND project IS ?",
-        (draft.content_hash, draft.project)).fetchone()
+    duplicate = memory_reads.latest_with_hash(conn, draft.content_hash, draft.project)
     if duplicate is not None:
         return SaveResult(duplicate["id"], "duplicate", duplicate["version"],
                           reason="the same content is already stored in this project")
@@ -332,12 +333,12 @@ def _write(conn: Any, store: Parts, draft: Draft, supersedes: str | None, chunks
     root_id = old["root_id"] if old else memory_id
     if old:
         memories.retire(conn, old["id"], now)
-        vectors.set_latest(conn, old["id"], False)
+        vector_rows.set_latest(conn, old["id"], False)
         index_outbox.queue(conn, [old["id"]], now)
     _insert(conn, draft, memory_id, version, old["id"] if old else None, root_id,
             store.embedder.model_id if embedded else "" if vectorless else None)
     if embedded:
-        vectors.put(conn, memory_id, draft.project, True, chunks, embedded)
+        vector_rows.put(conn, memory_id, draft.project, True, chunks, embedded)
     links.link_entities(conn, memory_id, extract_entities(f"{draft.title}\n{draft.content}\n"
                                                           + " ".join(draft.files)))
     if old:
@@ -429,25 +430,23 @@ def _vector_chunks(draft: Draft, vector_text: Any) -> list[str]:
 def _text_candidates(store: Parts, draft: Draft) -> list[str]:
     """Ids of latest memories whose words overlap the draft's (BM25), and those not yet in BM25."""
     projects = None if draft.project is None else [draft.project, None]
+    chosen = MemoryFilter(projects=projects, latest_only=True)
     found: list[str] = []
     try:
-        found = [memory_id for memory_id, _ in store.fulltext.search(draft.content[:2000], projects=projects,
-                                                                     limit=SUPERSEDE_CANDIDATES)]
+        found = [memory_id for memory_id, _ in store.fulltext.search(
+            draft.content[:2000], projects=projects, limit=SUPERSEDE_CANDIDATES, common_share=COMMON_WORDS,
+            admitted=lambda ids: memories.admitted(store.conn, ids, chosen))]
     except Exception:  # a broken index must not stop a save; the vector check still runs
         pass
     return found + store.indexer.pending_ids(limit=200)
 
 
-def _candidates(store: Parts, draft: Draft, vector: Any, text_ids: list[str]) -> dict[str, float | None]:
-    """Ids of latest memories that might be near-duplicates, with their cosine similarity when known."""
-    found: dict[str, float | None] = dict.fromkeys(text_ids)
-    if vector is not None:
-        projects = None if draft.project is None else [draft.project, None]
-        # Only near-identical vectors matter here, and they sit at the top of the binary ranking too.
-        for memory_id, similarity in vectors.knn(store.conn, vector, projects=projects, latest_only=True, k=5,
-                                                 candidates=48):
-            found[memory_id] = similarity
-    return found
+def _vector_candidates(store: Parts, draft: Draft, vector: Any) -> dict[str, float]:
+    """Ids of latest memories whose vectors are nearest the draft's, with their cosine similarity: with the BM25
+    candidates (`_text_candidates`, cosine unknown), the memories the draft might supersede."""
+    projects = None if draft.project is None else [draft.project, None]
+    # Only near-identical vectors matter here, and they sit at the top of the binary ranking too.
+    return dict(vectors.knn(store.conn, vector, projects=projects, latest_only=True, k=5, candidates=48))
 
 
 def _choose_old(conn: Any, store: Parts, draft: Draft, supersedes: str | None, candidates: dict[str, float | None],
@@ -455,22 +454,19 @@ def _choose_old(conn: Any, store: Parts, draft: Draft, supersedes: str | None, c
     """The memory the draft replaces (or None), why, and the memories it is saved beside in conflict."""
     unconfirmed = is_unconfirmed(draft.source)
     if supersedes is not None:
-        row = conn.execute("SELECT * FROM memories WHERE id = ?", (supersedes,)).fetchone()
+        row = memory_reads.row_by_id(conn, supersedes)
         if row is None:
             raise NotFound(f"cannot supersede {supersedes}: no such memory")
         if unconfirmed and protected(row):
             return None, None, [(row["id"], "named as superseded, but only the user can replace it")]
         return row, "named by the caller", []
     if draft.key is not None:
-        row = conn.execute("SELECT * FROM memories WHERE key = ? AND project IS ? AND is_latest = 1",
-                           (draft.key, draft.project)).fetchone()
+        row = memory_reads.latest_by_key(conn, draft.key, draft.project)
         if row is not None:
             return row, f"update of {draft.key}", []
     if not candidates or draft.tier not in SUPERSEDING_TIERS:
         return None, None, []
-    marks = ",".join("?" * len(candidates))
-    rows = conn.execute(f"SELECT * FROM memories WHERE id IN ({marks}) AND is_latest = 1 AND quarantined IS NULL",
-                        list(candidates))
+    rows = memory_reads.latest_unquarantined(conn, list(candidates))
     draft_set = set(words(draft.content))
     best, best_reason, best_score = None, None, -1.0
     conflicts: list[tuple[str, str]] = []

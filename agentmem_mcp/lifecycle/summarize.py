@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..anchors import head_commit
 from ..capture.transcript import Turn, is_noise, relative_to
 from ..capture.turns import read_turns
-from ..db import meta, observations, sessions
+from ..db import memory_reads, meta, observations, sessions
 from ..project import worktree_root
 from ..trust import WITHHELD, withhold_instructions
 from . import OUTCOME, UNTRIED, remember
@@ -299,8 +299,7 @@ def _unchanged_dropped(conn: Any, project: str | None, items: list[dict[str, Any
     """The items whose key has no latest memory with the same content yet (nothing to re-embed otherwise)."""
     out = []
     for item in items:
-        row = conn.execute("SELECT content_hash FROM memories WHERE key = ? AND project IS ? AND is_latest = 1",
-                           (item["key"], project)).fetchone()
+        row = memory_reads.latest_by_key(conn, item["key"], project, "content_hash")
         if row is None or row[0] != remember.content_hash(remember.check_content(item["content"])):
             out.append(item)
     return out
@@ -332,9 +331,7 @@ def summarize_session(store: Parts, session: Any, *, llm: LLM | None = None) -> 
         state.upto = max(state.upto, row["id"])
     if state.upto == before and not session["needs_summary"]:
         return False
-    saved = [r[0] for r in conn.execute(
-        "SELECT title FROM memories WHERE session_id = ? AND tier IN ('semantic', 'procedural') AND source != "
-        "'consolidation' AND (key IS NULL OR key NOT LIKE 'instruction:%') AND is_latest = 1 LIMIT 5", (session_id,))]
+    saved = memory_reads.knowledge_titles(conn, session_id, 5)
     prepared = []
     turns = read_turns(transcript_path(conn, session_id)) if state.upto != before else []
     tree = worktree_root(session["cwd"]) or session["project"]
@@ -411,17 +408,13 @@ def merge_summaries(store: Parts, project: str | None, llm: LLM) -> int:
     """Semantic merge of the latest 20 session summaries (once there are 5+) into facts and workflows."""
     from ..llm import need, need_ids, need_text
 
-    rows = store.conn.execute(
-        "SELECT id, title, content FROM memories WHERE project IS ? AND tier = 'episodic' AND type = 'summary' "
-        "AND is_latest = 1 ORDER BY created_at DESC LIMIT ?", (project, MERGE_LATEST)).fetchall()
+    rows = memory_reads.latest_summaries(store.conn, project, MERGE_LATEST)
     mark_name = meta.merged(project)
     mark = hashlib.sha256(" ".join(r["id"] for r in rows).encode()).hexdigest()
     if len(rows) < MERGE_MIN_SUMMARIES or meta.get(store.conn, mark_name) == mark:
         return 0
     ids = [r["id"] for r in rows]
-    existing = [r[0] for r in store.conn.execute(
-        "SELECT title FROM memories WHERE project IS ? AND is_latest = 1 AND (key LIKE 'merge:%' OR key LIKE "
-        "'workflow:llm:%')", (project,))]
+    existing = memory_reads.merged_titles(store.conn, project)
     prompt = "Session summaries:\n" + "\n\n".join(f"[{r['id']}] {r['content'][:900]}" for r in rows)
     if existing:
         prompt += "\n\nExisting items (reuse a title to update it):\n" + "\n".join(f"- {t}" for t in existing[:40])
@@ -463,8 +456,7 @@ def reflect(store: Parts, project: str | None, llm: LLM) -> int:
     total, last = observations.compressed_since(conn, project, since)
     if last is None or total < REFLECT_THRESHOLD:
         return 0
-    recent = conn.execute("SELECT id, title, content FROM memories WHERE project IS ? AND is_latest = 1 AND "
-                          "tier != 'working' ORDER BY created_at DESC LIMIT 30", (project,)).fetchall()
+    recent = memory_reads.recent_known(conn, project, 30)
     if not recent:
         return 0
     calls = llm.calls

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 _TOKEN = re.compile(
@@ -95,6 +97,13 @@ class Verdict:
 
 def tokens(text: str) -> list[Token]:
     """The statement's tokens: words, numbers, flags, paths, URLs, quoted commands and clause punctuation."""
+    return list(_tokens(text))
+
+
+@lru_cache(maxsize=2048)
+def _tokens(text: str) -> tuple[Token, ...]:
+    """`tokens`, kept for the texts met lately: a save compares its statement with each of its candidates, and
+    the same memories are candidates of many saves."""
     out: list[Token] = []
     first = True
     for match in _TOKEN.finditer(text):
@@ -106,7 +115,7 @@ def tokens(text: str) -> list[Token]:
             low = low[:-1]  # "reviews" aligns with "review"
         out.append(Token(raw, low, first))
         first = raw in (".", ";", ":", "!", "?")
-    return out
+    return tuple(out)
 
 
 def _wordlike(low: str) -> bool:
@@ -247,6 +256,9 @@ def decide(old_text: str, new_text: str) -> Verdict:
     a, b = [t.low for t in old], [t.low for t in new]
     if a == b:
         return Verdict("supersede", "the same statement")
+    at_most = sum((Counter(a) & Counter(b)).values())  # no alignment shares more tokens than the two hold in common
+    if at_most / max(len(a), len(b)) < MIN_SHARED:
+        return Verdict(None, f"too different (shares at most {at_most} of {max(len(a), len(b))} tokens)")
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     shared = sum(block.size for block in matcher.get_matching_blocks())
     content = [t for block in matcher.get_matching_blocks() for t in a[block.a:block.a + block.size]

@@ -18,22 +18,26 @@ decay undone rather than applying it twice.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..db import audit, memories, meta
+from ..db import audit, memories, memory_reads, meta
+from ..db.connection import is_damage
 from ..models import InvalidInput, StoreDamaged
 from .decay import CONFIDENCE_PERIOD_DAYS, DAY, STRENGTH_PERIOD_DAYS, ColumnDecay, plan_decay
 from .forget import delete_memories
-from .forgetting import ForgetScore, make_strategy, should_sweep
+from .forgetting import make_strategy, should_sweep
 from .forgetting_columns import ColumnPlan, MemoryColumns, plan_forgetting
 from .retention import FORGET_BELOW
+from .sweep_report import SweepDetails, SweepReport
 
 if TYPE_CHECKING:
     from ..parts import Parts
@@ -49,160 +53,11 @@ WRITE_STEP = 256  # decay rows per statement batch; the time budget is checked b
 # Between two decay transactions. A waiting writer's busy handler retries every 100 ms at most, so a pause of half
 # that, once per sweep_lock_ms, meets its retries within a few of them.
 YIELD_SECONDS = 0.05
+# SQLite's page cache of the sweeping connection while it sweeps, in KiB: its default (2 MB) holds a small part
+# of the indexes a large store's decay and deletions rewrite; the previous size is set back afterwards.
+SWEEP_CACHE_KIB = 65536
 CONFIDENCE_CLOCK = meta.LAST_CONFIDENCE_DECAY
 STRENGTH_CLOCK = meta.LAST_STRENGTH_DECAY
-
-# Pinned memories count as P0. Columns 0-8 are MemoryFacts' fields, in order; then strength, title, rowid.
-_LATEST = (
-    "SELECT id, importance, CASE WHEN pinned THEN 'P0' ELSE priority END, confidence, created_at, "
-    "last_accessed_at, access_count, tier, forget_after, strength, title, rowid FROM memories WHERE is_latest = 1"
-)
-ACTIONS = ("expire", "forget", "delete")
-
-
-@dataclass(frozen=True, slots=True)
-class SweepEntry:
-    """One memory in a sweep report: its score, what the sweep does with it and why."""
-
-    id: str
-    score: float
-    decision: str  # expire | forget (confidence) | delete (strategy) | over cap | keep | protect (P0)
-    reason: str
-    title: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "score": round(self.score, 4), "decision": self.decision, "reason": self.reason,
-                "title": self.title}
-
-
-@dataclass
-class _Details:
-    """What a report's per-memory views are made from, when asked: the plan, the titles (in the plan's column
-    order), the removals decided (index -> decision, reason) and who is over the threshold past the cap."""
-
-    plan: ColumnPlan
-    titles: list[str]
-    removals: dict[int, tuple[str, str]]
-    over_cap: np.ndarray
-
-    def decision(self, i: int) -> tuple[str, str]:
-        found = self.removals.get(i)
-        if found is not None:
-            return found
-        if self.over_cap[i]:
-            return "over cap", f"over the threshold, past this run's cap; {self.plan.reason(i)}"
-        plan = self.plan
-        protected = plan.columns.p0[i] and not plan.expired_mask[i]
-        return ("protect" if protected else "keep"), plan.reason(i)
-
-
-@dataclass
-class SweepReport:
-    """What a sweep did (or, for a dry run, would do).
-
-    The id lists hold what was (would be) removed: ``expired`` (TTL), ``deleted`` (strategy score),
-    ``low_confidence`` (under 0.1). ``entries()`` is every scored memory with its decision; ``scores``,
-    ``decisions`` and ``titles`` are made when first read.
-    """
-
-    at: float
-    strategy: str
-    dry_run: bool
-    threshold: float
-    max_deletions: int
-    scored: int = 0
-    expired: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    low_confidence: list[str] = field(default_factory=list)
-    over_cap: int = 0
-    protected: int = 0
-    confidence_decayed: int = 0
-    strength_decayed: int = 0
-    pruned_versions: int = 0
-    duration_s: float = 0.0
-    details: _Details | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def scores(self) -> list[ForgetScore]:
-        """Every scored memory's score and reason, highest score first."""
-        return self.details.plan.report if self.details is not None else []
-
-    @property
-    def decisions(self) -> dict[str, tuple[str, str]]:
-        """id -> (decision, reason) of the memories removed (would be) and of those over the cap."""
-        if self.details is None:
-            return {}
-        ids = self.details.plan.columns.ids
-        decided = {ids[i]: value for i, value in self.details.removals.items()}
-        for i in np.flatnonzero(self.details.over_cap).tolist():
-            decided[ids[i]] = self.details.decision(i)
-        return decided
-
-    @property
-    def titles(self) -> dict[str, str]:
-        return dict(zip(self.details.plan.columns.ids, self.details.titles)) if self.details is not None else {}
-
-    def entries(self, limit: int | None = None) -> list[SweepEntry]:
-        """Every scored memory (the first ``limit``): removals first (expire, forget, delete), then by score."""
-        details = self.details
-        if details is None:
-            return []
-        plan = details.plan
-        order = plan.order()
-        group = np.full(len(order), len(ACTIONS), dtype=np.int8)
-        rank = {decision: i for i, decision in enumerate(ACTIONS)}
-        for i, (decision, _) in details.removals.items():
-            group[i] = rank.get(decision, len(ACTIONS))
-        order = order[np.argsort(group[order], kind="stable")][:limit]
-        ids, scores, titles = plan.columns.ids, plan.scores, details.titles
-        return [SweepEntry(ids[i], float(scores[i]), *details.decision(i), titles[i]) for i in order.tolist()]
-
-    def record(self) -> dict[str, Any]:
-        """The summary stored in meta ``last_sweep`` (and shown by ``agentmem stats``)."""
-        return {"at": self.at, "strategy": self.strategy, "dry_run": self.dry_run, "scored": self.scored,
-                "deleted": len(self.deleted), "expired": len(self.expired),
-                "low_confidence": len(self.low_confidence), "decayed": self.confidence_decayed,
-                "strength_decayed": self.strength_decayed, "pruned_versions": self.pruned_versions,
-                "duration_s": round(self.duration_s, 3)}
-
-    def to_dict(self, limit: int | None = None) -> dict[str, Any]:
-        """The whole report as JSON-ready data; ``limit`` caps the ``memories`` list (None: all)."""
-        entries = self.entries(limit)
-        return {**self.record(), "threshold": self.threshold, "max_deletions": self.max_deletions,
-                "over_cap": self.over_cap, "protected": self.protected, "deleted_ids": self.deleted,
-                "expired_ids": self.expired, "low_confidence_ids": self.low_confidence,
-                "memories": [e.to_dict() for e in entries]}
-
-    def summary(self) -> str:
-        would = "would " if self.dry_run else ""
-        removed = len(self.expired) + len(self.deleted) + len(self.low_confidence)
-        text = (f"{'dry run: ' if self.dry_run else ''}{would}remove {removed} of {self.scored} memories: "
-                f"{len(self.expired)} TTL-expired, {len(self.deleted)} by {self.strategy} "
-                f"(score >= {self.threshold:g}, at most {self.max_deletions}"
-                + (f", {self.over_cap} more over the cap" if self.over_cap else "")
-                + f"), {len(self.low_confidence)} under confidence {FORGET_BELOW:g}; "
-                f"{self.protected} P0/pinned protected; {would}decay confidence of {self.confidence_decayed} "
-                f"and strength of {self.strength_decayed}; {would}prune {self.pruned_versions} superseded "
-                f"versions ({self.duration_s:.2f} s)")
-        return text + (". Nothing was changed." if self.dry_run else ".")
-
-    def table(self, limit: int = 30) -> str:
-        """A text table of the top ``limit`` memories (removals first, then by score) and a summary line."""
-        entries = self.entries(limit)
-        header = f"{'id':18}  {'score':>5}  {'decision':8}  {'reason':60}  title"
-        lines = [header, "-" * len(header)]
-        for e in entries:
-            lines.append(f"{e.id:18}  {e.score:5.3f}  {e.decision:8}  {_cut(e.reason, 60):60}  {_cut(e.title, 50)}")
-        if self.scored > limit:
-            lines.append(f"... {self.scored - limit} more memories not shown (--json lists them all)")
-        lines.append(self.summary())
-        return "\n".join(lines)
-
-
-def _cut(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
 
 def sweep(store: Parts, *, strategy: str = "composite", dry_run: bool = False, threshold: float = 0.6,
           max_deletions: int = 50, now: float | None = None, options: Mapping[str, Any] | None = None,
@@ -228,9 +83,25 @@ def sweep(store: Parts, *, strategy: str = "composite", dry_run: bool = False, t
         scorer = make_strategy(strategy, **dict(options or {}))
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
-    with audit.batched():  # one head write for the sweep's thousands of audit rows, not one per commit
+    # one head write for the sweep's thousands of audit rows, not one per commit
+    with audit.batched(), _page_cache(store.conn, SWEEP_CACHE_KIB):
         return _sweep(store, scorer, strategy, dry_run, threshold, max_deletions, now, prune_after_days, max_pruned,
                       started)
+
+
+@contextmanager
+def _page_cache(conn: Any, kib: int) -> Iterator[None]:
+    """The connection's page cache at least ``kib`` KiB while inside, then as it was."""
+    previous = conn.execute("PRAGMA cache_size").fetchone()[0]
+    size = -previous if previous < 0 else previous * conn.execute("PRAGMA page_size").fetchone()[0] // 1024
+    if size >= kib:
+        yield
+        return
+    conn.execute(f"PRAGMA cache_size = {-int(kib)}")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA cache_size = {int(previous)}")
 
 
 def _sweep(store: Parts, scorer: Any, strategy: str, dry_run: bool, threshold: float, max_deletions: int,
@@ -249,11 +120,11 @@ def _sweep(store: Parts, scorer: Any, strategy: str, dry_run: bool, threshold: f
     if dry_run:
         report.confidence_decayed = int((decay.confidence_changed & ~planned).sum())
         report.strength_decayed = int((decay.strength_changed & ~planned).sum())
-        report.pruned_versions = len(_prunable(conn, prune_before, max_pruned))
+        report.pruned_versions = len(memory_reads.superseded_before(conn, prune_before, max_pruned))
         report.duration_s = time.perf_counter() - started
         return report
     _apply(store, report, plan, decay, planned, strength, rowids, clocks, now)
-    prunable = _prunable(conn, prune_before, max_pruned)
+    prunable = memory_reads.superseded_before(conn, prune_before, max_pruned)
     if prunable:
         delete_memories(store, prunable, f"superseded more than {prune_after_days:g} days ago", now,
                         action="prune")
@@ -269,10 +140,20 @@ def _sweep(store: Parts, scorer: Any, strategy: str, dry_run: bool, threshold: f
 
 
 def _read_latest(conn: Any) -> tuple[MemoryColumns, np.ndarray, list[str], np.ndarray]:
-    """Every latest memory as columns, with their strengths, titles and rowids, read a page at a time."""
-    cursor = conn.cursor()
-    cursor.row_factory = None
-    cursor.execute(_LATEST)
+    """Every latest memory as columns, with their strengths, titles and rowids, read a page at a time. The cyclic
+    garbage collector is paused meanwhile (if it ran): the rows are millions of new tuples, none in a cycle, and
+    each of its passes would walk them all."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _read_columns(conn)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read_columns(conn: Any) -> tuple[MemoryColumns, np.ndarray, list[str], np.ndarray]:
+    cursor = memory_reads.sweep_rows(conn)
     texts: list[list[Any]] = [[], [], [], []]  # id, priority, tier, title
     numbers: list[list[np.ndarray]] = [[] for _ in range(8)]
     while True:
@@ -325,15 +206,8 @@ def _decide(report: SweepReport, plan: ColumnPlan, decay: ColumnDecay, titles: l
         removals[i] = ("forget", f"confidence {float(decay.confidence[i]):.3f} < {FORGET_BELOW:g}; {plan.reason(i)}")
     over_cap = plan.deletable & ~forgotten & ~deleted
     report.over_cap = int(over_cap.sum())
-    report.details = _Details(plan, titles, removals, over_cap)
+    report.details = SweepDetails(plan, titles, removals, over_cap)
     return deleted | plan.expired_mask | forgotten
-
-
-def _prunable(conn: Any, cutoff: float, limit: int) -> list[Any]:
-    """Superseded versions last changed (superseded) before ``cutoff``, oldest first."""
-    return conn.execute(
-        "SELECT id, title, type, version, project FROM memories WHERE is_latest = 0 AND updated_at < ? "
-        "ORDER BY updated_at LIMIT ?", (cutoff, limit)).fetchall()
 
 
 def _apply(store: Parts, report: SweepReport, plan: ColumnPlan, decay: ColumnDecay, planned: np.ndarray,
@@ -343,11 +217,9 @@ def _apply(store: Parts, report: SweepReport, plan: ColumnPlan, decay: ColumnDec
     report.expired = _remove(store, report.expired, snapshot, "ttl expired", now)
     report.deleted = _remove(store, report.deleted, snapshot,
                              f"forgetting strategy {report.strategy}: score >= {report.threshold:g}", now)
-    writes = [("confidence", np.flatnonzero(decay.confidence_changed & ~planned), decay.confidence,
-               columns.confidence),
-              ("strength", np.flatnonzero(decay.strength_changed & ~planned), decay.strength, strength)]
-    counts = _write_decay(store, writes, columns.ids, rowids, clocks)
-    report.confidence_decayed, report.strength_decayed = counts["confidence"], counts["strength"]
+    changes = _DecayWrites(decay.confidence_changed & ~planned, decay.confidence, columns.confidence,
+                           decay.strength_changed & ~planned, decay.strength, strength, columns.ids, rowids)
+    report.confidence_decayed, report.strength_decayed = _write_decay(store, changes, clocks)
     report.low_confidence = _remove(store, report.low_confidence, snapshot, f"confidence below {FORGET_BELOW:g}",
                                     now)
 
@@ -356,15 +228,60 @@ def _time(value: float) -> float | None:
     return None if value != value else float(value)  # NaN: never accessed
 
 
-def _write_decay(store: Parts, writes: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]], ids: Sequence[str],
-                 rowids: np.ndarray, clocks: Mapping[meta.Key[float], float]) -> dict[str, int]:
-    """Write each (column, indices, new values, values read) as compare-and-set updates, in transactions that
-    hold the write lock for at most ``sweep_lock_ms`` each, pausing between them so other writers get the lock.
-    The decay clocks move in the first transaction. Returns how many rows of each column changed."""
+@dataclass
+class _DecayWrites:
+    """What the decay writes: per memory (in the order read, which is rowid order) whether its confidence and its
+    strength change, their new values and the values read, its id and rowid."""
+
+    confidence_changed: np.ndarray
+    confidence: np.ndarray
+    confidence_read: np.ndarray
+    strength_changed: np.ndarray
+    strength: np.ndarray
+    strength_read: np.ndarray
+    ids: Sequence[str]
+    rowids: np.ndarray
+
+    def steps(self) -> deque[np.ndarray]:
+        """The indices of the memories to write, in rowid order, WRITE_STEP at a time."""
+        changed = np.flatnonzero(self.confidence_changed | self.strength_changed)
+        return deque(changed[start:start + WRITE_STEP] for start in range(0, len(changed), WRITE_STEP))
+
+    def write(self, conn: Any, step: np.ndarray) -> tuple[int, int]:
+        """Write one step; returns how many rows had their confidence and their strength changed. A memory whose
+        two values change is written once; one that changed meanwhile (the compare-and-set found another value)
+        gets each column's own compare-and-set, so a value used or superseded since the read is kept."""
+        both = self.confidence_changed[step] & self.strength_changed[step]
+        confidence, strength = step[~both & self.confidence_changed[step]], step[~both & self.strength_changed[step]]
+        step = step[both]
+        counted = [0, 0]
+        if len(step):
+            written = memories.decay_both(conn, list(zip(
+                self.confidence[step].tolist(), self.strength[step].tolist(), self.rowids[step].tolist(),
+                self._ids(step), self.confidence_read[step].tolist(), self.strength_read[step].tolist())))
+            counted = [written, written]
+            if written < len(step):  # some changed meanwhile: each column on its own (the rows written fail it)
+                confidence, strength = np.concatenate([confidence, step]), np.concatenate([strength, step])
+        for n, (column, chosen, new, read) in enumerate((
+                ("confidence", confidence, self.confidence, self.confidence_read),
+                ("strength", strength, self.strength, self.strength_read))):
+            if len(chosen):
+                counted[n] += memories.decay(conn, column, list(zip(
+                    new[chosen].tolist(), self.rowids[chosen].tolist(), self._ids(chosen), read[chosen].tolist())))
+        return counted[0], counted[1]
+
+    def _ids(self, chosen: np.ndarray) -> list[str]:
+        ids = self.ids
+        return [ids[i] for i in chosen.tolist()]
+
+
+def _write_decay(store: Parts, changes: _DecayWrites, clocks: Mapping[meta.Key[float], float]) -> tuple[int, int]:
+    """Write the decay as compare-and-set updates, in transactions that hold the write lock for at most
+    ``sweep_lock_ms`` each, pausing between them so other writers get the lock. The decay clocks move in the
+    first transaction. Returns how many rows had their confidence and their strength changed."""
     budget = store.settings.sweep_lock_ms / 1000
-    counts = {column: 0 for column, *_ in writes}
-    pending = deque((column, indices, new, old, start) for column, indices, new, old in writes
-                    for start in range(0, len(indices), WRITE_STEP))
+    pending = changes.steps()
+    confidence = strength = 0
     first = True
     while first or pending:
         with store.transaction() as conn:
@@ -374,14 +291,11 @@ def _write_decay(store: Parts, writes: Sequence[tuple[str, np.ndarray, np.ndarra
                     meta.put(conn, clock, value)
                 first = False
             while pending and time.perf_counter() - began < budget:
-                column, indices, new, old, start = pending.popleft()
-                chunk = indices[start:start + WRITE_STEP]
-                changes = list(zip(new[chunk].tolist(), rowids[chunk].tolist(), [ids[i] for i in chunk.tolist()],
-                                   old[chunk].tolist()))
-                counts[column] += memories.decay(conn, column, changes)
+                written = changes.write(conn, pending.popleft())
+                confidence, strength = confidence + written[0], strength + written[1]
         if pending:
             time.sleep(YIELD_SECONDS)
-    return counts
+    return confidence, strength
 
 
 def _remove(store: Parts, ids: Sequence[str], snapshot: Mapping[str, float | None], reason: str,
@@ -396,16 +310,12 @@ def _remove(store: Parts, ids: Sequence[str], snapshot: Mapping[str, float | Non
     conn = store.conn
     current = []
     for batch in _batches(ids):
-        marks = ",".join("?" * len(batch))
-        current += conn.execute(f"SELECT id, root_id, last_accessed_at FROM memories WHERE id IN ({marks}) "
-                                f"AND is_latest = 1", batch).fetchall()
+        current += memory_reads.latest_among(conn, batch, "id, root_id, last_accessed_at")
     keep = [row for row in current if row["last_accessed_at"] == snapshot.get(row["id"])]
     roots = [row["root_id"] for row in keep]
     chain = []
     for batch in _batches(roots):
-        marks = ",".join("?" * len(batch))
-        chain += conn.execute(f"SELECT id, title, type, version, project FROM memories WHERE root_id IN ({marks})",
-                              batch).fetchall()
+        chain += memory_reads.in_chains(conn, batch)
     if chain:
         delete_memories(store, chain, reason, now, action="sweep")
     kept = {row["id"] for row in keep}
@@ -439,7 +349,7 @@ def maybe_sweep(store: Parts, *, count_threshold: int = 10000, interval_hours: f
     """
     try:
         now = store.now() if now is None else now
-        count = store.conn.execute("SELECT COUNT(*) FROM memories WHERE is_latest = 1").fetchone()[0]
+        count = memory_reads.count_latest(store.conn)
         hours = hours_since_last_sweep(store, now)
         if not should_sweep(count, count_threshold, hours, interval_hours):
             return None
@@ -448,6 +358,8 @@ def maybe_sweep(store: Parts, *, count_threshold: int = 10000, interval_hours: f
         return sweep(store, now=now, **options)
     except StoreDamaged:  # the database's files changed under this process: it writes no more (logged once)
         raise
-    except Exception:
+    except Exception as exc:
+        if is_damage(exc):  # a damaged database: the worker's caller says so in one line, not a traceback
+            raise
         log.exception("the forgetting sweep failed (saves and searches are unaffected); it will be retried")
         return None

@@ -19,6 +19,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..db import memory_reads
 from ..models import InvalidInput
 from . import author, outbox
 from . import server as team_server
@@ -41,8 +42,7 @@ def _who(store: Store) -> tuple[str, str]:
 
 def _local_latest(store: Store, gid: str) -> Any:
     """This machine's latest version of the shared memory `gid`, or None when it does not hold it."""
-    return store.conn.execute("SELECT m.* FROM team_shared s JOIN memories m ON m.root_id = s.root_id AND "
-                              "m.is_latest = 1 WHERE s.gid = ?", (gid,)).fetchone()
+    return memory_reads.latest_shared_as(store.conn, gid)
 
 
 def accept(store: Store, proposal_id: int, note: str = "") -> str:
@@ -99,7 +99,7 @@ def _next_version(store: Store, row: dict[str, Any], local: Any, who: str, machi
     saved = save(store, row["content"], supersedes=local["id"], type=local["type"], tier=local["tier"],
                  project=local["project"], source="user", tags=json.loads(local["tags"] or "[]"),
                  importance=local["importance"])
-    new = store.conn.execute("SELECT * FROM memories WHERE id = ?", (saved.id,)).fetchone()
+    new = memory_reads.row_by_id(store.conn, saved.id)
     record = outbox.shared_record(store.conn, new["root_id"])
     payload = _payload(store, new, row["gid"], bool(record and record["explicit"]), who, machine)
     if payload["version"] <= row["version"]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..db import memories
 from ..db.connection import Connection
 
 MIRROR_COLUMNS = ("gid", "project_key", "tier", "type", "title", "content", "source", "confidence", "importance",
@@ -63,7 +64,7 @@ _AS_MEMORY = ("t.gid AS id, ? AS project, t.tier, t.type, t.title, t.content, '[
               "NULL AS last_accessed_at, t.created_at, t.updated_at, 0 AS pinned, 'P1' AS priority, "
               "NULL AS session_id, NULL AS quarantined, NULL AS anchor_commit, t.author, t.origin_machine, "
               "t.explicit, t.source AS origin_source, t.content_hash, t.version")
-_NOT_LOCAL = "NOT EXISTS (SELECT 1 FROM memories m WHERE m.content_hash = t.content_hash AND m.is_latest = 1)"
+_NOT_LOCAL = "NOT " + memories.latest_holds("t.content_hash")
 
 
 def for_briefing(conn: Connection, keys: list[str], project: str | None, limit: int = 12) -> list[Any]:

@@ -16,6 +16,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..db import memories
 from ..ranking import humanize_age
 from ..trust import instruction_reason
 from . import TEAM_WIDE, enabled, in_use, mirror, outbox, reach
@@ -140,10 +141,7 @@ def merge_hits(store: Store, query: str, hits: list[SearchHit], results: dict[st
         notes.append(f"{UNREACHABLE_NOTE} ({exc}): team results come from this machine's copy, by keywords"
                      + (" and meaning" if vector is not None else ""))
     mine = {r[0] for r in store.conn.execute("SELECT gid FROM team_shared")}
-    local_ids = [h.id for h in hits]
-    marks = ",".join("?" * len(local_ids))
-    local_hashes = {r[0] for r in store.conn.execute(
-        f"SELECT content_hash FROM memories WHERE id IN ({marks})", local_ids)} if local_ids else set()
+    local_hashes = memories.hashes_of(store.conn, [h.id for h in hits])
     rows = [r for r in rows if r["gid"] not in mine and r["content_hash"] not in local_hashes
             and not instruction_reason(f"{r['title']}\n{r['content']}")
             and (not types or r["type"] in types) and (not tiers or r["tier"] in tiers)

@@ -177,6 +177,9 @@ def grant(conn: Any, role: str, *, write: bool, author: str | None = None) -> No
                          "SET author = EXCLUDED.author", (role, author))
 
 
+_LOCK = "SELECT pg_advisory_xact_lock(hashtext('agentmem team schema'))"
+
+
 def migrate(conn) -> list[str]:
     """Apply the migrations this server lacks (in one transaction each); returns the names applied. A role
     that may not create tables meets a clear error only when something is missing."""
@@ -184,6 +187,9 @@ def migrate(conn) -> list[str]:
         return []
     if not _has_schema_table(conn):
         with conn.transaction():
+            # CREATE TABLE IF NOT EXISTS is not safe against itself: two machines (or a server and its worker)
+            # creating it at once fail on pg_type's unique index; the lock makes the second one wait and see it.
+            conn.execute(_LOCK)
             conn.execute("CREATE TABLE IF NOT EXISTS team_schema (name text PRIMARY KEY, "
                          "applied_at timestamptz NOT NULL DEFAULT now())")
     applied = {row[0] for row in conn.execute("SELECT name FROM team_schema")}
@@ -192,7 +198,7 @@ def migrate(conn) -> list[str]:
         if name in applied:
             continue
         with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext('agentmem team schema'))")
+            conn.execute(_LOCK)
             conn.execute("SET LOCAL statement_timeout = 0")  # a migration may rewrite a big table
             if conn.execute("SELECT 1 FROM team_schema WHERE name = %s", (name,)).fetchone():
                 continue  # another machine applied it while we waited

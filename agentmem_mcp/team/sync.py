@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..db import audit, memory_reads
 from ..db.connection import write_transaction
 from . import NEVER_SHARED_TIERS, SHARED_TIERS, TEAM_WIDE, author, mirror, outbox, reach
 from . import server as team_server
@@ -30,6 +31,7 @@ log = logging.getLogger("agentmem.team")
 
 PUBLISH_BATCH = 200
 PULL_BATCH = 2000
+RECONCILE_BATCH = 5000  # knowledge queued for sharing at most in one sync (the rest at the next)
 TEAM_FORGET_ACTIONS = ("forget", "retire")  # audit actions that forget on the team server too
 
 
@@ -82,11 +84,10 @@ def share(store: Store, memory_id: str) -> str:
                            "published; the memory stays on this machine")
     from ..models import NotFound, check_memory_id
 
-    found = store.conn.execute("SELECT root_id FROM memories WHERE id = ?", (check_memory_id(memory_id),)).fetchone()
+    found = memory_reads.row_by_id(store.conn, check_memory_id(memory_id), "root_id")
     if found is None:
         raise NotFound(f"no memory {memory_id}: it may have been forgotten; search again for current ids")
-    row = store.conn.execute("SELECT * FROM memories WHERE root_id = ? ORDER BY is_latest DESC, version DESC "
-                             "LIMIT 1", (found[0],)).fetchone()
+    row = memory_reads.newest_of_chain(store.conn, found[0])
     check_shareable(row)
     with store.transaction() as conn:
         return outbox.mark_shared(conn, row, explicit=True)
@@ -117,23 +118,16 @@ def reconcile(store: Store) -> int:
     conn = store.conn
     with write_transaction(conn):
         if settings.team_share_knowledge:
-            marks = ",".join("?" * len(SHARED_TIERS))
-            for row in conn.execute(
-                    f"SELECT id, root_id FROM memories WHERE is_latest = 1 AND quarantined IS NULL "
-                    f"AND tier IN ({marks}) AND project IS NOT NULL AND root_id NOT IN "
-                    f"(SELECT root_id FROM team_shared) LIMIT 5000", SHARED_TIERS).fetchall():
+            for row in memory_reads.unshared_knowledge(conn, SHARED_TIERS, RECONCILE_BATCH):
                 outbox.mark_shared(conn, row, explicit=False)
                 queued += 1
-        for row in conn.execute(
-                "SELECT m.id, m.root_id, m.quarantined, m.tier FROM team_shared s JOIN memories m "
-                "ON m.root_id = s.root_id AND m.is_latest = 1 WHERE m.id != s.memory_id").fetchall():
+        for row in memory_reads.shared_behind(conn):
             if row["quarantined"] is None and row["tier"] not in NEVER_SHARED_TIERS:
                 outbox.mark_shared(conn, row, explicit=False)
                 queued += 1
         for gone in conn.execute("SELECT root_id, memory_id FROM team_shared s WHERE state != 'forgetting' AND "
-                                 "NOT EXISTS (SELECT 1 FROM memories m WHERE m.root_id = s.root_id)").fetchall():
-            last = conn.execute("SELECT action, detail FROM audit WHERE memory_id = ? ORDER BY seq DESC LIMIT 1",
-                                (gone["memory_id"],)).fetchone()
+                                 f"NOT {memory_reads.chain_held('s.root_id')}").fetchall():
+            last = audit.last_of(conn, gone["memory_id"])
             if last is not None and last["action"] in TEAM_FORGET_ACTIONS:
                 reason = (json.loads(last["detail"] or "{}") or {}).get("reason", "")
                 conn.execute("UPDATE team_shared SET state = 'forgetting' WHERE root_id = ?", (gone["root_id"],))
@@ -188,7 +182,7 @@ def publish_due(store: Store, report: SyncReport, *, force: bool = False) -> Non
             if item["op"] == "forget":
                 forgets.append(item)
                 continue
-            row = conn.execute("SELECT * FROM memories WHERE id = ?", (item["memory_id"],)).fetchone()
+            row = memory_reads.row_by_id(conn, item["memory_id"])
             record = outbox.shared_record(conn, row["root_id"]) if row else None
             if row is None or record is None or not row["is_latest"] or row["quarantined"] is not None:
                 skipped.append(item["seq"])  # forgotten, superseded or quarantined since: its successor is queued
@@ -225,9 +219,7 @@ def publish_due(store: Store, report: SyncReport, *, force: bool = False) -> Non
 def project_keys(store: Store) -> list[str]:
     """The team identities of the projects this machine works on (its sessions' and memories'), and the
     team-wide key."""
-    projects = {row[0] for row in store.conn.execute(
-        "SELECT DISTINCT project FROM sessions WHERE project IS NOT NULL UNION "
-        "SELECT DISTINCT project FROM memories WHERE project IS NOT NULL")}
+    projects = memory_reads.projects_worked_on(store.conn)
     if store.project:
         projects.add(store.project)
     return sorted({k for k in (project_key(p) for p in projects) if k} | {TEAM_WIDE})
@@ -313,7 +305,7 @@ def adopt(store: Store, row: dict[str, Any], record: Any, machine: str) -> bool:
     from ..trust import instruction_reason
 
     conn = store.conn
-    local = conn.execute("SELECT * FROM memories WHERE root_id = ? AND is_latest = 1", (record["root_id"],)).fetchone()
+    local = memory_reads.latest_of_chain(conn, record["root_id"])
     if row["forgotten_at"] is not None:
         if record["state"] == "forgetting":
             return False  # this machine's own forget, on its way

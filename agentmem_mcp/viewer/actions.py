@@ -11,7 +11,7 @@ from starlette.responses import RedirectResponse, Response
 
 from ..lifecycle import confirm
 from ..models import TYPES, InvalidInput, check_choice, check_memory_id
-from .app import viewer
+from .state import viewer
 
 if TYPE_CHECKING:
     from ..lifecycle.forget import ForgetResult

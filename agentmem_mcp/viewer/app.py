@@ -1,112 +1,23 @@
-"""The viewer's Starlette app: its state (the store, opened once, and the read-only aiosqlite connection), the
-page frame, the routes and the error pages. Page handlers live in `pages` (reading) and `actions` (changing).
-
-The store is opened without a model of its own: its search borrows the shared per-user embedding process's
-(`embedding.py`), the one `agentmem serve` uses, so a second copy never sits beside it; until (or unless) that
-process answers, search runs on BM25 + the entity graph, and every page says which.
+"""The viewer's Starlette app: the routes (page handlers in `pages` and `upkeep`, reading, and `actions`,
+changing) and the error page; what every request shares is `state.Viewer`.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
-from string import Template
-from typing import Any, TypeVar
 
-import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..config import Settings
 from ..models import AgentmemError, NotFound
-from ..version import package_version
-from . import embedding, reads
-from .html import Markup, href, join, render, tag
+from . import actions, pages, upkeep
+from .html import href, tag
 from .security import Guard, Secrets
-
-HERE = Path(__file__).parent
-NAV = (("/search", "Search"), ("/memories", "Memories"), ("/sessions", "Sessions"), ("/knowledge", "Project knowledge"),
-       ("/lifecycle", "Lifecycle"), ("/quarantine", "Quarantine"), ("/audit", "Audit"), ("/health", "Health"))
-DONE = {  # ?done= codes: the messages are fixed here, so a crafted link cannot put words on the page
-    "edited": "Saved as a new version; the old one is kept in the version chain.",
-    "unchanged": "Nothing changed: the text is the same as the current version.",
-    "pinned": "Pinned: it is always in the session-start briefing and never decays.",
-    "unpinned": "Unpinned.",
-    "priority": "Priority changed.",
-    "forgotten": "Forgotten: every version is gone from the database, the vectors and the keyword index.",
-    "released": "Released from quarantine: it is searched and injected again.",
-    "shared": "Shared with the team (team memory): published, or queued until the team server answers.",
-}
-T = TypeVar("T")
-
-
-class Viewer:
-    """What every request shares: settings, the secrets, the store and the read-only connection."""
-
-    def __init__(self, settings: Settings, keys: Secrets) -> None:
-        self.settings = settings
-        self.keys = keys
-        self.store: Any = None
-        self.db: Any = None
-        self.embedder, self.no_model = embedding.borrowed_model(settings)
-        self.limiter = anyio.CapacityLimiter(2)
-        self.frame = Template((HERE / "templates" / "page.html").read_text(encoding="utf-8"))
-        self.version = package_version()
-
-    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a library call (sync, SQLite + tantivy) on a worker thread."""
-        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self.limiter)
-
-    async def open(self) -> None:
-        from ..store import Store
-
-        self.store = await self.call(Store.open, self.settings, project=None, load_embedder=False,
-                                     index_in_background=True, embedder=self.embedder)
-        if self.embedder is not None:
-            embedding.start(self.embedder, self.store)
-        self.db = await reads.open_reader(self.store.db_path, self.settings.busy_timeout_ms)
-
-    async def close(self) -> None:
-        if self.db is not None:
-            await self.db.close()
-        if self.store is not None:
-            await anyio.to_thread.run_sync(self.store.close)
-        if self.embedder is not None:
-            self.embedder.close()  # the shared process exits once no server or viewer is connected
-
-    def search_mode(self) -> tuple[str, str]:
-        """("hybrid" | "loading" | "bm25", what the pages say about search)."""
-        return embedding.search_mode(self.embedder, self.no_model)
-
-    async def page(self, request: Request, *, page: str, title: str, body: Any, heading: Any = None,
-                   live: str = "", status: int = 200, error: str | None = None, assets: Markup | str = "",
-                   ) -> HTMLResponse:
-        """A whole page: the frame around `body`, the nav with `page` marked, a flash from ?done= or `error`;
-        `assets`: the page's own <link> and <script> elements (served from the package)."""
-        nav = join(tag("a", label, href=path, class_="current" if path == page else None) for path, label in NAV)
-        done = DONE.get(request.query_params.get("done", ""))
-        flash: Markup | str = ""
-        if error:
-            flash = tag("p", error, class_="flash error", role="alert", id="flash")
-        elif done:
-            flash = tag("p", done, class_="flash", role="status", id="flash")
-        marks = await reads.latest_ids(self.db) if live else {"observation": 0, "memory": 0}
-        search, mode = self.search_mode()
-        text = render(self.frame, title=title, heading=heading if heading is not None else title, body=body,
-                      nav=nav, flash=flash, mode=mode, search=search, page=page, live=live,
-                      observation=marks["observation"],
-                      memory=marks["memory"], version=self.version, home=str(self.settings.home),
-                      assets=assets)
-        return HTMLResponse(text, status_code=status)
-
-
-def viewer(request: Request) -> Viewer:
-    return request.app.state.viewer
+from .state import HERE, Viewer, viewer
 
 
 async def refused(request: Request, exc: Exception) -> Response:
@@ -119,8 +30,6 @@ async def refused(request: Request, exc: Exception) -> Response:
 
 def build_app(settings: Settings, keys: Secrets) -> Guard:
     """The ASGI app: the routes behind the `security.Guard` middleware."""
-    from . import actions, pages, upkeep
-
     state = Viewer(settings, keys)
 
     @asynccontextmanager

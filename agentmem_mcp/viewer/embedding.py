@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import Settings
-from ..index import vectors
+from ..db import vectors as vector_rows
 from ..index.embed_service import RETRY_AFTER_S, ServiceClient, ServiceUnavailable, SharedEmbedder, connect_or_start
 
 
@@ -99,7 +99,7 @@ def start(embedder: BorrowedEmbedder, store: Any) -> threading.Thread:
     stored without a model has none; one of another model is left to the server, which re-embeds)."""
     def vector_table() -> None:
         with store.transaction() as conn:
-            if not vectors.table_exists(conn):
+            if not vector_rows.table_exists(conn):
                 store.ensure_vector_table(conn)
     embedder.on_ready = vector_table
     thread = threading.Thread(target=embedder.load, name="agentmem-viewer-model", daemon=True)

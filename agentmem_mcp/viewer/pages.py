@@ -1,5 +1,5 @@
-"""The viewer's pages (GET): each reads what it shows (plain rows through `reads` on the aiosqlite connection,
-library results on a worker thread) and hands it to the renderers of `views`."""
+"""The viewer's pages (GET): each reads what it shows (plain rows through `db/browse.py` on the aiosqlite
+connection, library results on a worker thread) and hands it to the renderers of `views`."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from ..anchors import missing_files
+from ..db import browse
 from ..models import TIERS, TYPES, InvalidInput, NotFound, check_memory_id
 from ..ranking import estimate_tokens
 from . import params as arg
-from . import reads, views
-from .app import viewer
+from . import views
 from .html import Markup, join, table, tag
+from .state import viewer
 
 
 async def home(request: Request) -> Response:
@@ -27,7 +28,7 @@ async def home(request: Request) -> Response:
 async def search(request: Request) -> Response:
     """The same search as `memory_search` (retrieval.search), with its filters, each hit's why and score."""
     v = viewer(request)
-    projects = await reads.projects(v.db)
+    projects = await browse.projects(v.db)
     query, project = arg.text(request, "q"), arg.text(request, "project") or None
     kind, tier = arg.choice(request, "type", TYPES), arg.choice(request, "tier", TIERS)
     since_days = arg.number(request, "since_days", 0, 100000)
@@ -69,11 +70,11 @@ async def search(request: Request) -> Response:
 async def memories(request: Request) -> Response:
     """Every memory, newest first, a page at a time; new ones appear at the top while the page is open."""
     v = viewer(request)
-    projects = await reads.projects(v.db)
+    projects = await browse.projects(v.db)
     project, kind, tier = arg.text(request, "project") or None, arg.choice(request, "type", TYPES), \
         arg.choice(request, "tier", TIERS)
     history, page = bool(arg.text(request, "history")), arg.page_number(request)
-    rows, total = await reads.memory_page(v.db, project=project, everywhere=project is None,
+    rows, total = await browse.memory_page(v.db, project=project, everywhere=project is None,
                                           types=[kind] if kind else [], tiers=[tier] if tier else [],
                                           history=history, quarantined=False, limit=arg.PER_PAGE,
                                           offset=(page - 1) * arg.PER_PAGE)
@@ -92,7 +93,7 @@ async def memories(request: Request) -> Response:
 
 async def _memory_or_404(request: Request) -> dict[str, Any]:
     memory_id = check_memory_id(request.path_params["memory_id"])
-    found = await reads.memory(viewer(request).db, memory_id)
+    found = await browse.memory(viewer(request).db, memory_id)
     if found is None:
         raise NotFound(f"no memory {memory_id}: it may have been forgotten")
     return found
@@ -103,13 +104,13 @@ async def memory(request: Request) -> Response:
     v = viewer(request)
     m = await _memory_or_404(request)
     now = time.time()
-    chain = await reads.versions(v.db, m["root_id"])
+    chain = await browse.versions(v.db, m["root_id"])
     compare = arg.text(request, "compare", 40) or None
     stale = missing_files({"files": json.dumps(m["files"])}, None, m["project"]) if m["project"] else []
     link_rows = [(row["relation"], row["direction"], views.memory_link(row["other"], row["title"])
-                  if row["title"] else f"{row['other']} (gone)") for row in await reads.links(v.db, m["id"])]
-    found = await reads.entities(v.db, m["id"])
-    history, _ = await reads.audit_rows(v.db, memory_ids=[x["id"] for x in chain], limit=100)
+                  if row["title"] else f"{row['other']} (gone)") for row in await browse.links(v.db, m["id"])]
+    found = await browse.entities(v.db, m["id"])
+    history, _ = await browse.audit_rows(v.db, memory_ids=[x["id"] for x in chain], limit=100)
     body = [views.badges(m), views.memory_actions(m, v.keys.csrf, team=bool(v.settings.team_url)),
             tag("div", m["content"], class_="content", id="content"),
             tag("h2", f"Version chain ({len(chain)})"), views.version_chain(chain, m["id"], compare, now),
@@ -145,9 +146,9 @@ async def sessions(request: Request) -> Response:
     """Sessions, latest activity first; on the first page, a session that starts meanwhile appears at the top and
     the counts of those shown grow as they capture."""
     v = viewer(request)
-    projects = await reads.projects(v.db)
+    projects = await browse.projects(v.db)
     project, page = arg.text(request, "project") or None, arg.page_number(request)
-    rows, total = await reads.session_page(v.db, project=project, everywhere=project is None, limit=arg.PER_PAGE,
+    rows, total = await browse.session_page(v.db, project=project, everywhere=project is None, limit=arg.PER_PAGE,
                                            offset=(page - 1) * arg.PER_PAGE)
     now = time.time()
     filters = tag("form", views.labelled("project", views.select("project", views.project_choices(projects),
@@ -177,11 +178,11 @@ async def session(request: Request) -> Response:
     """A session's captured events (prompts, tool calls as compressed) beside what was made of them."""
     v = viewer(request)
     session_id = request.path_params["session_id"][:200]
-    found = await reads.session(v.db, session_id)
+    found = await browse.session(v.db, session_id)
     if found is None:
         raise NotFound(f"no session {session_id}: it may have been forgotten")
-    events = await reads.observations(v.db, session_id)
-    made = await reads.session_memories(v.db, session_id)
+    events = await browse.observations(v.db, session_id)
+    made = await browse.session_memories(v.db, session_id)
     summary = next((m for m in made if m["id"] == found["summary_memory_id"]), None)
     others = [m for m in made if summary is None or m["id"] != summary["id"]]
     now = time.time()
@@ -212,7 +213,7 @@ async def knowledge(request: Request) -> Response:
     from ..context import prompt_context, session_context
 
     v = viewer(request)
-    projects = await reads.projects(v.db)
+    projects = await browse.projects(v.db)
     project = arg.text(request, "project") or (projects[0] if projects else None)
     prompt = arg.text(request, "prompt")
     settings, store = v.settings, v.store
@@ -247,6 +248,6 @@ async def changes(request: Request) -> Response:
     after_observation = int(arg.number(request, "observation", 0, 2 ** 62) or 0)
     after_memory = int(arg.number(request, "memory", 0, 2 ** 62) or 0)
     session_id = arg.text(request, "session", 200) or None
-    return JSONResponse(await reads.changes(v.db, after_observation=after_observation, after_memory=after_memory,
+    return JSONResponse(await browse.changes(v.db, after_observation=after_observation, after_memory=after_memory,
                                             session_id=session_id))
 

@@ -11,16 +11,48 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..db import browse
 from . import params as arg
-from . import reads, views
-from .app import viewer
+from . import views
 from .html import Markup, hidden, join, post_form, table, tag
+from .state import viewer
+
+WEEK = 7 * 86400
+# memory rows the lifecycle charts read at most (every k-th rowid beyond): enough for each of their 10 bins to be
+# within about a point of the whole store's share, while each row read is a memory's whole record (text, words)
+HISTOGRAM_SAMPLE = 2000
 
 
 def _on_demand(path: str, label: str, flag: str, **params: Any) -> Markup:
     """A GET form that asks a page for its costly part (a sweep's dry run, a chain verification, doctor)."""
     return tag("form", *(hidden(k, v) for k, v in params.items() if v), hidden(flag, "1"),
                tag("button", label, type="submit"), method="get", action=path, class_="inline", id=f"{flag}-form")
+
+
+async def lifecycle_figures(db: Any, now: float | None = None, sample: int = HISTOGRAM_SAMPLE) -> dict[str, Any]:
+    """The latest memories' confidence and retention histograms (10 bins over 0..1) and, per tier, how many of the
+    memories stored now had been created by the end of each week, from `browse.lifecycle_sample` on the viewer's
+    connection. Over `sample` rows the tier counts are scaled by the sample's step: `sampled_from` then says of how
+    many latest memories."""
+    now = time.time() if now is None else now
+    rows, step, sampled = await browse.lifecycle_sample(db, now, sample, WEEK)
+    confidence = [0] * 10
+    kept = [0] * 10
+    weekly: dict[tuple[str, int], int] = {}
+    for conf, ret, tier, week, count in rows:
+        confidence[max(conf, 0)] += count
+        kept[max(ret, 0)] += count
+        weekly[tier, week] = weekly.get((tier, week), 0) + count * step
+    weeks = sorted({week for _, week in weekly})
+    column = {week: i for i, week in enumerate(weeks)}
+    by_tier: dict[str, list[int]] = {}
+    for (tier, week), count in weekly.items():
+        by_tier.setdefault(tier, [0] * len(weeks))[column[week]] += count
+    for counts in by_tier.values():
+        for i in range(1, len(counts)):
+            counts[i] += counts[i - 1]
+    return {"confidence": confidence, "retention": kept, "sampled_from": sampled, "step": step,
+            "weeks": [w * WEEK for w in weeks], "by_tier": by_tier}
 
 
 async def lifecycle(request: Request) -> Response:
@@ -31,7 +63,7 @@ async def lifecycle(request: Request) -> Response:
 
     v = viewer(request)
     strategy = arg.choice(request, "strategy", ("composite", "importance", "age", "capacity")) or "composite"
-    figures = await reads.lifecycle_figures(v.db)
+    figures = await lifecycle_figures(v.db)
     charts = tag("div", tag("div", tag("h3", "Confidence of the latest memories"),
                             histogram(figures["confidence"], label="confidence histogram", id_="chart-confidence",
                                       axis="confidence")),
@@ -95,7 +127,7 @@ async def audit(request: Request) -> Response:
 
     v = viewer(request)
     page = arg.page_number(request)
-    rows, total = await reads.audit_rows(v.db, limit=arg.PER_PAGE, offset=(page - 1) * arg.PER_PAGE)
+    rows, total = await browse.audit_rows(v.db, limit=arg.PER_PAGE, offset=(page - 1) * arg.PER_PAGE)
     if arg.text(request, "verify"):
         started = time.perf_counter()
         verdict, triggers = await v.call(lambda: (verify(v.store.conn), check_triggers(v.store.conn)))

@@ -1,37 +1,20 @@
-"""The viewer's plain table reads, on one read-only aiosqlite connection (the async handlers await them
-without holding the event loop). Searches, briefings, sweeps and checks go through the library instead (`app`
-runs those on a worker thread): this module only lists and shows what is stored."""
+"""What the viewer lists and shows (`agentmem ui`: memories, their versions, links and entities, sessions and their
+events, the audit log, the live feed, the lifecycle charts' sample), as reads awaited on a read-only aiosqlite
+connection (viewer/state.py opens it), so that the async request handlers never hold the event loop while SQLite
+reads. The viewer's searches, briefings, sweeps and checks go through the library instead, on a worker thread;
+these reads only list what is stored."""
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiosqlite
-import sqlean
-
-from ..lifecycle.retention import retention
+if TYPE_CHECKING:  # the connection is the caller's: this module awaits its reads and imports no aiosqlite
+    import aiosqlite
 
 MEMORY_LIST_COLUMNS = ("id, project, tier, type, title, source, confidence, priority, pinned, version, is_latest, "
                        "created_at, access_count, quarantined")
-WEEK = 7 * 86400
-# memory rows the lifecycle charts read at most (every k-th rowid beyond): enough for each of their 10 bins to be
-# within about a point of the whole store's share, while each row read is a memory's whole record (text, words)
-HISTOGRAM_SAMPLE = 2000
-
-
-async def open_reader(database: Path, busy_timeout_ms: int) -> aiosqlite.Connection:
-    """A read-only connection (mode=ro: this process cannot write through it) run on aiosqlite's thread."""
-    def connector() -> Any:
-        conn = sqlean.connect(f"file:{database}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000,
-                              isolation_level=None, check_same_thread=False)
-        conn.row_factory = sqlean.Row
-        conn.create_function("retention", 2, retention, deterministic=True)
-        return conn
-    return await aiosqlite.core.Connection(connector, iter_chunk_size=256)
 
 
 def _scope(project: str | None, everywhere: bool) -> tuple[str, list[Any]]:
@@ -177,39 +160,22 @@ async def changes(db: aiosqlite.Connection, *, after_observation: int, after_mem
     return {"observations": [dict(r) for r in obs], "memories": [dict(r) for r in mems]}
 
 
-async def lifecycle_figures(db: aiosqlite.Connection, now: float | None = None, sample: int = HISTOGRAM_SAMPLE,
-                            ) -> dict[str, Any]:
-    """The latest memories' confidence and retention histograms (10 bins over 0..1; retention is
-    `lifecycle.retention.retention`, registered on the connection) and, per tier, how many of the memories stored
-    now had been created by the end of each week. Over `sample` rows they are drawn from every k-th rowid (point
-    lookups, not a scan of the table) and the tier counts are scaled by k: `sampled_from` then says of how many
-    latest memories."""
-    now = time.time() if now is None else now
+async def lifecycle_sample(db: aiosqlite.Connection, now: float, sample: int, week: float,
+                           ) -> tuple[list[Any], int, int | None]:
+    """The latest memories for the lifecycle charts, counted by (confidence bin, retention bin now, tier, creation
+    `week` number): bins 0..9 of 0..1, retention by the SQL function `retention(days, strength)` that the
+    connection has registered (`lifecycle.retention.retention`). Over `sample` rows they are drawn from every k-th
+    rowid (point lookups, not a scan of the table). Returns the counted rows, k, and (when k > 1) how many latest
+    memories there are in all."""
     low, high = (await db.execute_fetchall("SELECT COALESCE(MIN(rowid), 0), COALESCE(MAX(rowid), -1) FROM memories"))[0]
     step = max(1, -(-(high - low + 1) // sample))
-    confidence = [0] * 10
-    kept = [0] * 10
-    weekly: dict[tuple[str, int], int] = {}
     rows = await db.execute_fetchall(
         "WITH RECURSIVE picked(r) AS (SELECT ? UNION ALL SELECT r + ? FROM picked WHERE r + ? <= ?) "
         "SELECT MIN(CAST(m.confidence * 10 AS INTEGER), 9), MIN(CAST(retention((? - COALESCE(m.last_accessed_at, "
         "m.created_at)) / 86400.0, m.strength) * 10 AS INTEGER), 9), m.tier, CAST(m.created_at / ? AS INTEGER), "
         "COUNT(*) FROM picked JOIN memories m ON m.rowid = picked.r WHERE m.is_latest = 1 GROUP BY 1, 2, 3, 4",
-        (low, step, step, high, now, WEEK))
-    for conf, ret, tier, week, count in rows:
-        confidence[max(conf, 0)] += count
-        kept[max(ret, 0)] += count
-        weekly[tier, week] = weekly.get((tier, week), 0) + count * step
-    weeks = sorted({week for _, week in weekly})
-    column = {week: i for i, week in enumerate(weeks)}
-    by_tier: dict[str, list[int]] = {}
-    for (tier, week), count in weekly.items():
-        by_tier.setdefault(tier, [0] * len(weeks))[column[week]] += count
-    for counts in by_tier.values():
-        for i in range(1, len(counts)):
-            counts[i] += counts[i - 1]
+        (low, step, step, high, now, week))
     sampled = None
     if step > 1:
         sampled = (await db.execute_fetchall("SELECT COUNT(*) FROM memories WHERE is_latest = 1"))[0][0]
-    return {"confidence": confidence, "retention": kept, "sampled_from": sampled, "step": step,
-            "weeks": [w * WEEK for w in weeks], "by_tier": by_tier}
+    return list(rows), step, sampled
