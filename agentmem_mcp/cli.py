@@ -238,10 +238,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.recover:
         print(recover_database(database))
         return 0
-    from .db.recovery import check
+    from .db.recovery import check, describe_holder, holder
 
     problem = check(database) if database.exists() else None
-    if problem is not None:  # the store cannot be opened safely: say so, and how to save what is readable
+    if problem is not None and (pid := holder(database)) is not None:  # its WAL changed under a running process
+        checks = [Check("database", False, f"{database} cannot be read ({problem}) while {describe_holder(pid)} has "
+                        "it open: its write-ahead log (agentmem.db-wal) was probably cut short, deleted or replaced "
+                        "under that process",
+                        "close the coding agents (and stop that process if it stays), then run `agentmem doctor` "
+                        "again: once no process has it open, SQLite reads what the files hold, and doctor says "
+                        "whether anything is damaged")]
+    elif problem is not None:  # the store cannot be opened safely: say so, and how to save what is readable
         checks = [Check("database", False, f"{database} is damaged: {problem}",
                         "`agentmem doctor --recover` copies what is readable into a new file beside it (this one is "
                         "only read) and exports its memories; keep a copy of the home folder first")]

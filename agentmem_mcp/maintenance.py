@@ -108,9 +108,15 @@ def recover_database(database: Any) -> str:
     """`agentmem doctor --recover`: what is readable of `database` copied into a new file beside it (the damaged
     one is only read), and what to do next."""
     from .db.connection import DatabaseError
-    from .db.recovery import check, recover
+    from .db.recovery import check, describe_holder, holder, recover
     from .models import AgentmemError
 
+    if (pid := holder(database)) is not None and (problem := check(database)) is not None:
+        raise AgentmemError(
+            f"{database} cannot be read now ({problem}) while {describe_holder(pid)} has it open: its write-ahead log "
+            "was probably cut short, deleted or replaced under that process, so what is damaged cannot be told yet, "
+            "and a copy made now would hold what that process's stale view of the log says. Nothing was written. "
+            "Close the coding agents (and stop that process if it stays), then run `agentmem doctor` again")
     try:
         report = recover(database)
     except DatabaseError as exc:

@@ -10,9 +10,11 @@ readable memories are also written as an `agentmem export` file (JSON lines) tha
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
+import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +29,41 @@ from .migrations import migrate
 
 BATCH = 500
 SKIPPED_TABLES = ("schema_migrations", "sqlite_sequence")
+_DMS_BYTE = 128  # SQLite's "dead man switch" byte in the -shm file: every open connection holds a read lock on it
+_FLOCK = "hhqqi4x"  # struct flock on Linux: l_type, l_whence, l_start, l_len, l_pid
+
+
+def holder(path: Path) -> int | None:
+    """The id of another process that has the database at `path` open (SQLite's read lock on the -shm file's
+    dead-man-switch byte), or None. While one does, what this process reads of a WAL cut short or replaced under it
+    is not what the files hold once it has closed them, so damage cannot be judged yet."""
+    try:
+        fd = os.open(f"{path}-shm", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        asked = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, _DMS_BYTE, 1, 0)
+        kind, _, _, _, pid = struct.unpack(_FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, asked))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return None if kind == fcntl.F_UNLCK else pid
+
+
+def describe_holder(pid: int) -> str:
+    """"process N" and what it is, from its command line: agentmem's shared process, another agentmem command, or
+    the program's name."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        command = ""
+    if "agentmem_mcp.shared_process" in command:
+        return f"process {pid}, agentmem's shared process (it exits 5 s after its last session has gone)"
+    if "agentmem_mcp" in command or command.split(" ", 1)[0].endswith("/agentmem"):
+        return f"process {pid}, an agentmem command"
+    name = command.split(" ", 1)[0].rsplit("/", 1)[-1]
+    return f"process {pid} ({name})" if name else f"process {pid}"
 
 
 def check(path: Path) -> str | None:
