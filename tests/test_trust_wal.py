@@ -157,7 +157,6 @@ def test_a_wal_truncated_under_a_running_server_is_said_in_one_line_and_recovere
                 assert hooked.returncode == 0 and hooked.stderr == ""
 
     anyio.run(scenario)
-    database = home / "agentmem.db"
     doctor = run(env, project, "doctor")
     assert no_raw_error(doctor), doctor.stdout + doctor.stderr
     deadline = time.monotonic() + 60
