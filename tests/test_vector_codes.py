@@ -150,11 +150,16 @@ def test_the_two_passes_keep_close_neighbours() -> None:
     assert matrix.nearest(query.tobytes(), 51, None, False) == found  # one pass (20,000 codes): the same here
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_scan_equals_sorting_every_kept_code(seed: int, monkeypatch) -> None:
+@pytest.mark.parametrize("seed,threads", [(1, 1), (2, 1), (3, 1), (1, 2), (2, 3), (3, 4)])
+def test_the_scan_equals_sorting_every_kept_code(seed: int, threads: int, monkeypatch) -> None:
     """The blocked scan with excluded rows masked gives exactly the kept codes sorted by (distance, chunk id),
-    whatever the filters (dead rows, superseded rows, other projects) and across block boundaries."""
+    whatever the filters (dead rows, superseded rows, other projects), across block boundaries, and split over
+    one to four scan threads (parts of 2-6 blocks, the last one short)."""
     monkeypatch.setattr(codes, "BLOCK", 1000)
+    monkeypatch.setattr(codes, "PARALLEL_ABOVE", 2000)
+    monkeypatch.setattr(codes, "SCAN_THREADS", threads)
+    if threads > 1:
+        assert 1 < len(codes._parts(5500)) <= threads
     rng = np.random.default_rng(seed)
     n = 5500
     raw = rng.integers(0, 2**63, size=(n, 6), dtype=np.int64).view(np.uint64)

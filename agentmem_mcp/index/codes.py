@@ -23,8 +23,9 @@ vec0 table re-created (a new model: logged as chunk 0) or a vec0 storage this mo
 from __future__ import annotations
 
 import logging
+import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..db import vectors as vector_rows
@@ -185,7 +186,9 @@ class CodeMatrix:
         if projects is not None:
             wanted = [self.projects[p] for p in projects if p in self.projects]
             if len(wanted) < len(self.projects):
-                keep &= np.isin(self.project[:n], np.asarray(wanted, dtype=np.int32))
+                allowed = np.zeros(len(self.projects), dtype=bool)  # a gather: np.isin sorts, 20x slower at 1M
+                allowed[wanted] = True
+                keep &= allowed[self.project[:n]]
         scanned = int(np.count_nonzero(keep))
         if scanned == 0:
             return []
@@ -208,30 +211,63 @@ class CodeMatrix:
 
 
 BLOCK = 65_536  # codes per block of the scan: its temporaries stay in the CPU's cache
+SCAN_THREADS = max(1, min(4, os.cpu_count() or 1))  # threads a long scan is split over (numpy frees the GIL)
+PARALLEL_ABOVE = 4 * BLOCK  # codes below which one thread scans (a thread's hand-off costs more than it saves)
+_POOL: Any = None
+_POOL_GUARD = threading.Lock()
+
+
+def _parts(n: int) -> list[tuple[int, int]]:
+    """[start, end) ranges of whole blocks, one per scan thread (one range for a short scan)."""
+    if n < PARALLEL_ABOVE or SCAN_THREADS == 1:
+        return [(0, n)]
+    blocks = -(-n // BLOCK)
+    per = -(-blocks // SCAN_THREADS)
+    return [(start, min(n, start + per * BLOCK)) for start in range(0, n, per * BLOCK)]
+
+
+def _in_parts(work: Callable[[int, int], Any], n: int) -> list[Any]:
+    """work(start, end) over `_parts(n)`: on the scan threads when there are several parts, in order."""
+    global _POOL
+    parts = _parts(n)
+    if len(parts) == 1:
+        return [work(*parts[0])]
+    with _POOL_GUARD:
+        if _POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _POOL = ThreadPoolExecutor(SCAN_THREADS, thread_name_prefix="agentmem-scan")
+    futures = [_POOL.submit(work, start, end) for start, end in parts[1:]]
+    first = work(*parts[0])  # the calling thread scans a part itself
+    return [first, *(future.result() for future in futures)]
 
 
 def _distances(codes: Any, query: Any, words: int, n: int, excluded: Any) -> Any:
     """Hamming distances (uint16) to the query over the first `words` 64-bit words of the first n codes, a
-    block at a time; excluded rows (a bool mask, or None) get a distance past any real one (64 * words + 1),
-    which is cheaper than gathering the rows kept."""
+    block at a time, split over the scan threads; excluded rows (a bool mask, or None) get a distance past any
+    real one (64 * words + 1), which is cheaper than gathering the rows kept."""
     import numpy as np
 
     total = np.empty(n, dtype=np.uint16)
-    xor = np.empty(min(n, BLOCK), dtype=np.uint64)
-    bits = np.empty(min(n, BLOCK), dtype=np.uint8)
-    for start in range(0, n, BLOCK):
-        end = min(n, start + BLOCK)
-        size = end - start
-        block = total[start:end]
-        for w in range(words):
-            np.bitwise_xor(codes[w, start:end], query[w], out=xor[:size])
-            _popcount(xor[:size], bits[:size])
-            if w == 0:
-                block[:] = bits[:size]
-            else:
-                block += bits[:size]
-    if excluded is not None:
-        total[excluded] = 64 * words + 1
+
+    def scan(first: int, last: int) -> None:
+        xor = np.empty(min(last - first, BLOCK), dtype=np.uint64)
+        bits = np.empty(min(last - first, BLOCK), dtype=np.uint8)
+        for start in range(first, last, BLOCK):
+            end = min(last, start + BLOCK)
+            size = end - start
+            block = total[start:end]
+            for w in range(words):
+                np.bitwise_xor(codes[w, start:end], query[w], out=xor[:size])
+                _popcount(xor[:size], bits[:size])
+                if w == 0:
+                    block[:] = bits[:size]
+                else:
+                    block += bits[:size]
+        if excluded is not None:
+            total[first:last][excluded[first:last]] = 64 * words + 1
+
+    _in_parts(scan, n)
     return total
 
 
@@ -267,9 +303,12 @@ def _smallest(distances: Any, count: int, limit: int) -> Any:
 
     if len(distances) <= count:
         return np.flatnonzero(distances <= limit)
-    histogram = np.cumsum(np.bincount(distances, minlength=limit + 2))
+    n = len(distances)
+    counts = _in_parts(lambda start, end: np.bincount(distances[start:end], minlength=limit + 2), n)
+    histogram = np.cumsum(np.sum(counts, axis=0))
     cut = min(int(np.searchsorted(histogram, count)), limit)
-    return np.flatnonzero(distances <= cut)
+    rows = _in_parts(lambda start, end: np.flatnonzero(distances[start:end] <= cut) + start, n)
+    return rows[0] if len(rows) == 1 else np.concatenate(rows)
 
 
 def _read_chunks(conn: Connection, table: str, words: int) -> list[tuple[str, Any, Any, Any, Any]] | None:
