@@ -512,6 +512,7 @@ def save_stage_clocks():
 
     clocks: dict[str, list[float]] = {}
     patched = [("_embed", "embedding"), ("_text_candidates", "bm25 candidates"),
+               ("_early_candidates", "bm25 candidates and their verdicts (beside the embedding)"),
                ("_vector_candidates", "vector candidates (knn)"), ("_choose_old", "supersede verdicts"),
                ("write_prepared", "write"),
                ("_candidates", "vector candidates (knn)")]  # its name before the BM25 lookups overlapped the KNN

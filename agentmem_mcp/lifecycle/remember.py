@@ -16,7 +16,7 @@ import json
 import re
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..anchors import head_commit
@@ -138,15 +138,15 @@ def same_scope(a: str | None, b: str | None) -> bool:
 
 
 def supersede_verdict(old_text: str, new_text: str, cosine: float | None, jaccard_threshold: float,
-                      cosine_threshold: float) -> Verdict:
+                      cosine_threshold: float, decided: Verdict | None = None) -> Verdict:
     """Whether a new memory supersedes an old one, contradicts it, or neither: the supersede policy, pure.
 
     `lifecycle.supersede.decide` on the two statements; when they are too differently worded to align, a
     rewording still supersedes if its word-set Jaccard is above `jaccard_threshold`, its cosine at least
     `cosine_threshold`, and the two differ only in function words ("the", "to", ...) and name the same
-    numbers, identifiers and paths.
+    numbers, identifiers and paths. `decided`: `decide(old_text, new_text)` if already worked out.
     """
-    verdict = decide(old_text, new_text)
+    verdict = decide(old_text, new_text) if decided is None else decided
     if verdict.kind is not None or not verdict.reason.startswith("too different"):
         return verdict
     old_set, new_set = set(words(old_text)), set(words(new_text))
@@ -233,6 +233,7 @@ class PreparedSave:
     embedded: Any
     candidates: dict[str, float | None]
     vectorless: bool = False  # no vector by design (see `vector_text`), not for want of a model
+    decided: dict[str, Verdict] = field(default_factory=dict)  # `decide` on candidates, worked out early
 
 
 def prepare_saves(store: Parts, items: Sequence[dict[str, Any]], *, supersede_check: bool = True,
@@ -276,9 +277,10 @@ def prepare_saves(store: Parts, items: Sequence[dict[str, Any]], *, supersede_ch
     chunked = [_vector_chunks(entry[0], entry[2]) if entry else [] for entry in drafts]
     wanted = [i for i, entry in enumerate(drafts) if entry and supersede_check and entry[1] is None
               and entry[0].tier in SUPERSEDING_TIERS]
-    # A few saves (the usual case: one, from the agent): look up their BM25 candidates on a pool thread while
-    # the model embeds (onnxruntime releases the GIL). Bulk saves look them up one by one afterwards.
-    early = (store.pool.submit(lambda: {i: _text_candidates(store, drafts[i][0]) for i in wanted})
+    # A few saves (the usual case: one, from the agent): look up their BM25 candidates, and compare them with the
+    # draft, on a pool thread while the model embeds (onnxruntime releases the GIL). Bulk saves look them up one
+    # by one afterwards.
+    early = (store.pool.submit(lambda: {i: _early_candidates(store, drafts[i][0]) for i in wanted})
              if wanted and len(wanted) <= EARLY_CANDIDATES and store.embedder.ready else None)
     embedded_flat = _embed(store, [chunk for chunks in chunked for chunk in chunks])
     wanted_set = set(wanted)
@@ -298,16 +300,17 @@ def prepare_saves(store: Parts, items: Sequence[dict[str, Any]], *, supersede_ch
         prepared.append(PreparedSave(draft, supersedes, chunks, embedded, {}, vector_text is None))
     text_candidates = early.result() if early else {}
     for index in wanted:
-        text_ids = text_candidates[index] if index in text_candidates else _text_candidates(store, drafts[index][0])
+        text_ids, decided = text_candidates.get(index) or (_text_candidates(store, drafts[index][0]), {})
         prepared[index].candidates = {**dict.fromkeys(text_ids), **near.get(index, {})}
+        prepared[index].decided = decided
     return prepared
 
 
 def write_prepared(conn: Any, store: Parts, prepared: Sequence[PreparedSave | None]) -> list[SaveResult | None]:
     """Write prepared saves inside the caller's write transaction (the caller indexes after it commits),
     so memories commit together with the caller's own rows, e.g. the worker's "compressed" marks."""
-    return [_write(conn, store, p.draft, p.supersedes, p.chunks, p.embedded, p.candidates, p.vectorless)
-            if p else None for p in prepared]
+    return [_write(conn, store, p.draft, p.supersedes, p.chunks, p.embedded, p.candidates, p.vectorless,
+                   p.decided) if p else None for p in prepared]
 
 
 def _embed(store: Parts, texts: list[str]) -> list[Any] | None:
@@ -321,13 +324,14 @@ def _embed(store: Parts, texts: list[str]) -> list[Any] | None:
 
 
 def _write(conn: Any, store: Parts, draft: Draft, supersedes: str | None, chunks: list[str], embedded: Any,
-           candidates: dict[str, float | None], vectorless: bool = False) -> SaveResult:
+           candidates: dict[str, float | None], vectorless: bool = False,
+           decided: dict[str, Verdict] | None = None) -> SaveResult:
     now = draft.created_at
     duplicate = memory_reads.latest_with_hash(conn, draft.content_hash, draft.project)
     if duplicate is not None:
         return SaveResult(duplicate["id"], "duplicate", duplicate["version"],
                           reason="the same content is already stored in this project")
-    old, reason, conflicts = _choose_old(conn, store, draft, supersedes, candidates)
+    old, reason, conflicts = _choose_old(conn, store, draft, supersedes, candidates, decided or {})
     memory_id = new_memory_id()
     version = old["version"] + 1 if old else 1
     root_id = old["root_id"] if old else memory_id
@@ -441,6 +445,19 @@ def _text_candidates(store: Parts, draft: Draft) -> list[str]:
     return found + store.indexer.pending_ids(limit=200)
 
 
+def _early_candidates(store: Parts, draft: Draft) -> tuple[list[str], dict[str, Verdict]]:
+    """`_text_candidates`, and `decide` between each candidate of the draft's scope and tier and the draft (the
+    verdict's costly part, which needs no cosine), keyed by id: a memory's content never changes under its id, so
+    the write, which reads the candidates again in its transaction, can use them."""
+    ids = _text_candidates(store, draft)
+    if draft.tier not in SUPERSEDING_TIERS or not ids:
+        return ids, {}
+    decided = {row["id"]: decide(row["content"], draft.content)
+               for row in memory_reads.latest_unquarantined(store.conn, ids)
+               if same_scope(row["project"], draft.project) and row["tier"] == draft.tier}
+    return ids, decided
+
+
 def _vector_candidates(store: Parts, draft: Draft, vector: Any) -> dict[str, float]:
     """Ids of latest memories whose vectors are nearest the draft's, with their cosine similarity: with the BM25
     candidates (`_text_candidates`, cosine unknown), the memories the draft might supersede."""
@@ -450,8 +467,9 @@ def _vector_candidates(store: Parts, draft: Draft, vector: Any) -> dict[str, flo
 
 
 def _choose_old(conn: Any, store: Parts, draft: Draft, supersedes: str | None, candidates: dict[str, float | None],
-                ) -> tuple[Any, str | None, list[tuple[str, str]]]:
-    """The memory the draft replaces (or None), why, and the memories it is saved beside in conflict."""
+                decided: dict[str, Verdict] | None = None) -> tuple[Any, str | None, list[tuple[str, str]]]:
+    """The memory the draft replaces (or None), why, and the memories it is saved beside in conflict. `decided`:
+    `decide` already worked out for some candidates (`_early_candidates`)."""
     unconfirmed = is_unconfirmed(draft.source)
     if supersedes is not None:
         row = memory_reads.row_by_id(conn, supersedes)
@@ -474,7 +492,8 @@ def _choose_old(conn: Any, store: Parts, draft: Draft, supersedes: str | None, c
         if not same_scope(row["project"], draft.project) or row["tier"] != draft.tier:
             continue
         verdict = supersede_verdict(row["content"], draft.content, candidates[row["id"]],
-                                    store.settings.supersede_jaccard, store.settings.supersede_cosine)
+                                    store.settings.supersede_jaccard, store.settings.supersede_cosine,
+                                    (decided or {}).get(row["id"]))
         if verdict.kind == "conflict":
             conflicts.append((row["id"], verdict.reason))
             continue
