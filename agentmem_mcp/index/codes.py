@@ -4,7 +4,9 @@ sqlite-vec's `vec0` table (db/vectors.py) keeps one 384-bit code per chunk and f
 scanning all of them, at about a microsecond a code on these cores: fine at 10k, most of a second at a
 million. `CodeMatrix` holds the same codes in numpy arrays, one per 64-bit word of a code, and computes the
 same Hamming distances (XOR and popcount): the same answer as vec0's scan, at a few nanoseconds a code; a
-histogram of the distances finds the cut-off, so only the nearest are sorted. Over more than COARSE_ABOVE
+histogram of the distances finds the cut-off, so only the nearest are sorted. A scan over more than
+PARALLEL_ABOVE codes is split into whole blocks over SCAN_THREADS threads (numpy's loops release the GIL; the
+calling thread scans one part itself). Over more than COARSE_ABOVE
 codes (past what was measured) it scans in two passes: the distance over the first COARSE_WORDS words (256
 bits) of every code picks the `COARSE_FACTOR` x `count` nearest, and the full distance picks `count` among
 those; that first pass can miss codes the full distance would have kept (at a million synthetic codes it
