@@ -506,8 +506,9 @@ def time_stages(store: Store, count: int, seed: int) -> dict[str, dict]:
 def save_stage_clocks():
     """Time the stages of each save while inside, each as wall time and as the CPU time of the thread that ran
     it (the machine's load inflates the first, much less the second): the model embedding the memory, its BM25
-    supersede candidates (on a pool thread, beside the embedding), its vector candidates (the KNN over the
-    codes and the exact re-scoring), the supersede verdicts on all of them, and the write transaction."""
+    supersede candidates and their comparisons with the draft (on a pool thread, beside the embedding), its vector
+    candidates (the KNN over the codes and the exact re-scoring; the CPU of the scan's other threads is not in its
+    thread's figure, but is in the save's), the supersede verdicts on all of them, and the write transaction."""
     from agentmem_mcp.lifecycle import remember
 
     clocks: dict[str, list[float]] = {}
