@@ -331,7 +331,7 @@ def _write(conn: Any, store: Parts, draft: Draft, supersedes: str | None, chunks
     if duplicate is not None:
         return SaveResult(duplicate["id"], "duplicate", duplicate["version"],
                           reason="the same content is already stored in this project")
-    old, reason, conflicts = _choose_old(conn, store, draft, supersedes, candidates, decided or {})
+    old, reason, conflicts = _choose_old(conn, store, draft, supersedes, candidates, decided)
     memory_id = new_memory_id()
     version = old["version"] + 1 if old else 1
     root_id = old["root_id"] if old else memory_id
@@ -449,8 +449,8 @@ def _early_candidates(store: Parts, draft: Draft) -> tuple[list[str], dict[str, 
     """`_text_candidates`, and `decide` between each candidate of the draft's scope and tier and the draft (the
     verdict's costly part, which needs no cosine), keyed by id: a memory's content never changes under its id, so
     the write, which reads the candidates again in its transaction, can use them."""
-    ids = _text_candidates(store, draft)
-    if draft.tier not in SUPERSEDING_TIERS or not ids:
+    ids = _text_candidates(store, draft)  # asked only for drafts of a superseding tier
+    if not ids:
         return ids, {}
     decided = {row["id"]: decide(row["content"], draft.content)
                for row in memory_reads.latest_unquarantined(store.conn, ids)
