@@ -17,6 +17,16 @@ DEFAULT_MODEL = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `long(seconds)` first, longest first, the rest after in their order: with `-n 2` the longest
+    ones start at once on both processes instead of one of them ending the run alone."""
+    def seconds(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("long")
+        return -float(marker.args[0]) if marker and marker.args else 0.0
+
+    items.sort(key=seconds)
+
+
 def require_shared(path: Path, what: str) -> Path:
     """Skip when shared data is missing, except in CI where it is required."""
     if not path.exists():

@@ -84,6 +84,7 @@ def replay(client: str, events: list[tuple[str, dict]], project: Path, env: dict
     return results
 
 
+@pytest.mark.long(33)
 @pytest.mark.parametrize("client", ["claude-code", "cursor"])
 def test_transcript_replay_through_the_real_hooks(client, project, hook_env, home):
     require_shared(TRANSCRIPT, "the shared Claude Code transcript")

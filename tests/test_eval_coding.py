@@ -90,6 +90,7 @@ def test_timeline_grows_the_transcript_and_skips_a_resumed_sessions_copies():
 
 @pytest.mark.eval
 @pytest.mark.slow
+@pytest.mark.long(50)
 def test_the_script_on_the_smallest_project(tmp_path):
     need(SPEC, "the coding-session probes")
     need(eval_coding.DEFAULT_MODEL_PATH, "the embedding model")
