@@ -18,8 +18,8 @@ MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked `long(seconds)` first, longest first, the rest after in their order: with `-n 2` the longest
-    ones start at once on both processes instead of one of them ending the run alone."""
+    """Tests marked `long(seconds)` first, longest first, the rest after in their order: with `-n 3` the longest
+    ones start at once on every process instead of one of them ending the run alone."""
     def seconds(item: pytest.Item) -> float:
         marker = item.get_closest_marker("long")
         return -float(marker.args[0]) if marker and marker.args else 0.0
