@@ -33,7 +33,7 @@ def test_stress_loses_nothing_and_surfaces_no_error(model_path, tmp_path):
     assert report["hook_post_tool_use"]["n"] == 240 and report["throughput"]["events_per_s"] > 0
 
 
-# The fault scenarios in three runs of the script (~45-55 s each here), so that the two test processes share them.
+# The fault scenarios in three runs of the script (~45-55 s each here), so that the test processes share them.
 FAULT_GROUPS = (("kill9-save", "kill9-index-commit", "kill9-worker-batch", "stale-lease"),
                 ("index-deleted", "segment-corrupted", "term-dict-corrupted", "disk-full"),
                 ("db-locked", "kill9-shared-save"))
