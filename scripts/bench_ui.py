@@ -34,16 +34,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_core import hashed_vectors
-from bench_lifecycle import build
-from machine import describe_machine
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # this checkout's package, not the installed one
 
-from agentmem_mcp.capture.hook import handle
-from agentmem_mcp.config import load_settings
-from agentmem_mcp.context import session_context
-from agentmem_mcp.db import audit
-from agentmem_mcp.db.memories import content_hash
-from agentmem_mcp.store import Store
+from bench_core import hashed_vectors  # noqa: E402
+from bench_lifecycle import build  # noqa: E402
+from machine import describe_machine  # noqa: E402
+
+from agentmem_mcp.capture.hook import handle  # noqa: E402
+from agentmem_mcp.config import load_settings  # noqa: E402
+from agentmem_mcp.context import session_context  # noqa: E402
+from agentmem_mcp.db import audit  # noqa: E402
+from agentmem_mcp.db.memories import content_hash  # noqa: E402
+from agentmem_mcp.store import Store  # noqa: E402
 
 SESSIONS = 40
 PROJECT = "/home/dev/project-1"

@@ -25,14 +25,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from machine import describe_machine
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # this checkout's package, not the installed one
 
-from agentmem_mcp.capture.events import HookEvent, parse_hook_event
-from agentmem_mcp.capture.observations import ObservationStore, scrub
-from agentmem_mcp.config import load_settings
-from agentmem_mcp.index.embedder import Embedder, PassageCache
-from agentmem_mcp.store import Store
-from agentmem_mcp.worker import Worker
+from machine import describe_machine  # noqa: E402
+
+from agentmem_mcp.capture.events import HookEvent, parse_hook_event  # noqa: E402
+from agentmem_mcp.capture.observations import ObservationStore, scrub  # noqa: E402
+from agentmem_mcp.config import load_settings  # noqa: E402
+from agentmem_mcp.index.embedder import Embedder, PassageCache  # noqa: E402
+from agentmem_mcp.store import Store  # noqa: E402
+from agentmem_mcp.worker import Worker  # noqa: E402
 
 WORDS = ("parser config session render token cache handler export billing invoice user account queue retry "
          "schema migration report index search vector client server router loader writer reader").split()

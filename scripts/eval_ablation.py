@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package, not the installed one
 
 import eval_locomo  # noqa: E402
 import eval_longmemeval  # noqa: E402

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package, not the installed one
 
 from coding_checks import share, staleness, supersede_probes  # noqa: E402
 from coding_replay import Agentmem, ReplayDir, new_session, replay_session  # noqa: E402
