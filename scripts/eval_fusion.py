@@ -31,7 +31,11 @@ scores become 0..1 instead of dividing by its best: `fullnorm:a` divides BM25's 
 match's score), so a partial match counts as the share of a full one it scores; `vfloor:F` counts cosines from F
 (`vfloor:min`: from the lowest of the vector retriever's own candidates), (cos - F) / (best - F); `dbsf:z` maps
 BM25's and the vectors' scores each from their mean - z standard deviations (0) to their best (1). Parts join with
-`+` (`similar-words:2.0+trust:0.4:0.8:0:0.02`); `flat` as a part removes the shipped factor.
+`+` (`similar-words:2.0+trust:0.4:0.8:0:0.02`); `flat` as a part removes the shipped factor. `mask:lo:hi[:mlo:mhi[:1]]`
+(with `flat`) multiplies BM25's weight by max(clamp(idfshare, 0.2, 0.6), clamp(importance, lo, hi)[, 1 -
+clamp(margin, mlo, mhi)][, 1 when a matched word holds a digit, an inner `_./-` or a camelCase step]), where
+importance = 1 - the cosine between the query and the query without the words BM25's best hit matched (one more
+embedding per search): whether the keyword match rests on words that carry the question's meaning.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import shutil
 import statistics
 import sys
@@ -184,6 +189,8 @@ def _variant_fusion(results, weights, absent=None):
         return SHIPPED(results, {**weights, "graph": weights["graph"] * p[0]}, absent)
     if kind == "idfshare":
         return SHIPPED(results, {**weights, "bm25": weights["bm25"] * clamp(_idf_share(results), p[0], p[1])}, absent)
+    if kind == "mask":
+        return SHIPPED(results, {**weights, "bm25": weights["bm25"] * _mask_factor(results, p)}, absent)
     s = signals(results) if kind != "shipped" and "vector" in results else None
     if s is None:
         return SHIPPED(results, weights, absent)
@@ -212,6 +219,54 @@ def _variant_fusion(results, weights, absent=None):
     else:
         raise SystemExit(f"unknown variant {_now['variant']!r}")
     return SHIPPED(results, weights, absent)
+
+
+_IMPORTANCE: dict[tuple[str, str], float] = {}
+
+
+def _surface_matched(store: Any, query: str, memory_id: str) -> list[str]:
+    """The query's own words whose indexed form the memory holds (what its keyword match rests on)."""
+    from agentmem_mcp.index.tokenize import index_text
+
+    matched = _matched(store, query, memory_id)
+    return [w for w in re.findall(r"[#\w][\w./#-]*", query)
+            if set(store.fulltext.analyzer.analyze(index_text(w))) & matched]
+
+
+def _importance(store: Any, query: str, words: list[str]) -> float:
+    """1 - the cosine between the query and the query without `words`: how much of its meaning they carry."""
+    import numpy as np
+
+    masked = query
+    for w in words:
+        masked = re.sub(r"(?<![\w#])" + re.escape(w) + r"(?!\w)", " ", masked)
+    masked = re.sub(r"\s+", " ", masked).strip()
+    key = (query, masked)
+    if key not in _IMPORTANCE:
+        a, b = store.embedder.embed_query(query), store.embedder.embed_query(masked or ".")
+        a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
+        _IMPORTANCE[key] = 1.0 - float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+    return _IMPORTANCE[key]
+
+
+def _identifier(word: str) -> bool:
+    return bool(re.search(r"\d", word) or re.search(r"\w[_./-]\w", word) or re.search(r"[a-z][A-Z]", word))
+
+
+def _mask_factor(results: dict[str, list[tuple[str, float]]], p: list[float]) -> float:
+    """mask:lo:hi[:mlo:mhi[:ident]]: max(ramp(completeness, 0.2, 0.6), ramp(importance of BM25's best hit's
+    matched words, lo, hi), [1 - ramp(the vectors' margin, mlo, mhi)], [1 if a matched word is an identifier])."""
+    bm25 = sorted(results.get("bm25") or (), key=lambda pair: -pair[1])
+    if not bm25 or not results.get("vector"):
+        return 1.0
+    store, query = _now["store"], _now["query"]
+    words = _surface_matched(store, query, bm25[0][0])
+    factor = max(clamp(_idf_share(results), 0.2, 0.6), clamp(_importance(store, query, words), p[0], p[1]))
+    if len(p) >= 4 and p[3] > p[2]:
+        factor = max(factor, 1 - clamp(retrieval.vector_margin(results["vector"]) or 0.0, p[2], p[3]))
+    if len(p) >= 5 and p[4] and any(_identifier(w) for w in words):
+        factor = 1.0
+    return factor
 
 
 def _trust_with(shipped: Callable[..., float], ranges: list[float], completeness: float, margin: float | None,
