@@ -16,6 +16,7 @@ points to it), creates the files the session wrote or edited, and sends every ho
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -35,8 +36,13 @@ EDIT_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path
 GIT_IDENTITY = ["-c", "user.name=agentmem eval", "-c", "user.email=eval@agentmem.invalid", "-c", "commit.gpgsign=false"]
 
 
+GIT_DATES = {"GIT_AUTHOR_DATE": "2025-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2025-01-01T00:00:00Z"}
+
+
 def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *GIT_IDENTITY, *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+    """git with a fixed identity and commit dates, so a replay's commits have the same hashes in every run."""
+    subprocess.run(["git", *GIT_IDENTITY, *args], cwd=cwd, check=True, capture_output=True, timeout=60,
+                   env={**os.environ, **GIT_DATES})
 
 
 class Agentmem:
