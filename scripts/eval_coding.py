@@ -278,6 +278,30 @@ def load_spec(path: Path, names: list[str]) -> list[dict[str, Any]]:
     return [p for p in projects if not names or p["name"] in names]
 
 
+_HELD: list[Any] = []  # the lock on the fixed directory, held for the run
+
+
+def _work_dir() -> Path:
+    """Where a run replays its projects: one fixed directory, so that the paths the sessions' tool outputs hold (and
+    so the memories' words and vectors) are the same in every run; a new temporary one while another run holds it."""
+    import fcntl
+
+    fixed = Path(tempfile.gettempdir()) / "agentmem-eval-coding"
+    lock = open(f"{fixed}.lock", "a")  # noqa: SIM115 - held open until the process ends
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        work = Path(tempfile.mkdtemp(prefix="agentmem-eval-coding-"))
+        print(f"note: another run holds {fixed}: replaying in {work}; paths in the memories differ from a usual "
+              "run's, which can move a tie between two memories")
+        return work
+    _HELD.append(lock)
+    shutil.rmtree(fixed, ignore_errors=True)  # left by a run that did not end
+    fixed.mkdir(mode=0o700)
+    return fixed
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     began = time.perf_counter()
@@ -295,7 +319,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             raise SystemExit(f"--keep-home {work} is not empty: give a new or empty directory")
         work.mkdir(parents=True, exist_ok=True)
     else:
-        work = Path(tempfile.mkdtemp(prefix="agentmem-eval-coding-"))
+        work = _work_dir()
     product = Agentmem(work / "home", args.model_path.resolve(), in_process=args.in_process)
     try:
         replays, sessions = [], []
