@@ -296,9 +296,16 @@ def _work_dir() -> Path:
         print(f"note: another run holds {fixed}: replaying in {work}; paths in the memories differ from a usual "
               "run's, which can move a tie between two memories")
         return work
+    marker = fixed / ".agentmem-eval-coding"
+    if fixed.exists() and not marker.exists() and any(fixed.iterdir()):  # not ours: left alone
+        lock.close()
+        work = Path(tempfile.mkdtemp(prefix="agentmem-eval-coding-"))
+        print(f"note: {fixed} holds files this script did not make: replaying in {work}")
+        return work
     _HELD.append(lock)
     shutil.rmtree(fixed, ignore_errors=True)  # left by a run that did not end
     fixed.mkdir(mode=0o700)
+    marker.touch()
     return fixed
 
 
