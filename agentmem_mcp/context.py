@@ -365,17 +365,32 @@ def worth_recalling(prompt: str) -> bool:
     return len([w for w in words if len(w) > 2]) >= 2
 
 
+SPECIFIC_WEIGHT = 0.3  # a window's score for each name, path, number or code span it holds that the prompt did not say
+SPECIFICS_COUNTED = 3
+_CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
+
+
+def _answer_specifics(piece: str) -> set[str]:
+    """The specific things a piece of text names (files, identifiers, #numbers, hashes, paths, code spans): what a
+    question's answer usually is, beside the words the question shares with it."""
+    return {m.group(0) for m in _SPECIFIC.finditer(piece)} | set(_CODE_SPAN.findall(piece))
+
+
 def _matched_window(text: str, wanted: set[str], analyze: Any, limit: int = PROMPT_SNIPPET_CHARS[0],
                     literals: frozenset[str] = frozenset(), weights: dict[str, float] | None = None) -> str:
     """The run of sentences of a memory's text, at most `limit` characters, that holds the most matched terms,
-    each counted by its weight (rarity); a name the prompt spelled out (`session_live.ex`, `#379`) counts most."""
+    each counted by its weight (rarity); a name the prompt spelled out (`session_live.ex`, `#379`) counts most, and
+    each of up to SPECIFICS_COUNTED names the prompt did not say (a file, a branch, a code span: what a question's
+    answer usually is) counts SPECIFIC_WEIGHT, less than a matched word."""
     text = _flat(text)
     if len(text) <= limit:
         return text
     limit -= 2  # room for the leading "… "
     pieces = [p for p in re.split(r"(?<=[.!?;:])\s+|\s+(?=- )|\s+(?=\d+\. )", text.replace(" · ", "; ")) if p]
     found = [(wanted & set(analyze(" ".join(terms(piece)))))
-             | {f"={name}" for name in literals if name in piece.lower()} for piece in pieces]
+             | {f"={name}" for name in literals if name in piece.lower()}
+             | {f"+{name.lower()}" for name in _answer_specifics(piece) if name.lower() not in literals}
+             for piece in pieces]
     best, best_score = (0, 1), -1
     for i in range(len(pieces)):
         size, seen, j = 0, set(), i
@@ -383,8 +398,9 @@ def _matched_window(text: str, wanted: set[str], analyze: Any, limit: int = PROM
             size += len(pieces[j]) + 1
             seen |= found[j]
             j += 1
-        score = sum((weights or {}).get(t, 1.0) for t in seen if not t.startswith("=")) \
-            + 3 * sum(1 for t in seen if t.startswith("="))
+        score = sum((weights or {}).get(t, 1.0) for t in seen if t[0] not in "=+") \
+            + 3 * sum(1 for t in seen if t.startswith("=")) \
+            + SPECIFIC_WEIGHT * min(sum(1 for t in seen if t.startswith("+")), SPECIFICS_COUNTED)
         if score > best_score:
             best, best_score = (i, j), score
     window = " ".join(pieces[best[0]:best[1]])

@@ -13,7 +13,8 @@ import pytest
 from agentmem_mcp.capture.hook import handle
 from agentmem_mcp.capture.transcript import mentioned_paths, parse_turns
 from agentmem_mcp.capture.turns import read_turns
-from agentmem_mcp.context import session_context, worth_recalling
+from agentmem_mcp.context import _matched_window, session_context, worth_recalling
+from agentmem_mcp.index.fulltext import FulltextIndex
 from agentmem_mcp.lifecycle.consolidate import command_segments, normalize_command, working_form
 from agentmem_mcp.lifecycle.digest import digest, plain
 from agentmem_mcp.lifecycle.session_log import session_reports
@@ -78,6 +79,15 @@ def test_prompts_about_nothing_recall_nothing():
         assert not worth_recalling(prompt), prompt
     for prompt in ("add a test for session_live.ex", "run the dialyzer and fix the warnings", "what is #379"):
         assert worth_recalling(prompt), prompt
+
+
+def test_prompt_recall_shows_the_part_of_a_memory_that_names_the_answer(tmp_path):
+    analyze = FulltextIndex(tmp_path / "fulltext").analyzer.analyze
+    text = ("We looked at the main program for a while and weighed the options for how it should work. "
+            "The main program is now ai_music.py, which turns each word into a chord.")
+    wanted = set(analyze("main program"))
+    shown = _matched_window(text, wanted, analyze, limit=110)
+    assert "ai_music.py" in shown and "weighed" not in shown  # same words matched: the window that names a file
 
 
 def test_plain_text_keeps_what_names_things():
