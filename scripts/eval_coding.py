@@ -283,24 +283,25 @@ _HELD: list[Any] = []  # the lock on the fixed directory, held for the run
 
 def _work_dir() -> Path:
     """Where a run replays its projects: one fixed directory, so that the paths the sessions' tool outputs hold (and
-    so the memories' words and vectors) are the same in every run; a new temporary one while another run holds it."""
+    so the memories' words and vectors) are the same in every run; a new temporary one while another run holds it,
+    or when the fixed one holds files this script did not make."""
     import fcntl
 
     fixed = Path(tempfile.gettempdir()) / "agentmem-eval-coding"
+    marker = fixed / ".agentmem-eval-coding"
     lock = open(f"{fixed}.lock", "a")  # noqa: SIM115 - held open until the process ends
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        busy = None
     except OSError:
+        busy = "another run holds it"
+    if busy is None and fixed.exists() and not marker.exists() and any(fixed.iterdir()):
+        busy = "it holds files this script did not make"
+    if busy:
         lock.close()
         work = Path(tempfile.mkdtemp(prefix="agentmem-eval-coding-"))
-        print(f"note: another run holds {fixed}: replaying in {work}; paths in the memories differ from a usual "
-              "run's, which can move a tie between two memories")
-        return work
-    marker = fixed / ".agentmem-eval-coding"
-    if fixed.exists() and not marker.exists() and any(fixed.iterdir()):  # not ours: left alone
-        lock.close()
-        work = Path(tempfile.mkdtemp(prefix="agentmem-eval-coding-"))
-        print(f"note: {fixed} holds files this script did not make: replaying in {work}")
+        print(f"note: {fixed}: {busy}; replaying in {work} (paths in the memories differ from a usual run's, which "
+              "can move a tie between two memories)")
         return work
     _HELD.append(lock)
     shutil.rmtree(fixed, ignore_errors=True)  # left by a run that did not end
