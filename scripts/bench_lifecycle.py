@@ -8,6 +8,10 @@ with a realistic spread of importance, age, use, priority, tier, TTLs and supers
 copies the database to a fresh home, opens it and times one full `sweep()` (scoring, deletions through
 `delete_memories`, decay, version pruning, the `last_sweep` record). Prints the median of the runs.
 
+Each run also times, before its sweep, the session-start briefing of one project of the store
+(`context.session_context`, what the SessionStart hook waits for; the median of 7 calls), since the sweep and
+the briefing share the store's indexes.
+
 --erasure also times, after each first sweep, what the indexer thread then does because the sweep removed
 memories (maintenance.erase_forgotten: the BM25 index rebuilt from SQLite, the WAL truncated). Nothing waits
 for it, but until it ends the forgotten text is still in the BM25 segments.
@@ -35,6 +39,7 @@ sys.path.insert(0, str(REPO))  # this checkout's package, not the installed one
 from machine import cpu_model  # noqa: E402
 
 from agentmem_mcp.config import load_settings  # noqa: E402
+from agentmem_mcp.context import session_context  # noqa: E402
 from agentmem_mcp.db.connection import connect  # noqa: E402
 from agentmem_mcp.lifecycle.sweep import sweep  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
@@ -135,9 +140,24 @@ def timed_erasure(store: Store) -> Timing:
                   {"memories_indexed": memories, "wal_emptied": erased.wal_emptied})
 
 
-def run_once(source_db: Path, max_deletions: int, erasure: bool = False) -> tuple[Timing, Timing, Timing | None]:
-    """A first sweep on a fresh copy (the backlog: decay, expiry, pruning), the erasure after it if asked, and a
-    second sweep a day later."""
+BRIEFING_PROJECT = PROJECTS[0]
+BRIEFING_CALLS = 7
+
+
+def timed_briefing(store: Store) -> float:
+    """The median time, in ms, of BRIEFING_CALLS session-start briefings of BRIEFING_PROJECT (1,500 tokens)."""
+    times = []
+    for _ in range(BRIEFING_CALLS):
+        started = time.perf_counter()
+        session_context(store.conn, BRIEFING_PROJECT, 1500)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def run_once(source_db: Path, max_deletions: int, erasure: bool = False
+             ) -> tuple[Timing, Timing, Timing | None, float]:
+    """The briefing's time, then a first sweep on a fresh copy (the backlog: decay, expiry, pruning), the erasure
+    after it if asked, and a second sweep a day later."""
     with tempfile.TemporaryDirectory(prefix="agentmem-bench-") as tmp:
         home = Path(tmp) / "home"
         home.mkdir(mode=0o700)
@@ -145,10 +165,11 @@ def run_once(source_db: Path, max_deletions: int, erasure: bool = False) -> tupl
         shutil.copytree(source_db.parent / "fulltext", home / "fulltext")  # the runs do not rebuild it at open
         settings = load_settings(env={}, home=home, embeddings=False)
         with Store.open(settings, load_embedder=False) as store:
+            briefing = timed_briefing(store)
             first = timed_sweep(store, max_deletions=max_deletions)
             erased = timed_erasure(store) if erasure else None
             later = timed_sweep(store, max_deletions=max_deletions, now=store.now() + DAY)
-    return first, later, erased
+    return first, later, erased, briefing
 
 
 def summary(label: str, timings: list[Timing]) -> str:
@@ -176,9 +197,12 @@ def main(argv: list[str] | None = None) -> int:
         conn = connect(home / "agentmem.db", load_vec=False)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
-        firsts, laters, erasures = [], [], []
+        firsts, laters, erasures, briefings = [], [], [], []
         for run in range(args.runs):
-            first, later, erased = run_once(home / "agentmem.db", args.max_deletions, args.erasure)
+            first, later, erased, briefing = run_once(home / "agentmem.db", args.max_deletions, args.erasure)
+            briefings.append(briefing)
+            print(f"run {run + 1}, the briefing of {BRIEFING_PROJECT} before the sweep: {briefing:.1f} ms "
+                  f"(median of {BRIEFING_CALLS})", flush=True)
             firsts.append(first)
             laters.append(later)
             print(first.line(f"run {run + 1}, first sweep"), flush=True)
@@ -191,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
             tmp.cleanup()
     print(summary(f"first sweep of {args.memories:,} memories (targets: <= 5 s at 100k, <= 30 s at 1M)", firsts))
     print(summary("the next day's sweep", laters))
+    print(f"the briefing of one project (context.session_context, 1,500 tokens): median "
+          f"{statistics.median(briefings):.1f} ms over {len(briefings)} runs (each of {BRIEFING_CALLS} calls)")
     if erasures:
         print(summary("the erasure after the first sweep (indexer thread; nothing waits for it)", erasures))
     print(f"load average before the runs: {load_before}")

@@ -58,3 +58,17 @@ def test_an_existing_home_gets_the_unembedded_index_and_counts_its_backlog_throu
     assert {row["id"] for row in memory_reads.unembedded_rows(conn, 10)} == set(ids[:2])
     assert conn.execute("SELECT sql FROM sqlite_master WHERE name = 'memories_unembedded'").fetchone()[0].endswith(
         "WHERE embedding_model IS NULL")  # partial: it holds only the backlog, so it costs nothing once embedded
+
+
+def test_no_index_holds_what_the_sweep_decays(store):
+    """m015: the sweep rewrites confidence and strength of many rows at each run; an index holding either would be
+    rewritten with them."""
+    conn = store.conn
+    indexes = [row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'memories'")]
+    assert {"memories_knowledge", "memories_recent", "memories_pinned"} <= set(indexes)
+    assert "memories_briefing" not in indexes
+    for name in indexes:
+        columns = {row[2] for row in conn.execute(f"PRAGMA index_xinfo('{name}')")}
+        where = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0] or ""
+        assert not {"confidence", "strength"} & columns and "confidence" not in where and "strength" not in where, name

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..models import Memory, NotFound, check_memory_id
@@ -180,30 +180,61 @@ def latest_holds(hash_column: str) -> str:
 
 def best_known(conn: Connection, chosen: MemoryFilter, columns: str, limit: int) -> list[Any]:
     """Up to `limit` rows (`columns`, the table named `m`) that `chosen` admits, the most important first, then
-    the most used, then the last updated."""
-    where, args = chosen.where()
-    return conn.execute(f"SELECT {columns} FROM memories m WHERE {where} "
-                        "ORDER BY importance DESC, access_count DESC, updated_at DESC LIMIT ?",
-                        [*args, limit]).fetchall()
+    the most used, then the last updated.
+
+    Read one project and one tier at a time along `memories_knowledge`, in that order, so each read stops at
+    `limit` rows that pass; the filter's other columns (confidence among them, which no index holds so that the
+    sweep's decay rewrites no index) are checked on those rows alone."""
+    found: list[Any] = []
+    for part in _streams(chosen, by_tier=True):
+        where, args = part.where()
+        found += conn.execute(
+            f"SELECT {columns}, m.importance AS sort_importance, m.access_count AS sort_uses, "
+            f"m.updated_at AS sort_updated FROM memories m WHERE {where} "
+            "ORDER BY importance DESC, access_count DESC, updated_at DESC LIMIT ?", [*args, limit]).fetchall()
+    found.sort(key=lambda row: (row["sort_importance"], row["sort_uses"], row["sort_updated"]), reverse=True)
+    return found[:limit]
+
+
+def _streams(chosen: MemoryFilter, *, by_tier: bool) -> list[MemoryFilter]:
+    """`chosen` as one filter per project it names (and per tier, by_tier=True), each of which an index with
+    project (and tier) as its leading equality columns reads in order; `chosen` itself when it names no project."""
+    if not chosen.projects:
+        return [chosen]
+    tiers = [(tier,) for tier in chosen.tiers] if by_tier and chosen.tiers else [chosen.tiers]
+    return [replace(chosen, projects=(project,), tiers=part) for project in dict.fromkeys(chosen.projects)
+            for part in tiers]
 
 
 def pinned(conn: Connection, chosen: MemoryFilter, columns: str, limit: int) -> list[Any]:
     """Up to `limit` pinned or P0 rows (`columns`, the table named `m`) that `chosen` admits: pinned first, then
-    the most important, then the newest."""
-    where, args = chosen.where()
-    return conn.execute(f"SELECT {columns} FROM memories m WHERE {where} AND (pinned = 1 OR priority = 'P0') "
-                        "ORDER BY pinned DESC, importance DESC, created_at DESC LIMIT ?", [*args, limit]).fetchall()
+    the most important, then the newest. Read one project at a time along `memories_pinned`, in that order."""
+    found: list[Any] = []
+    for part in _streams(chosen, by_tier=False):
+        where, args = part.where()
+        found += conn.execute(
+            f"SELECT {columns}, m.pinned AS sort_pinned, m.importance AS sort_importance, "
+            f"m.created_at AS sort_created FROM memories m WHERE {where} AND (pinned = 1 OR priority = 'P0') "
+            "ORDER BY pinned DESC, importance DESC, created_at DESC LIMIT ?", [*args, limit]).fetchall()
+    found.sort(key=lambda row: (row["sort_pinned"], row["sort_importance"], row["sort_created"]), reverse=True)
+    return found[:limit]
 
 
 def session_summaries(conn: Connection, chosen: MemoryFilter, columns: str, other_than: str | None,
                       limit: int) -> list[Any]:
     """Up to `limit` rows (`columns`, the table named `m`, and `events`: how many observations the memory's
-    session recorded) that `chosen` admits and whose session is not `other_than`, the last updated first."""
-    where, args = chosen.where()
-    return conn.execute(
-        f"SELECT {columns}, (SELECT COUNT(*) FROM observations o WHERE o.session_id = m.session_id) AS events "
-        f"FROM memories m WHERE {where} AND session_id IS NOT ? ORDER BY updated_at DESC LIMIT ?",
-        [*args, other_than, limit]).fetchall()
+    session recorded) that `chosen` admits and whose session is not `other_than`, the last updated first.
+    Read one project at a time along `memories_recent` (project, tier, type, updated_at), so each read stops at
+    `limit` rows that pass."""
+    found: list[Any] = []
+    for part in _streams(chosen, by_tier=False):
+        where, args = part.where()
+        found += conn.execute(
+            f"SELECT {columns}, m.updated_at AS sort_updated, (SELECT COUNT(*) FROM observations o "
+            f"WHERE o.session_id = m.session_id) AS events FROM memories m WHERE {where} AND session_id IS NOT ? "
+            "ORDER BY updated_at DESC LIMIT ?", [*args, other_than, limit]).fetchall()
+    found.sort(key=lambda row: row["sort_updated"], reverse=True)
+    return found[:limit]
 
 
 def statistics(conn: Connection, projects: Sequence[str | None] | None, expiring_before: float) -> dict[str, Any]:

@@ -337,11 +337,29 @@ def m014_unembedded_index(conn: Connection) -> None:
     conn.execute("CREATE INDEX memories_unembedded ON memories(embedding_model) WHERE embedding_model IS NULL")
 
 
+def m015_briefing_indexes_without_confidence(conn: Connection) -> None:
+    """The briefing's two reads each get an index in its own order, and neither holds confidence or strength, so
+    the sweep's decay (which rewrites those two columns of many rows at each sweep) updates the table alone:
+    `memories_knowledge` (project, tier, then importance, use and last update: the knowledge query's order) and
+    `memories_recent` (project, tier, type, last update: the session summaries'), each read one project and tier
+    at a time up to its limit (memories.best_known, memories.session_summaries). They replace
+    `memories_briefing`, whose confidence column made every decayed row move in it. `memories_pinned` gets the
+    pinned memories' order too (memories.pinned)."""
+    conn.execute("DROP INDEX IF EXISTS memories_briefing")
+    conn.execute("CREATE INDEX memories_knowledge ON memories(project, is_latest, tier, importance, access_count, "
+                 "updated_at)")
+    conn.execute("CREATE INDEX memories_recent ON memories(project, is_latest, tier, type, updated_at)")
+    conn.execute("DROP INDEX IF EXISTS memories_pinned")
+    conn.execute("CREATE INDEX memories_pinned ON memories(project, is_latest, pinned, importance, created_at) "
+                 "WHERE pinned = 1 OR priority = 'P0'")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces,
                                                   m004_word_vectors, m005_answer_chunks, m006_keyed_audit,
                                                   m007_quarantine, m008_anchor_commit, m009_briefing_indexes,
                                                   m010_audit_by_memory, m011_team, m012_team_mirror_vectors,
-                                                  m013_vector_changes, m014_unembedded_index]
+                                                  m013_vector_changes, m014_unembedded_index,
+                                                  m015_briefing_indexes_without_confidence]
 
 
 def migrate(conn: Connection) -> int:
