@@ -185,14 +185,40 @@ def best_known(conn: Connection, chosen: MemoryFilter, columns: str, limit: int)
     Read one project and one tier at a time along `memories_knowledge`, in that order, so each read stops at
     `limit` rows that pass; the filter's other columns (confidence among them, which no index holds so that the
     sweep's decay rewrites no index) are checked on those rows alone."""
+    return _in_order(conn, chosen, columns, ("importance", "access_count", "updated_at"), limit, by_tier=True)
+
+
+def pinned(conn: Connection, chosen: MemoryFilter, columns: str, limit: int) -> list[Any]:
+    """Up to `limit` pinned or P0 rows (`columns`, the table named `m`) that `chosen` admits: pinned first, then
+    the most important, then the newest. Read one project at a time along `memories_pinned`, in that order."""
+    return _in_order(conn, chosen, columns, ("pinned", "importance", "created_at"), limit,
+                     condition=" AND (pinned = 1 OR priority = 'P0')")
+
+
+def session_summaries(conn: Connection, chosen: MemoryFilter, columns: str, other_than: str | None,
+                      limit: int) -> list[Any]:
+    """Up to `limit` rows (`columns`, the table named `m`, and `events`: how many observations the memory's
+    session recorded) that `chosen` admits and whose session is not `other_than`, the last updated first.
+    Read one project at a time along `memories_recent` (project, tier, type, updated_at), so each read stops at
+    `limit` rows that pass."""
+    return _in_order(conn, chosen, f"{columns}, (SELECT COUNT(*) FROM observations o "
+                     "WHERE o.session_id = m.session_id) AS events", ("updated_at",), limit,
+                     condition=" AND session_id IS NOT ?", condition_args=(other_than,))
+
+
+def _in_order(conn: Connection, chosen: MemoryFilter, columns: str, order: Sequence[str], limit: int, *,
+              by_tier: bool = False, condition: str = "", condition_args: Sequence[Any] = ()) -> list[Any]:
+    """Up to `limit` rows (`columns`, and `sort_<column>` for each of `order`) that `chosen` and `condition`
+    admit, by the `order` columns, each descending: read one project (and one tier, by_tier=True) at a time, each
+    read stopping at `limit` rows, and merged."""
+    keys = ", ".join(f"m.{column} AS sort_{column}" for column in order)
+    descending = ", ".join(f"{column} DESC" for column in order)
     found: list[Any] = []
-    for part in _streams(chosen, by_tier=True):
+    for part in _streams(chosen, by_tier=by_tier):
         where, args = part.where()
-        found += conn.execute(
-            f"SELECT {columns}, m.importance AS sort_importance, m.access_count AS sort_uses, "
-            f"m.updated_at AS sort_updated FROM memories m WHERE {where} "
-            "ORDER BY importance DESC, access_count DESC, updated_at DESC LIMIT ?", [*args, limit]).fetchall()
-    found.sort(key=lambda row: (row["sort_importance"], row["sort_uses"], row["sort_updated"]), reverse=True)
+        found += conn.execute(f"SELECT {columns}, {keys} FROM memories m WHERE {where}{condition} "
+                              f"ORDER BY {descending} LIMIT ?", [*args, *condition_args, limit]).fetchall()
+    found.sort(key=lambda row: tuple(row[f"sort_{column}"] for column in order), reverse=True)
     return found[:limit]
 
 
@@ -204,37 +230,6 @@ def _streams(chosen: MemoryFilter, *, by_tier: bool) -> list[MemoryFilter]:
     tiers = [(tier,) for tier in chosen.tiers] if by_tier and chosen.tiers else [chosen.tiers]
     return [replace(chosen, projects=(project,), tiers=part) for project in dict.fromkeys(chosen.projects)
             for part in tiers]
-
-
-def pinned(conn: Connection, chosen: MemoryFilter, columns: str, limit: int) -> list[Any]:
-    """Up to `limit` pinned or P0 rows (`columns`, the table named `m`) that `chosen` admits: pinned first, then
-    the most important, then the newest. Read one project at a time along `memories_pinned`, in that order."""
-    found: list[Any] = []
-    for part in _streams(chosen, by_tier=False):
-        where, args = part.where()
-        found += conn.execute(
-            f"SELECT {columns}, m.pinned AS sort_pinned, m.importance AS sort_importance, "
-            f"m.created_at AS sort_created FROM memories m WHERE {where} AND (pinned = 1 OR priority = 'P0') "
-            "ORDER BY pinned DESC, importance DESC, created_at DESC LIMIT ?", [*args, limit]).fetchall()
-    found.sort(key=lambda row: (row["sort_pinned"], row["sort_importance"], row["sort_created"]), reverse=True)
-    return found[:limit]
-
-
-def session_summaries(conn: Connection, chosen: MemoryFilter, columns: str, other_than: str | None,
-                      limit: int) -> list[Any]:
-    """Up to `limit` rows (`columns`, the table named `m`, and `events`: how many observations the memory's
-    session recorded) that `chosen` admits and whose session is not `other_than`, the last updated first.
-    Read one project at a time along `memories_recent` (project, tier, type, updated_at), so each read stops at
-    `limit` rows that pass."""
-    found: list[Any] = []
-    for part in _streams(chosen, by_tier=False):
-        where, args = part.where()
-        found += conn.execute(
-            f"SELECT {columns}, m.updated_at AS sort_updated, (SELECT COUNT(*) FROM observations o "
-            f"WHERE o.session_id = m.session_id) AS events FROM memories m WHERE {where} AND session_id IS NOT ? "
-            "ORDER BY updated_at DESC LIMIT ?", [*args, other_than, limit]).fetchall()
-    found.sort(key=lambda row: row["sort_updated"], reverse=True)
-    return found[:limit]
 
 
 def statistics(conn: Connection, projects: Sequence[str | None] | None, expiring_before: float) -> dict[str, Any]:
