@@ -53,7 +53,7 @@ def fuse_rankings(rankings: Mapping[str, Sequence[str]], weights: Mapping[str, f
 
     `rankings` maps a retriever name to its ids, best first; a retriever that did not run is absent
     (an empty list counts as having answered). Score = sum(w_r / (k + rank_r)) / sum(w_r).
-    `absent` names, per retriever, ids it could never return (a memory with no vector by design): their
+    `absent` names, per retriever, ids it could not return (a memory with no vector, by design or not yet): their
     sum of weights leaves that retriever out, so missing data is not counted as a poor rank.
     """
     return _fuse({name: [(item, 0.0) for item in ids] for name, ids in rankings.items()}, weights, absent,

@@ -164,7 +164,7 @@ def _fuse(store: Parts, knobs: RankingSettings, results: dict[str, list[tuple[st
     `full_match`, a full match's score: `_bm25_search`; None when BM25 did not answer) and the vectors' margin."""
     similar: dict[str, str] = {}
     vector_ran = query_vector is not None
-    absent = {"vector": _without_vectors(store, results)} if vector_ran and "working" in tiers else None
+    absent = {"vector": _without_vectors(store, results)} if vector_ran else None
     if knobs.fusion == "rrf":
         fused = fuse_rankings({name: [memory_id for memory_id, _ in pairs] for name, pairs in results.items()},
                               knobs.weights, knobs.rrf_k, absent)
@@ -340,7 +340,9 @@ def _retrieve(store: Parts, knobs: RankingSettings, query: str, projects: list[s
 
 
 def _without_vectors(store: Parts, results: dict[str, list[tuple[str, float]]]) -> set[str]:
-    """Found ids that have no vector by design (working memories of reads, edits, ...: worker.VECTOR_CHARS)."""
+    """Found ids that have no vector: by design (working memories of reads, edits, ...: worker.VECTOR_CHARS) or
+    not yet (saved before the model was ready: the backfill embeds them). Fusion scores them on the other
+    retrievers alone rather than as the vectors' last."""
     found = list({memory_id for pairs in results.values() for memory_id, _ in pairs}
                  - {memory_id for memory_id, _ in results.get("vector", ())})
     return memories.without_vectors(store.conn, found)

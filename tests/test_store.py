@@ -943,3 +943,23 @@ def test_a_background_rebuild_goes_on_after_another_process_held_the_writer(sett
             time.sleep(0.05)
         assert refusals and server_store.index_backlog() == 0
         assert server_store.fulltext.count() == 60 and server_store.rebuilding() == 0
+
+
+def test_a_memory_still_waiting_for_its_vector_is_not_outranked_for_lacking_one(settings, embedder):
+    """A memory saved before the model was ready (another process, or a shared process still loading it) has no
+    vector until the backfill runs: meanwhile a search ranks it on its other evidence, not below every memory that
+    has a vector."""
+    similar = [f"Decision {n}: route the {word} traffic through the {other} gateway because the old one timed out"
+               for n, word, other in ((1, "billing", "north"), (2, "search", "south"), (3, "upload", "east"),
+                                      (4, "login", "west"), (5, "report", "central"))]
+    with Store.open(settings, project="/repo/a", embedder=embedder) as warm:
+        for text in similar:
+            warm.save(text, type="decision")
+        with Store.open(settings, project="/repo/a", load_embedder=False) as cold:
+            waiting = cold.save("Decision 6: route the checkout traffic through the harbour gateway because the "
+                                "old one timed out")
+        assert warm.get(waiting.id).embedding_model is None
+        result = warm.search("Decision 6: route the checkout traffic through the harbour gateway because the old "
+                             "one timed out", limit=3)
+        assert result.mode == "hybrid"
+        assert ids(result)[0] == waiting.id

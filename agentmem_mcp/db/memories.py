@@ -157,11 +157,13 @@ def words_by_id(conn: Connection, memory_ids: Sequence[str]) -> dict[str, str]:
 
 
 def without_vectors(conn: Connection, memory_ids: Sequence[str]) -> set[str]:
-    """Those of these memories that have no vector by design (`embedding_model` '')."""
+    """Those of these memories that have no vector: by design (`embedding_model` '') or not yet (NULL: saved
+    before the model was ready, or under another model, until the backfill embeds them)."""
     if not memory_ids:
         return set()
     return {row[0] for row in conn.execute(
-        f"SELECT id FROM memories WHERE id IN ({marks(memory_ids)}) AND embedding_model = ''", list(memory_ids))}
+        f"SELECT id FROM memories WHERE id IN ({marks(memory_ids)}) AND (embedding_model = '' "
+        "OR embedding_model IS NULL)", list(memory_ids))}
 
 
 def hashes_of(conn: Connection, memory_ids: Sequence[str]) -> set[str]:
