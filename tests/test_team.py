@@ -178,6 +178,26 @@ def test_what_the_outbox_queues_and_what_it_never_does(settings, embedder):
         assert sync.reconcile(store) == 0
 
 
+def test_a_share_while_a_sync_sends_the_same_memory_as_knowledge_is_not_lost(settings, embedder):
+    """The worker's sync may be sending a memory as knowledge (explicit false) when its author shares it: the
+    share goes as an item of its own, so removing the item that sync sent leaves the explicit one queued."""
+    from agentmem_mcp.team import outbox, sync
+
+    team = settings.replace(team_url="postgresql://u@127.0.0.1:1/db")
+    from agentmem_mcp.store import Store
+
+    with Store.open(team, project="/repo/a", embedder=embedder, sync_index=True) as store:
+        memory_id = store.save("the widget's episodes are summarised by the worker", type="fact").id
+        assert sync.reconcile(store) == 1
+        in_flight = [row["seq"] for row in outbox.due(store.conn, float("inf"))]
+        sync.share(store, memory_id)
+        sync.share(store, memory_id)  # once is enough
+        outbox.done(store.conn, in_flight)
+        left = [(row["memory_id"], row["explicit"]) for row in outbox.due(store.conn, float("inf"))]
+        assert left == [(memory_id, 1)]
+        assert outbox.shared_record(store.conn, memory_id)["explicit"] == 1
+
+
 def test_the_word_levels_of_team_search() -> None:
     from agentmem_mcp.team.search import level_query, quoted, scope_query, words_part
 

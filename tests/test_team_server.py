@@ -346,6 +346,17 @@ def test_mcp_server_saves_and_shares(machines, pg, team_url):
     assert "summarised by the worker" in bob.briefing()
 
 
+def test_a_memory_published_as_knowledge_then_shared_is_explicit_on_the_server(machines, pg, team_url):
+    """The worker's sync can publish a memory as knowledge just before its author shares it: the share's
+    publish of the same version finds it there and still marks it explicit."""
+    alice, _ = machines
+    memory_id = alice.save(DEPLOY, "--type", "decision")
+    assert "published 1" in alice.run("team", "sync").stdout
+    assert rows(pg, team_url, "SELECT author, explicit FROM team_memories") == [["alice", "f"]]
+    assert "shared as t_" in alice.run("share", memory_id).stdout
+    assert rows(pg, team_url, "SELECT author, explicit, version FROM team_memories") == [["alice", "t", "1"]]
+
+
 def test_nothing_imports_psycopg_without_team_memory_nor_in_a_hook(machines, tmp_path, model_path):
     alice, _ = machines
     alice.run("team", "sync")

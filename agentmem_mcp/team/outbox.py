@@ -66,9 +66,11 @@ def mark_shared(conn: Connection, memory: Any, *, explicit: bool, now: float | N
 
 def enqueue(conn: Connection, memory_id: str, op: str, *, explicit: bool = False, reason: str = "",
             now: float | None = None) -> None:
-    """Queue a publish or a forget (a publish already waiting for the same memory is not queued twice)."""
-    if op == "publish" and conn.execute("SELECT 1 FROM team_outbox WHERE memory_id = ? AND op = 'publish'",
-                                        (memory_id,)).fetchone():
+    """Queue a publish or a forget. A publish already waiting for the same memory is not queued twice, unless
+    this one is explicit and that one is not: a sync may be sending that one as it stands (and removes it once
+    sent), so the share goes as an item of its own."""
+    if op == "publish" and conn.execute("SELECT 1 FROM team_outbox WHERE memory_id = ? AND op = 'publish' "
+                                        "AND explicit >= ?", (memory_id, int(explicit))).fetchone():
         return
     conn.execute("INSERT INTO team_outbox (memory_id, op, explicit, reason, created_at) VALUES (?, ?, ?, ?, ?)",
                  (memory_id, op, int(explicit), reason, time.time() if now is None else now))

@@ -220,6 +220,9 @@ class TeamServer:
             proposals.propose(conn, item["gid"], "supersede", item["content"], "", item["author"],
                               item["origin_machine"])
             return "proposed"
+        if item.get("explicit"):  # this version went out with the knowledge first, then its author shared it
+            conn.execute("UPDATE team_memories SET explicit = true, change_seq = nextval('team_change_seq') "
+                         "WHERE gid = %s AND author = %s AND NOT explicit", (item["gid"], item["author"]))
         return "exists"
 
     def _forget_one(self, conn: Any, gid: str, author: str, machine: str, reason: str, at: float,
