@@ -185,7 +185,57 @@ def test_the_scan_equals_sorting_every_kept_code(seed: int, threads: int, monkey
         found = matrix.nearest(query.tobytes(), count, wanted, latest_only, two_passes=True)
         assert set(found) <= set(ids[rows].tolist()) and len(found) == min(count, len(rows))
     matrix.alive[:n] = False
+    matrix.filters.clear()  # written behind the copy's back: its filters must be made again
     assert matrix.nearest(query.tobytes(), 5, None, False) == []
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_filters_kept_in_step_by_writes_answer_as_filters_made_again(seed: int, monkeypatch) -> None:
+    """A scan's filters (projects x latest flag) are made once and then updated row by row as codes are written,
+    superseded, deleted and moved between projects (a new project among them): every scan answers as one whose
+    filters are made from scratch, and each filter counts the rows it keeps."""
+    monkeypatch.setattr(codes, "BLOCK", 500)
+    monkeypatch.setattr(codes, "PARALLEL_ABOVE", 1000)
+    monkeypatch.setattr(codes, "SCAN_THREADS", 2)
+    rng = np.random.default_rng(seed)
+    n = 3000
+    raw = rng.integers(0, 2**63, size=(n, 6), dtype=np.int64).view(np.uint64)
+    matrix = codes.CodeMatrix("t", 6)
+    matrix._set(np.arange(10, 10 + 2 * n, 2, dtype=np.int64), raw, rng.integers(0, 3, size=n).astype(np.int32),
+                rng.random(n) < 0.8)
+    matrix.projects = {"a": 0, "b": 1, "": 2}
+    filters = ((None, False), (["a", ""], True), (["b"], False), (["c", ""], True))  # "c": a project to come
+    queries = raw[rng.integers(n, size=3)]
+
+    def answers(m: codes.CodeMatrix) -> list[list[int]]:
+        return [m.nearest(q.tobytes(), 40, wanted, latest) for q in queries for wanted, latest in filters]
+
+    answers(matrix)  # the filters are made
+    assert len(matrix.filters) == codes.FILTERS_KEPT
+    for _ in range(4):
+        for _ in range(150):
+            held = matrix.ids[:matrix.size]
+            choice = rng.random()
+            code = rng.integers(0, 2**63, size=6, dtype=np.int64).view(np.uint64).tobytes()
+            if choice < 0.3:  # a new code (a new project now and then)
+                matrix._put(int(held.max()) + 1, (str(rng.choice(["a", "b", "", "c"])), 1, code))
+            elif choice < 0.6:  # superseded, or back to latest
+                chunk = int(rng.choice(held))
+                at = int(np.searchsorted(held, chunk))
+                project = next(p for p, number in matrix.projects.items() if number == matrix.project[at])
+                matrix._put(chunk, (project, int(rng.random() < 0.5), code))
+            elif choice < 0.8:  # moved to another project
+                matrix._put(int(rng.choice(held)), (str(rng.choice(["a", "b", ""])), 1, code))
+            else:  # deleted
+                matrix._put(int(rng.choice(held)), None)
+        cached = answers(matrix)
+        for kept in matrix.filters.values():
+            keep = matrix.alive[:matrix.size] & (matrix.latest[:matrix.size] if kept.latest_only else True)
+            if kept.wanted is not None:
+                keep &= np.isin(matrix.project[:matrix.size], kept.wanted)
+            assert kept.count == int(keep.sum())
+        matrix.filters.clear()
+        assert cached == answers(matrix)
 
 
 def test_inside_a_write_transaction_uncommitted_codes_are_not_copied(filled: Store) -> None:

@@ -4,7 +4,10 @@ sqlite-vec's `vec0` table (db/vectors.py) keeps one 384-bit code per chunk and f
 scanning all of them, at about a microsecond a code on these cores: fine at 10k, most of a second at a
 million. `CodeMatrix` holds the same codes in numpy arrays, one per 64-bit word of a code, and computes the
 same Hamming distances (XOR and popcount): the same answer as vec0's scan, at a few nanoseconds a code; a
-histogram of the distances finds the cut-off, so only the nearest are sorted. A scan over more than
+histogram of the distances, counted block by block as they are computed, finds the cut-off, so only the nearest
+are sorted. The rows a scan leaves out (other projects, superseded memories, deleted codes) get a distance past
+any real one from a per-filter array made once and updated as each code is written (FILTERS_KEPT filters are
+kept), so a scan does not build its mask again. A scan over more than
 PARALLEL_ABOVE codes is split into whole blocks over SCAN_THREADS threads (numpy's loops release the GIL; the
 calling thread scans one part itself). Over more than COARSE_ABOVE
 codes (past what was measured) it scans in two passes: the distance over the first COARSE_WORDS words (256
@@ -28,6 +31,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..db import vectors as vector_rows
@@ -59,6 +63,8 @@ class CodeMatrix:
         self.projects: dict[str, int] = {}
         self.seq = 0
         self.lock = threading.Lock()
+        self.past = 64 * words + 1  # the distance an excluded row gets: past any real one
+        self.filters: dict[tuple[tuple[int, ...] | None, bool], _Filter] = {}
 
     # loading ------------------------------------------------------------------------------------------
 
@@ -105,6 +111,7 @@ class CodeMatrix:
         self.latest[:self.size] = latest
         self.alive = np.zeros(capacity, dtype=bool)
         self.alive[:self.size] = True
+        self.filters.clear()
 
     # keeping in step --------------------------------------------------------------------------------------
 
@@ -132,6 +139,7 @@ class CodeMatrix:
         if row is None:
             if present:
                 self.alive[at] = False
+                self._refilter(at, True)
             return
         project, latest, code = row
         if not present:
@@ -143,6 +151,48 @@ class CodeMatrix:
         self.project[at] = self.projects.setdefault(project, len(self.projects))
         self.latest[at] = bool(latest)
         self.alive[at] = True
+        self._refilter(at, present)
+
+    # filters ----------------------------------------------------------------------------------------------
+
+    def _filter(self, projects: Sequence[str] | None, latest_only: bool) -> _Filter:
+        """The rows a scan keeps for these projects (None: all) and latest flag: made once, then kept in step
+        by every row written (`_refilter`), so a scan between two writes does not build it again."""
+        import numpy as np
+
+        wanted = None
+        if projects is not None:
+            numbers = sorted({self.projects[p] for p in projects if p in self.projects})
+            if len(numbers) < len(self.projects):
+                wanted = tuple(numbers)
+        key = (wanted, latest_only)
+        found = self.filters.pop(key, None)
+        if found is not None:
+            self.filters[key] = found  # the most recently used last: the first is dropped when one more is made
+            return found
+        n = self.size
+        keep = self.alive[:n].copy()
+        if latest_only:
+            keep &= self.latest[:n]
+        if wanted is not None:
+            allowed = np.zeros(len(self.projects), dtype=bool)
+            allowed[list(wanted)] = True
+            keep &= allowed[self.project[:n]]  # a gather: np.isin sorts, 20x slower at 1M
+        penalty = np.full(len(self.ids), self.past, dtype=np.uint16)  # rows still to come are excluded till written
+        penalty[:n][keep] = 0
+        if len(self.filters) >= FILTERS_KEPT:
+            self.filters.pop(next(iter(self.filters)))
+        found = self.filters[key] = _Filter(wanted, latest_only, penalty, int(np.count_nonzero(keep)))
+        return found
+
+    def _refilter(self, at: int, present: bool) -> None:
+        """Row `at` was written or deleted: each filter's verdict on it again (a new row was excluded before)."""
+        for kept in self.filters.values():
+            was = present and kept.penalty[at] == 0
+            now = bool(self.alive[at]) and (bool(self.latest[at]) or not kept.latest_only) \
+                and (kept.wanted is None or int(self.project[at]) in kept.wanted)
+            kept.penalty[at] = 0 if now else self.past
+            kept.count += int(now) - int(was)
 
     def _append(self, chunk_id: int) -> None:
         if self.size == len(self.ids):
@@ -159,6 +209,7 @@ class CodeMatrix:
         self.latest[at + 1:n] = self.latest[at:n - 1].copy()
         self.alive[at + 1:n] = self.alive[at:n - 1].copy()
         self.ids[at] = chunk_id
+        self.filters.clear()
 
     def _grow(self, extra: int) -> None:
         import numpy as np
@@ -168,6 +219,7 @@ class CodeMatrix:
         self.project = np.concatenate([self.project, np.zeros(extra, np.int32)])
         self.latest = np.concatenate([self.latest, np.zeros(extra, bool)])
         self.alive = np.concatenate([self.alive, np.zeros(extra, bool)])
+        self.filters.clear()
 
     # scanning -------------------------------------------------------------------------------------------------
 
@@ -182,34 +234,38 @@ class CodeMatrix:
         if n == 0 or count <= 0:
             return []
         query = np.frombuffer(query_code, dtype=np.uint64, count=self.words)
-        keep = self.alive[:n].copy()
-        if latest_only:
-            keep &= self.latest[:n]
-        if projects is not None:
-            wanted = [self.projects[p] for p in projects if p in self.projects]
-            if len(wanted) < len(self.projects):
-                allowed = np.zeros(len(self.projects), dtype=bool)  # a gather: np.isin sorts, 20x slower at 1M
-                allowed[wanted] = True
-                keep &= allowed[self.project[:n]]
-        scanned = int(np.count_nonzero(keep))
+        kept = self._filter(projects, latest_only)
+        scanned = kept.count
         if scanned == 0:
             return []
-        excluded = None if scanned == n else ~keep
+        penalty = None if scanned == n else kept.penalty
         count = min(count, scanned)
         if two_passes is None:
             two_passes = scanned > COARSE_ABOVE
         coarse_words = min(COARSE_WORDS, self.words)
         if two_passes and scanned > count * COARSE_FACTOR:
-            coarse = _distances(self.codes, query, coarse_words, n, excluded)
-            rows = _smallest(coarse, count * COARSE_FACTOR, limit=64 * coarse_words)
+            coarse, counts = _distances(self.codes, query, coarse_words, n, penalty, self.past)
+            rows = _smallest(coarse, count * COARSE_FACTOR, limit=64 * coarse_words, counts=counts)
             full = _distance_of_rows(self.codes, query, rows)
             picked = _smallest(full, count, limit=64 * self.words)
             found = rows[picked]
         else:
-            full = _distances(self.codes, query, self.words, n, excluded)
-            found = picked = _smallest(full, count, limit=64 * self.words)
+            full, counts = _distances(self.codes, query, self.words, n, penalty, self.past)
+            found = picked = _smallest(full, count, limit=64 * self.words, counts=counts)
         order = np.lexsort((self.ids[found], full[picked]))[:count]
         return self.ids[found[order]].tolist()
+
+
+FILTERS_KEPT = 4  # filters (projects x latest flag) a copy keeps between scans, each a uint16 per code
+
+
+@dataclass
+class _Filter:
+    """The rows a scan keeps: `penalty` is 0 for a kept row and past any real distance for an excluded one."""
+    wanted: tuple[int, ...] | None  # project numbers; None: every project
+    latest_only: bool
+    penalty: Any
+    count: int  # rows kept
 
 
 BLOCK = 65_536  # codes per block of the scan: its temporaries stay in the CPU's cache
@@ -244,17 +300,20 @@ def _in_parts(work: Callable[[int, int], Any], n: int) -> list[Any]:
     return [first, *(future.result() for future in futures)]
 
 
-def _distances(codes: Any, query: Any, words: int, n: int, excluded: Any) -> Any:
-    """Hamming distances (uint16) to the query over the first `words` 64-bit words of the first n codes, a
-    block at a time, split over the scan threads; excluded rows (a bool mask, or None) get a distance past any
-    real one (64 * words + 1), which is cheaper than gathering the rows kept."""
+def _distances(codes: Any, query: Any, words: int, n: int, penalty: Any, past: int) -> tuple[Any, Any]:
+    """Hamming distances (uint16) to the query over the first `words` 64-bit words of the first n codes, and
+    their histogram (`past` + 1 bins), a block at a time while the block is in the CPU's cache, split over the
+    scan threads. `penalty` (uint16, or None: every row kept) is 0 for a kept row and `past` (beyond any real
+    distance) for an excluded one: the distance is raised to it, which is cheaper than gathering the rows kept
+    or assigning through a mask."""
     import numpy as np
 
     total = np.empty(n, dtype=np.uint16)
 
-    def scan(first: int, last: int) -> None:
+    def scan(first: int, last: int) -> Any:
         xor = np.empty(min(last - first, BLOCK), dtype=np.uint64)
         bits = np.empty(min(last - first, BLOCK), dtype=np.uint8)
+        counts = np.zeros(past + 1, dtype=np.int64)
         for start in range(first, last, BLOCK):
             end = min(last, start + BLOCK)
             size = end - start
@@ -266,11 +325,12 @@ def _distances(codes: Any, query: Any, words: int, n: int, excluded: Any) -> Any
                     block[:] = bits[:size]
                 else:
                     block += bits[:size]
-        if excluded is not None:
-            total[first:last][excluded[first:last]] = 64 * words + 1
+            if penalty is not None:
+                np.maximum(block, penalty[start:end], out=block)
+            counts += np.bincount(block, minlength=past + 1)
+        return counts
 
-    _in_parts(scan, n)
-    return total
+    return total, np.sum(_in_parts(scan, n), axis=0)
 
 
 def _distance_of_rows(codes: Any, query: Any, rows: Any) -> Any:
@@ -297,17 +357,19 @@ def _popcount(values: Any, out: Any = None) -> Any:
     return out
 
 
-def _smallest(distances: Any, count: int, limit: int) -> Any:
+def _smallest(distances: Any, count: int, limit: int, counts: Any = None) -> Any:
     """Row numbers of about the `count` smallest distances up to `limit` (all rows at the cut-off distance
-    included, so ties do not depend on order): a histogram of the distances gives the cut-off. Rows past
-    `limit` (excluded ones) are never picked."""
+    included, so ties do not depend on order): a histogram of the distances (`counts`, if the scan made it)
+    gives the cut-off. Rows past `limit` (excluded ones) are never picked."""
     import numpy as np
 
     if len(distances) <= count:
         return np.flatnonzero(distances <= limit)
     n = len(distances)
-    counts = _in_parts(lambda start, end: np.bincount(distances[start:end], minlength=limit + 2), n)
-    histogram = np.cumsum(np.sum(counts, axis=0))
+    if counts is None:
+        counts = np.sum(_in_parts(lambda start, end: np.bincount(distances[start:end], minlength=limit + 2), n),
+                        axis=0)
+    histogram = np.cumsum(counts)
     cut = min(int(np.searchsorted(histogram, count)), limit)
     rows = _in_parts(lambda start, end: np.flatnonzero(distances[start:end] <= cut) + start, n)
     return rows[0] if len(rows) == 1 else np.concatenate(rows)
