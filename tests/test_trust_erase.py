@@ -124,3 +124,20 @@ def test_the_forgetting_sweep_leaves_nothing_on_disk(cli_env, home, settings, em
         finally:
             holder.close()
     assert kept in run(cli_env, project, "search", kept).stdout  # what was not swept is still found
+
+
+def test_settle_runs_the_erasure_a_forget_left_to_the_indexer_thread(home, settings, embedder):
+    """A server's store leaves the erasure after a forget to its indexer thread; `Indexer.settle` runs it to its
+    end in the caller's thread (or waits for the one under way), so nothing of it overlaps what comes next."""
+    word = "quartzpelicanmeadow"
+    with Store.open(settings, project="/repo/a", embedder=embedder, index_in_background=True) as store:
+        doomed = store.save(f"The staging database lives on {word}").id
+        store.save("The production database lives on the main cluster")
+        store.flush()
+        assert bm25_doc_freq(home, word) == 1
+        store.forget(ids=[doomed], reason="moved")
+        store.erase_soon()  # what the forget tool and the sweep ask for: the indexer thread's work
+        store.indexer.settle()
+        assert store.indexer._erase_pending is None
+        assert bm25_doc_freq(home, word) == 0 and files_holding(home, word.encode()) == []
+        store.indexer.settle()  # nothing pending: a no-op

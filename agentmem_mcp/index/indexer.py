@@ -64,6 +64,7 @@ class Indexer:
         self._said_damaged = False
         self._erase_pending: bool | None = None  # an erasure asked for (`erase_soon`): whether memories went
         self._erase_lock = threading.Lock()
+        self._erasing = threading.RLock()  # held while an erasure runs, on whichever thread
         self.fulltext = self._open_fulltext()
 
     def _open_fulltext(self) -> FulltextIndex:
@@ -173,11 +174,19 @@ class Indexer:
             self.index_soon()
 
     def _run_erasure(self) -> None:
-        with self._erase_lock:
-            memories_deleted, self._erase_pending = self._erase_pending, None
-        if memories_deleted is None or self.erase is None:
-            return
-        self.erase(memories_deleted)
+        with self._erasing:
+            with self._erase_lock:
+                memories_deleted, self._erase_pending = self._erase_pending, None
+            if memories_deleted is None or self.erase is None:
+                return
+            self.erase(memories_deleted)
+
+    def settle(self) -> None:
+        """Apply the outbox and run a pending erasure in this thread, now; an erasure the indexer thread has
+        begun is waited for. What a caller that must not overlap that work calls (a benchmark timing the sweep
+        after a sweep that removed memories)."""
+        self.drain()
+        self._run_erasure()
 
     def _loop(self) -> None:
         while not self._closing:
