@@ -137,7 +137,7 @@ def search(store: Parts, query: str, *, project: str | None = ..., all_projects:
     knobs = RankingSettings.from_settings(store.settings)
     results, reasons, notes, query_vector, asked, full_match = _retrieve(
         store, knobs, query, projects, not include_history, tier_list, type_list, retrievers)
-    fused, top, similar = _fuse(store, knobs, results, query_vector, asked, tier_list, full_match)
+    fused, top, similar = _fuse(store, knobs, results, query_vector, asked, full_match)
     hits = _rerank(store, knobs, fused[: knobs.reranked(limit)], projects, not include_history, type_list, tier_list,
                    since, until, min_confidence, reasons, query, top, similar, include_quarantined)
     hits = [hit for hit in hits if hit.score >= knobs.min_score][:limit]
@@ -156,7 +156,7 @@ def search(store: Parts, query: str, *, project: str | None = ..., all_projects:
 
 
 def _fuse(store: Parts, knobs: RankingSettings, results: dict[str, list[tuple[str, float]]], query_vector: Any,
-          asked: QueryWords | None, tiers: list[str], full_match: float | None,
+          asked: QueryWords | None, full_match: float | None,
           ) -> tuple[list[Fused], float, dict[str, str]]:
     """The retrievers' results as one ranking; with it the best fused score possible (`top`) and, in score
     fusion, each candidate's closest pair of similar words (for its `why`). In score fusion BM25's weight is
