@@ -89,7 +89,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Search leaves out hits scoring under this (0..1, 1 = the best possible match): noise, not memories."),
     Setting("context_budget_tokens", "int", 1500, "AGENTMEM_CONTEXT_BUDGET",
             "Hard token budget of the session-start context."),
-    Setting("prompt_budget_tokens", "int", 300, "AGENTMEM_PROMPT_BUDGET",
+    Setting("prompt_budget_tokens", "int", 400, "AGENTMEM_PROMPT_BUDGET",
             "Token budget of memories injected for a user prompt."),
     Setting("prompt_min_score", "float", 0.35, "AGENTMEM_PROMPT_MIN_SCORE",
             "Relevance threshold (0..1, share of query terms matched) for prompt-time injection."),
