@@ -181,11 +181,10 @@ def test_what_the_outbox_queues_and_what_it_never_does(settings, embedder):
 def test_a_share_while_a_sync_sends_the_same_memory_as_knowledge_is_not_lost(settings, embedder):
     """The worker's sync may be sending a memory as knowledge (explicit false) when its author shares it: the
     share goes as an item of its own, so removing the item that sync sent leaves the explicit one queued."""
+    from agentmem_mcp.store import Store
     from agentmem_mcp.team import outbox, sync
 
     team = settings.replace(team_url="postgresql://u@127.0.0.1:1/db")
-    from agentmem_mcp.store import Store
-
     with Store.open(team, project="/repo/a", embedder=embedder, sync_index=True) as store:
         memory_id = store.save("the widget's episodes are summarised by the worker", type="fact").id
         assert sync.reconcile(store) == 1
