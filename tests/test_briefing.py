@@ -13,7 +13,7 @@ import pytest
 from agentmem_mcp.capture.hook import handle
 from agentmem_mcp.capture.transcript import mentioned_paths, parse_turns
 from agentmem_mcp.capture.turns import read_turns
-from agentmem_mcp.context import _matched_window, session_context, worth_recalling
+from agentmem_mcp.context import PROMPT_SNIPPET_CHARS, _matched_window, session_context, worth_recalling
 from agentmem_mcp.index.fulltext import FulltextIndex
 from agentmem_mcp.lifecycle.consolidate import command_segments, normalize_command, working_form
 from agentmem_mcp.lifecycle.digest import digest, plain
@@ -88,6 +88,19 @@ def test_prompt_recall_shows_the_part_of_a_memory_that_names_the_answer(tmp_path
     wanted = set(analyze("main program"))
     shown = _matched_window(text, wanted, analyze, limit=110)
     assert "ai_music.py" in shown and "weighed" not in shown  # same words matched: the window that names a file
+
+
+def test_the_best_recalled_note_shows_what_follows_its_match(tmp_path):
+    """A question's answer often comes sentences after the words it shares with the question: the best note's
+    window reaches it, a lower-ranked note's shorter window does not."""
+    analyze = FulltextIndex(tmp_path / "fulltext").analyzer.analyze
+    text = ("I successfully fixed the failing CI checks for PR #399. I reran the whole suite twice to be sure. "
+            "Then I updated the changelog and tidied the branch before pushing it again. The reviewers were "
+            "pinged on the thread and the labels were refreshed. The cause: parameter attr implicitly has an any "
+            "type in the record handlers, so it now has an explicit type.")
+    wanted = set(analyze("Why did CI fail on PR #399 and how was it fixed?"))
+    assert "implicitly" in _matched_window(text, wanted, analyze, PROMPT_SNIPPET_CHARS[0])
+    assert "implicitly" not in _matched_window(text, wanted, analyze, PROMPT_SNIPPET_CHARS[1])
 
 
 def test_plain_text_keeps_what_names_things():
