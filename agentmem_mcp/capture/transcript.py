@@ -30,6 +30,10 @@ CLIENT_COMMANDS = frozenset("/clear /compact /mcp /model /help /config /cost /ex
                             "/doctor /permissions /hooks /agents /memory /ide /vim /theme /context /usage".split())
 AGENT_REPORT_TOOLS = frozenset({"Task", "Agent"})
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+INTERRUPTED = "[Request interrupted"
+_API_ERROR = re.compile(r"^(?:API Error\b|Request timed out\b|Request was aborted\b|Error: (?:API|overloaded))",
+                        re.IGNORECASE)
+_REJECTED = re.compile(r"doesn't want to proceed with this tool use|tool use was rejected", re.IGNORECASE)
 
 
 @dataclass
@@ -40,6 +44,9 @@ class Turn:
     slash_command: str | None = None
     timestamp: str | None = None
     answers: list[tuple[str, str]] = field(default_factory=list)  # (the agent's question, the user's answer)
+    ended: str = ""  # how the turn ended when not with a reply: "interrupted", "api-error" or "rejected"
+    error: str = ""  # the client's error line when it ended on an API error ("API Error: 400 ...")
+    branch: str | None = None  # the git branch the client recorded for the turn (Claude Code's `gitBranch`)
 
     @property
     def final(self) -> str:
@@ -122,14 +129,22 @@ def parse_turns(lines: list[str]) -> list[Turn]:
         message = record.get("message") if isinstance(record.get("message"), dict) else {}
         content = message.get("content")
         kind = record.get("type")
+        if turns and isinstance(record.get("gitBranch"), str) and record["gitBranch"].strip() \
+                and record["gitBranch"] != "HEAD":
+            turns[-1].branch = record["gitBranch"].strip()
         if kind == "user" and not record.get("isMeta") and not record.get("isCompactSummary"):
             if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result"
                                                  for b in content):
                 if turns:
                     turns[-1].answers.extend(_answers(record.get("toolUseResult"), cwd))
                     turns[-1].replies.extend(_agent_reports(content, reports, cwd))
+                    turns[-1].ended = _tool_result_ending(content) or turns[-1].ended
                 continue
             text = _text_of(content)
+            if text.lstrip().startswith(INTERRUPTED):
+                if turns:
+                    turns[-1].ended = "interrupted"
+                continue
             stamp = record.get("timestamp") if isinstance(record.get("timestamp"), str) else None
             command = _SLASH_COMMAND.search(text)
             if command:
@@ -147,9 +162,24 @@ def parse_turns(lines: list[str]) -> list[Turn]:
                 reports.update(b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"
                                and b.get("name") in AGENT_REPORT_TOOLS)
             text = _text_of(content).strip()
-            if text and not is_noise(text):
+            if record.get("isApiErrorMessage") is True or _API_ERROR.match(text):
+                turns[-1].ended, turns[-1].error = "api-error", _clip(redact(text), 200)
+            elif text and not is_noise(text):
                 turns[-1].replies.append(_clip(redact(relative_to(text, cwd))))
+                turns[-1].ended = turns[-1].error = ""
     return [t for t in turns if t.prompt]
+
+
+def _tool_result_ending(content: list) -> str:
+    """"interrupted" or "rejected" when a tool result says the user stopped the call, else ""."""
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            text = _text_of(block.get("content")) if not isinstance(block.get("content"), str) else block["content"]
+            if text.lstrip().startswith(INTERRUPTED):
+                return "interrupted"
+            if _REJECTED.search(text[:300]):
+                return "rejected"
+    return ""
 
 
 def _agent_reports(content: list, reports: set[str], cwd: str) -> list[str]:
