@@ -89,7 +89,7 @@ def _pieces(text: str) -> list[str]:
     return out
 
 
-def _looks_like_code(piece: str) -> bool:
+def looks_like_code(piece: str) -> bool:
     """A line of code or data quoted in a report (`<% end %>`, `"id": "x",`, `class={f(a, b)}`), not prose."""
     symbols = sum(1 for ch in piece if ch in "{}[]()<>=;$%\\\"'")
     return symbols >= 4 and symbols / len(piece) > 0.06 or piece.lstrip().startswith(("<", "{", "}", "\"", "//"))
@@ -111,7 +111,7 @@ def ranked_pieces(reports: list[tuple[str, float]]) -> list[tuple[float, int, in
         for order, piece in enumerate(_pieces(text)):
             names = len(set(_NAMING.findall(piece)))
             words = len(piece.split())
-            if words < 3 and not names or piece.endswith(":") and words < 6 or _looks_like_code(piece):
+            if words < 3 and not names or piece.endswith(":") and words < 6 or looks_like_code(piece):
                 continue
             value = weight * (1 + 2 * min(names, 5) + min(words, 24) / 12) * (0.4 if _FILLER.match(piece) else 1)
             candidates.append((value / (len(piece) + 20) ** 0.7, rank, order, piece))

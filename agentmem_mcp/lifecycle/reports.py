@@ -1,0 +1,224 @@
+"""Reading what an agent reported at the end of a turn as a developer would (pure, `re` only: the hooks import it).
+
+A report is markdown: headings, prose, lists, tables, code, the client's decorations. What it says came of the
+turn is its *lead*: the headline when it names something, then its first sentences of prose, whole, leaving out
+narration ("Let me check ..."), filler ("Perfect!"), praise that names nothing ("a comprehensive success"),
+questions to the user, table cells, code and lists. What it says is *next* is the items under a "Next steps" /
+"Remaining" heading and the sentences that say something is left, in whole sentences. Nothing is ever cut in
+the middle: a sentence that does not fit is left out.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .digest import looks_like_code, plain, short_urls
+
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_RULE = re.compile(r"^\s*(?:[-*_=─━]\s*){3,}$")
+_BOX = re.compile(r"[│┃┌┐└┘├┤┬┴┼╭╮╰╯═║]")
+_INSIGHT = re.compile(r"^\W*★\s*insight", re.IGNORECASE)
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")
+_BOLD_LINE = re.compile(r"^\s*\*\*([^*]+)\*\*:?\s*$")
+_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(.*\S)")
+# "SUMMARY: ...", "**Fix:** ...", "Root cause: ...": a label then a statement
+_LABELLED = re.compile(r"^\s*\**([A-Za-zÀ-ÿ][\w ÄÖÜäöüß-]{1,24}?)\**\s*:\**\s+(\S.*)$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'`(*\[]?[A-Z0-9#ÄÖÜ])|(?<=[。！？])\s*")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_NARRATION = re.compile(
+    r"^(?:now\s+)?(?:let me|let's|let us|i'll|i will|i'm going to|i am going to|i need to|i should|i can see|i see|"
+    r"i found|i notice|i understand|now i|next,? i|first,? i|looking at|checking|"
+    r"i'?ve (?:read|reviewed|looked|analy[sz]ed|examined|explored|checked|gathered)|i have (?:read|reviewed|looked)|"
+    r"based on (?:my|the) (?:analysis|review)|this (?:looks|means|is because)|"
+    r"it (?:looks|seems) like|okay|ok\b|alright|"
+    r"good(?: choice| catch| news| question)?\b|got it|understood|aha|hmm|ah\b|oh\b|sure\b)(?![\w'])",
+    re.IGNORECASE)
+_FILLER = re.compile(r"^\W*(?:perfect|great|excellent|awesome|wonderful|fantastic|done|success|all set|"
+                     r"mission accomplished|complete|completed|fixed|thank you[^.!?]*|thanks[^.!?]*)\W*$",
+                     re.IGNORECASE)
+_FILLER_PREFIX = re.compile(r"^\W*(?:perfect|great|excellent|awesome|done|success|fixed|good|nice)[!.]\s+",
+                            re.IGNORECASE)
+_PRAISE = re.compile(r"\b(?:production[- ]ready|enterprise[- ]grade|world[- ]class|comprehensive(?:ly)?|robust|"
+                     r"seamless(?:ly)?|incredible|outstanding|amazing|flawless(?:ly)?|bulletproof|"
+                     r"state[- ]of[- ]the[- ]art|"
+                     r"best[- ]in[- ]class|100% complete|fully (?:functional|implemented|operational)|"
+                     r"significantly improved|dramatically)\b", re.IGNORECASE)
+_GENERIC_HEADING = re.compile(r"^\W*(?:summary|overview|analysis|details|results?|status|changes?(?: made)?|"
+                              r"what (?:was|i) (?:done|changed|did)|key (?:changes|highlights|findings)|"
+                              r"implementation(?: summary)?|final (?:summary|reflection|status)|"
+                              r"(?:task|work|project) (?:complete|completed|done)|complete|done|next steps?|"
+                              r"verification|testing|files? (?:changed|modified))\W*$", re.IGNORECASE)
+# a name a reader can act on: an issue or PR number, a version, a hash, a file, an identifier, a path, a code span
+_NAMES = re.compile(r"#\d+|\bv?\d+\.\d+(?:\.\d+)*\b|\b[0-9a-f]{7,40}\b"
+                    r"|[\w@-]+(?:/[\w.@-]+)*\.[A-Za-z][A-Za-z0-9]{0,5}\b|\b[a-z]+_[\w]+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*|\b[\w.-]+/[\w./-]+|`[^`]+`|\b\d+\b")
+_NEXT_HEADING = re.compile(
+    r"^\W*(?:remaining(?: tasks| work| items| issues)?|(?:work|tasks|items) remaining|next steps?|what'?s next|"
+    r"still to do|open (?:items|issues|questions|work|points)|left to do|to ?dos?|not (?:yet )?done|follow[- ]ups?|"
+    r"pending|known issues|blockers?|nächste schritte|offene punkte|prochaines étapes|próximos pasos)\W*$",
+    re.IGNORECASE)
+_NEXT_SENTENCE = re.compile(
+    r"\b(?:next step|next,|still (?:need|needs|to be|has to|have to|failing|broken|open|pending)|remain(?:s|ing)? to\b|"
+    r"not yet (?:done|implemented|fixed|merged|pushed|tested|verified|committed)|left to do|follow[- ]up|"
+    r"to do:|todo:|blocked (?:by|on)|waiting (?:for|on)|once .{3,40} (?:is|are) (?:merged|done|fixed)|"
+    r"should (?:now )?be (?:tested|verified|reviewed)|needs? (?:to be )?(?:tested|verified|reviewed|re-?implemented))",
+    re.IGNORECASE)
+# a list item that says what to do, not what was done ("Add :debug_payload per row"): a plan or a to-do
+_PLAN_ITEM = re.compile(r"^\W*(?:add|update|create|remove|fix|implement|use|run|check|make|move|merge|write|test|"
+                        r"verify|ensure|replace|refactor|extract|set|install|build|deploy|delete|rename|change|"
+                        r"investigate|consider|review|document|configure|migrate|split|wire|try|support)\b",
+                        re.IGNORECASE)
+_QUESTION_END = re.compile(r"\?\W*$")
+
+
+def _blocks(report: str) -> list[tuple[str, str]]:
+    """(kind, text) of each line that is not code, a table, a box drawing, a rule or an "Insight" aside:
+    kind is "heading", "item", "labelled" or "prose"."""
+    out: list[tuple[str, str]] = []
+    fenced = insight = False
+    for line in report.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        if _INSIGHT.match(line):
+            insight = True
+            continue
+        if insight:
+            insight = not line.strip().startswith("`─") and "─────" not in line
+            continue
+        stripped = line.strip()
+        if not stripped or stripped.startswith("|") or _RULE.match(stripped) or _BOX.search(stripped):
+            continue
+        heading = _HEADING.match(line) or _BOLD_LINE.match(line)
+        if heading:
+            out.append(("heading", plain(heading.group(1))))
+            continue
+        item = _ITEM.match(line)
+        if item:
+            out.append(("item" if len(line) - len(line.lstrip()) <= 1 else "subitem", item.group(1)))
+            continue
+        labelled = _LABELLED.match(stripped)
+        if labelled and labelled.group(1).split()[0].isupper() or labelled and len(labelled.group(1).split()) <= 2 \
+                and stripped.startswith("**"):
+            out.append(("labelled", labelled.group(2)))
+            continue
+        out.append(("prose", stripped))
+    return out
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of one line of prose, as plain text, links shortened."""
+    return [s for s in (short_urls(plain(part)).strip() for part in _SENTENCE_END.split(text)) if s]
+
+
+def words(text: str) -> int:
+    """How many words a text has: its letter runs, and a word per two characters of Chinese, Japanese or Korean."""
+    return len(re.findall(r"[^\W\d_]{2,}", _CJK.sub(" ", text))) + len(_CJK.findall(text)) // 2
+
+
+def names(text: str) -> set[str]:
+    """The concrete things a text names (issue numbers, versions, hashes, files, identifiers, code spans, numbers)."""
+    return set(_NAMES.findall(text))
+
+
+def is_narration(sentence: str) -> bool:
+    """The agent telling what it is about to do or what it sees, not what came of the work."""
+    return bool(_NARRATION.match(sentence.lstrip("*_ ")))
+
+
+def says_something(sentence: str) -> bool:
+    """A sentence worth showing as an outcome: not narration, filler, a question to the user, nor praise that
+    names nothing, and long enough to be a statement."""
+    core = _FILLER_PREFIX.sub("", sentence).strip()
+    if not core or _FILLER.match(core) or is_narration(core) or _QUESTION_END.search(core) or looks_like_code(core):
+        return False
+    if words(core) < 3:
+        return False
+    return not (_PRAISE.search(core) and not names(core))
+
+
+def statements(report: str) -> list[tuple[float, int, str]]:
+    """The statements of a report as (value, order, text): its headline when it names something, the sentences of
+    its prose that say something, and its top-level list items that name something; worth more the more they
+    name and the earlier they come (a report opens with what came of the work)."""
+    out: list[tuple[float, int, str]] = []
+    seen: set[str] = set()
+    prose = 0
+
+    def add(text: str, bonus: float) -> None:
+        text = _FILLER_PREFIX.sub("", text).strip()
+        if text and text not in seen:
+            seen.add(text)
+            named = len(names(text))
+            out.append((1.0 + 1.5 * min(named, 4) + bonus - min(len(text), 400) / 400, len(out), text))
+
+    for kind, text in _blocks(report):
+        if kind == "heading":
+            headline = plain(text).strip(" :")
+            if not out and names(headline) and not _GENERIC_HEADING.match(headline) and says_something(headline):
+                add(headline, 1.5)
+        elif kind == "item":
+            item = plain(text)
+            if names(item) and words(item) >= 4 and len(item) <= 220 and says_something(item) \
+                    and not _PLAN_ITEM.match(item):
+                add(item.rstrip(":;,") + ("" if item[-1:] in ".!?" else "."), 0.0)
+        elif kind in ("prose", "labelled"):
+            for sentence in sentences(text):
+                intro = sentence.endswith((":", "："))
+                if intro and not names(sentence):
+                    continue
+                if says_something(sentence.rstrip(":：")):
+                    add(sentence.rstrip(":：") + ("." if intro else ""), 2.0 if prose < 2 else 0.5)
+                    prose += 1
+    return out
+
+
+def lead(report: str, limit: int = 320) -> list[str]:
+    """What a report says came of the turn: its most telling statements (`statements`) that fit whole in `limit`
+    characters, in the order they were written. Never cut: what does not fit is left out."""
+    chosen: list[tuple[int, str]] = []
+    used = 0
+    for _, order, text in sorted(statements(report), key=lambda s: -s[0]):
+        if used + len(text) + 1 <= limit:
+            chosen.append((order, text))
+            used += len(text) + 1
+    return [text for _, text in sorted(chosen)]
+
+
+def next_steps(report: str, limit: int = 4) -> list[str]:
+    """What a report says is left or next: the items under a "Next steps" / "Remaining" heading, and prose
+    sentences that say something still needs doing, whole."""
+    found: list[str] = []
+    under = False
+    for kind, text in _blocks(report):
+        if kind == "heading" or kind == "labelled" and _NEXT_HEADING.match(text.split(":")[0]):
+            under = bool(_NEXT_HEADING.match(plain(text).strip(" :")))
+            continue
+        if kind == "prose" and _NEXT_HEADING.match(plain(text).strip(" :")):
+            under = True
+            continue
+        if kind == "item" and under:
+            item = plain(text)
+            if len(item.split()) >= 2 and item not in found:
+                found.append(item)
+        elif kind in ("prose", "labelled"):
+            under = under and kind == "labelled"
+            for sentence in sentences(text):
+                if _NEXT_SENTENCE.search(sentence) and not is_narration(sentence) and sentence not in found \
+                        and not _QUESTION_END.search(sentence):
+                    found.append(sentence)
+        if len(found) >= limit:
+            break
+    return found[:limit]
+
+
+def fit(pieces: list[str], limit: int, sep: str = " ") -> str:
+    """As many of `pieces` as fit whole in `limit` characters, in order (the rest left out, none cut)."""
+    out: list[str] = []
+    used = 0
+    for piece in pieces:
+        if used + len(piece) + (len(sep) if out else 0) <= limit:
+            out.append(piece)
+            used += len(piece) + (len(sep) if len(out) > 1 else 0)
+    return sep.join(out)
