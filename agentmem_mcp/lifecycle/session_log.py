@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from typing import Any
 
 from ..capture.transcript import Turn, mentioned_paths, relative_to
 from ..db import observations
 from ..trust import instruction_reason
 from .digest import clip, plain
+from .instructions import admission, decision, standing_sentences
 
 NOTE_CONFIDENCE = 0.8  # the agent's own words about what it did
 INSTRUCTION_CONFIDENCE = 0.8  # the user's own words (user provenance), picked out as standing by a rule
@@ -41,8 +41,6 @@ def session_reports(turns: list[Turn]) -> list[tuple[str, float]]:
 
 TURN_NOTE_MIN_CHARS = 250  # a reply this long is a report of its own (the last reply of a turn always is)
 TURN_NOTES_PER_SESSION = 40
-_INSTRUCTION = re.compile(r"\b(?:always|never|prefer|don't|do not|dont|make sure|from now on|must not|should not|"
-                          r"instead of|avoid|name it)\b", re.IGNORECASE)
 
 
 def transcript_path(conn: Any, session_id: str) -> str | None:
@@ -69,8 +67,12 @@ def existing_files(text: str, tree: str | None, project: str | None, limit: int 
 
 
 def summary_files(changed_files: dict[str, int], content: str, tree: str | None, project: str | None) -> list[str]:
-    """The files a summary is anchored to: those the session changed, most edited first, then those it names."""
-    changed = [relative_to(p, project) for p, _ in sorted(changed_files.items(), key=lambda item: -item[1])[:20]]
+    """The files a summary is anchored to: the project files the session changed, most edited first, then those it
+    names (a file outside the project, such as the user's own settings, is not the project's to go stale)."""
+    roots = [r.rstrip("/") + "/" for r in (tree, project) if r and r.startswith("/")]
+    inside = [p for p, _ in sorted(changed_files.items(), key=lambda item: -item[1])
+              if not p.startswith("/") or any(p.startswith(root) for root in roots)]  # the project's files only
+    changed = [relative_to(p, project) for p in inside[:20]]
     return list(dict.fromkeys(changed + existing_files(content, tree, project)))
 
 
@@ -103,22 +105,34 @@ def turn_memories(turns: list[Turn], session: Any, last_at: float | None,
         keep = set(sorted(range(len(notes)), key=lambda k: -len(notes[k]["content"]))[:TURN_NOTES_PER_SESSION])
         notes = [n for k, n in enumerate(notes) if k in keep]
     out = notes
-    for turn in turns:
-        for question, answer in turn.answers:
+    for index, turn in enumerate(turns):
+        chosen = decision(turns[index - 1].final, turn.prompt) if index and not turn.slash_command else None
+        answers = list(turn.answers) + ([chosen] if chosen else [])
+        for question, answer in answers:
             if instruction_reason(f"{question} {answer}"):
                 continue
             out.append({**base, "content": f"The agent asked: \"{question}\" The user decided: \"{answer}\"",
                         "title": clip(f"Decision: {answer} ({question})", 100), "tier": "semantic",
                         "type": "decision", "importance": 0.75, "key": f"decision:{_digest(question, answer)}",
                         "files": existing_files(f"{question} {answer}", tree, project)})
-        for sentence in re.split(r"(?<=[.!?])\s+|\n+", turn.prompt):
-            sentence = sentence.strip()
-            if (4 <= len(sentence.split()) <= 60 and _INSTRUCTION.search(sentence) and not turn.slash_command
-                    and not sentence.endswith("?") and not instruction_reason(sentence)):
-                out.append({**base, "content": f"The user said: \"{clip(sentence, 300)}\"",
-                            "title": clip(f"User instruction: {sentence}", 100), "tier": "semantic",
-                            "type": "preference", "importance": 0.75, "source": "user",
-                            "confidence": INSTRUCTION_CONFIDENCE,
-                            "key": f"instruction:{_digest(sentence.lower())}",
-                            "files": existing_files(sentence, tree, project)})
+        if turn.slash_command:
+            continue
+        for sentence in standing_sentences(turn.prompt):
+            if instruction_reason(sentence):
+                continue  # a standing instruction never carries what the detector would quarantine
+            out.append({**base, "content": f"The user said: \"{sentence}\"",
+                        "title": clip(f"User instruction: {sentence}", 100), "tier": "semantic",
+                        "type": "preference", "importance": 0.75, "source": "user",
+                        "confidence": INSTRUCTION_CONFIDENCE,
+                        "key": f"instruction:{_digest(sentence.lower())}",
+                        "files": existing_files(sentence, tree, project)})
+        admitted = admission(turn.prompt, turn.replies[0]) if turn.replies else []
+        if admitted and not instruction_reason(turn.prompt) and not instruction_reason(" ".join(admitted)):
+            said = " ".join(turn.prompt.split())
+            out.append({**base, "content": f"The user corrected the agent: \"{said}\" The agent agreed: "
+                                           f"\"{' '.join(admitted)}\"",
+                        "title": clip(f"Correction: {said}", 100), "tier": "semantic", "type": "preference",
+                        "importance": 0.75, "confidence": INSTRUCTION_CONFIDENCE,
+                        "key": f"correction:{_digest(said.lower())}",
+                        "files": existing_files(f"{said} {' '.join(admitted)}", tree, project)})
     return out

@@ -26,11 +26,12 @@ from ..capture.turns import read_turns
 from ..db import memory_reads, meta, observations, sessions
 from ..project import worktree_root
 from ..trust import WITHHELD, withhold_instructions
-from . import OUTCOME, UNTRIED, remember
+from . import BRANCH, NEXT, OUTCOME, PULL_REQUESTS, STILL_FAILING, UNCOMMITTED, UNRESOLVED, UNTRIED, remember
 from .consolidate import (
     PREPARATORY,
     Derived,
     ObsRecord,
+    command_label,
     is_test_command,
     parse_observation,
     prepare_saves,
@@ -38,7 +39,8 @@ from .consolidate import (
     upsert_derived,
     write_saves,
 )
-from .digest import clip, digest, distinct, left_open, plain, short_urls
+from .digest import clip, digest, distinct, plain, short_urls
+from .reports import fit, lead, next_steps
 from .session_log import session_reports, summary_files, transcript_path, turn_memories
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
 # The vector covers the goal and the first lines (files changed, commands): a summary is re-embedded at every
 # Stop, and the model's cost grows with the text; BM25 indexes all of it, paths included.
 SUMMARY_VECTOR_CHARS = 600
-SUMMARY_MAX_CHARS = 2600
+SUMMARY_MAX_CHARS = 4800
 IDLE_SECONDS = 1800.0
 FOLD_BATCH = 5000
 MAX_SOURCES = 60
@@ -59,14 +61,11 @@ what the session was about and what came of it, in at most 3 factual sentences (
 Return {"title": "<at most 12 words>", "narrative": "<at most 400 characters>"}"""
 
 
-OUTCOME_CHARS = (600, 1400)  # a session's outcome: the more its agent reported, the longer, within these
+OUTCOME_CHARS = 1600  # a session's outcome: the lead sentences of its latest reports, whole, within this
+TURN_LEAD_CHARS = 520  # what one turn's report may add to the outcome
 MIN_OUTCOME_CHARS = 300  # the outcome's least room when the summary's other lines fill it
-
-
-def outcome_chars(reported: int) -> int:
-    """How long a session's outcome digest may be, given how many characters its agent reported."""
-    low, high = OUTCOME_CHARS
-    return max(low, min(high, 400 + reported // 10))
+REPORTED = "Reported"  # the summary line of what the agent's reports named (files, issues, figures), for search
+REPORTED_CHARS = 1200
 
 
 _COMMIT = re.compile(r"^\[([\w./+-]+)(?: \(root-commit\))? ([0-9a-f]{7,12})\] (.+)$", re.MULTILINE)
@@ -78,6 +77,11 @@ _PUSHED_REF = re.compile(r"^ ([ +*])\s*(\[new (?:branch|tag)\]|[0-9a-f]{7,40}\.\
                          re.MULTILINE)
 _USERINFO = re.compile(r"//[^/@\s]+@")
 MAX_PUSHES = 4
+# a pull request the session opened (the URL `gh pr create` prints) or merged (`gh pr merge` and its answer)
+_PR_URL = re.compile(r"https?://[\w.-]+/[\w.-]+/[\w.-]+/pulls?/(\d+)\b")
+_PR_MERGED = re.compile(r"\b(?:Merged|Squashed and merged|Rebased and merged) pull request [\w./-]*#(\d+)", re.I)
+_BRANCH_SEEN = re.compile(r"^On branch (\S+)|Switched to (?:a new )?branch '([^']+)'", re.MULTILINE)
+MAX_PRS = 6
 
 
 # errors of the client's own tool protocol, not of the project: nothing to learn from them
@@ -90,6 +94,7 @@ _CLIENT_MECHANICS = re.compile(r"File does not exist|String to replace not found
 INSPECTIONS = PREPARATORY | {"git show", "git branch", "git remote", "gh pr", "gh issue", "gh run", "gh api"}
 MAX_UNTRIED = 6
 # files whose change no command can try: prose, notes, data and settings read by people or tools at leisure
+_TRACKED_DOCS = (".md", ".json", ".toml", ".yml", ".yaml")
 _NOT_CODE = (".md", ".markdown", ".txt", ".rst", ".adoc", ".csv", ".lock", ".log", ".ipynb", ".png", ".jpg", ".svg")
 
 
@@ -115,6 +120,10 @@ class SessionState:
     failures: list[str] = field(default_factory=list)  # failed tool calls other than commands (a refused write)
     untried: list[str] = field(default_factory=list)  # code files edited since the last command that ran something
     pushes: list[dict[str, Any]] = field(default_factory=list)  # {"ref": "main to <remote>", "last": "a..b", "n": 1}
+    branch: str = ""  # the branch the commands last showed (a commit, `git status`, a checkout)
+    prs: list[dict[str, str]] = field(default_factory=list)  # {"n": "380", "state": "opened" | "merged"}
+    since_commit: list[str] = field(default_factory=list)  # files edited after the session's last commit
+    committed: bool = False
 
     @classmethod
     def from_json(cls, text: str | None) -> SessionState:
@@ -144,6 +153,8 @@ class SessionState:
                 self._commits(record.output)
             if not record.failed and not record.refused and "git push" in (record.command or ""):
                 self._pushes(record.output)
+            if not record.refused:
+                self._git_facts(record)
         elif record.failed:
             what = record.title.split(" failed", 1)[0] if " failed" in record.title else record.tool or "a tool"
             failure = clip(f"{what}: {record.reason}" if record.reason else record.title, 200)
@@ -152,6 +163,8 @@ class SessionState:
         if record.is_edit:
             for path in record.files:
                 self.files[path] = self.files.get(path, 0) + record.count
+                if path not in self.since_commit and len(self.since_commit) < 40:
+                    self.since_commit.append(path)
                 if is_code(path) and path not in self.untried and len(self.untried) < MAX_UNTRIED:
                     self.untried.append(path)
         if record.extra and len(self.saved) < 5:
@@ -162,15 +175,18 @@ class SessionState:
             self.sources.append(record.id)
 
     def _command(self, record: ObsRecord) -> None:
-        entry = self.commands.setdefault(record.key, {"runs": 0, "fails": 0, "ok": True, "result": ""})
+        entry = self.commands.setdefault(record.key, {"runs": 0, "fails": 0, "ok": True, "result": "", "last": ""})
         entry["runs"] += record.count
-        entry["ok"] = not record.failed
+        if record.outcome in ("interrupted", "refused", "invalid"):
+            return  # the run says nothing of the project: stopped, declined, or the command itself was wrong
+        entry["ok"] = record.outcome != "failed"
+        entry["last"] = record.outcome
         result = next((f.removeprefix("result: ") for f in record.facts if f.startswith("result: ")), "")
-        entry["result"] = clip(result or record.reason, 80)
-        if record.failed:
+        entry["result"] = clip(result or record.reason, 80) if record.outcome != "unknown" else ""
+        if record.outcome == "failed":
             entry["fails"] += 1
             self.errors[record.key] = {"reason": clip(record.reason or record.title, 110), "fixed": False}
-        elif record.key in self.errors:
+        elif record.key in self.errors and record.outcome in ("passed", "running"):
             self.errors[record.key]["fixed"] = True
 
     def _pushes(self, output: str) -> None:
@@ -187,11 +203,37 @@ class SessionState:
                 elif len(self.pushes) < MAX_PUSHES:
                     self.pushes.append({"ref": name, "last": what, "n": 1})
 
+    def _git_facts(self, record: ObsRecord) -> None:
+        """The branch a command's output shows, and the pull requests it opened or merged."""
+        output = record.output or ""
+        for match in _BRANCH_SEEN.finditer(output):
+            self.branch = match.group(1) or match.group(2)
+        command = record.command or ""
+        if record.failed:
+            return
+        opened = "pr create" in command or "create_pull_request" in (record.tool or "")
+        merged = "pr merge" in command or "merge_pull_request" in (record.tool or "")
+        numbers = [(m.group(1), "opened") for m in _PR_URL.finditer(output)
+                   if opened and "/pull/new/" not in m.group(0)]
+        numbers += [(m.group(1), "merged") for m in _PR_MERGED.finditer(output)]
+        if merged and not numbers:
+            numbers += [(n, "merged") for n in re.findall(r"pr merge\s+(?:[^\s-]\S*/pull/)?#?(\d+)", command)]
+        for number, state in numbers:
+            known = next((p for p in self.prs if p["n"] == number), None)
+            if known is not None:
+                known["state"] = "merged" if state == "merged" else known["state"]
+            elif len(self.prs) < MAX_PRS:
+                self.prs.append({"n": number, "state": state})
+
     def _commits(self, output: str) -> None:
+        if _COMMIT.search(output or ""):
+            self.committed = True
+            self.since_commit = []
         for match in _COMMIT.finditer(output or ""):
             changed = _CHANGED.search(output, match.end())
             end = _COMMIT.search(output, match.end())
             body = output[match.end():end.start() if end else len(output)]
+            self.branch = match.group(1)
             commit = {"hash": match.group(2), "branch": match.group(1), "message": clip(match.group(3), 90),
                       "changed": changed.group(0) if changed else "",
                       "files": [m.group(1) for m in _CREATED.finditer(body)][:20]}
@@ -203,6 +245,14 @@ class SessionState:
         return bool(self.prompts or self.files or self.commands or self.errors or self.saved)
 
 
+def _last_state(entry: dict[str, Any]) -> str:
+    """How a command's last run went, in words."""
+    if entry.get("last") == "unknown":
+        return "last result not shown (its output went through a filter)"
+    state = "passed" if entry["ok"] else "failed"
+    return f"last run {state}" + (f" ({entry['result']})" if entry["result"] else "")
+
+
 def _push_text(push: dict[str, Any]) -> str:
     state = push["last"] if push["n"] == 1 else f"{push['n']} pushes, the last {push['last']}"
     return f"{push['ref']} ({state})"
@@ -210,9 +260,11 @@ def _push_text(push: dict[str, Any]) -> str:
 
 def render(state: SessionState, cwd: str | None, saved: list[str] = (),
            turns: list[Turn] | None = None) -> tuple[str, str]:
-    """(title, content) of a session summary, by rules: what was asked, what came of it (the agent's own last
-    report when the transcript is there), commits, tests with counts, files by how much they changed,
-    decisions, and what is still failing."""
+    """(title, content) of a session summary, by rules: what was asked, what came of it (the lead sentences of the
+    agent's latest reports, when the transcript is there), the branch, commits, pushes and pull requests, tests with
+    counts, what was left uncommitted, the request the session ended on without an answer, what the agent said is
+    next, files by how much they changed, decisions, and what is still failing. Each line is a labelled fact the
+    briefing reads back (lifecycle/__init__.py names the labels)."""
     def rel(path: str) -> str:
         return path[len(cwd.rstrip("/")) + 1:] if cwd and path.startswith(cwd.rstrip("/") + "/") else path
 
@@ -227,20 +279,27 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
                     key=lambda item: -item[1]["runs"])
     lines = []
     if asked:
-        lines.append(clip("Asked: " + " / ".join(clip(a, 160) for a in asked), 360))
-    report = next((t.final for t in reversed(turns) if len(t.final) >= 40), "")
-    reports = session_reports(turns)
+        lines.append("Asked: " + " / ".join(w for w in (whole(a, 240) for a in asked) if w) if any(
+            whole(a, 240) for a in asked) else clip("Asked: " + " / ".join(clip(a, 160) for a in asked), 360))
     at = len(lines)  # the outcome goes here, in what room the other lines leave it
+    branch = next((t.branch for t in reversed(turns) if t.branch), None) or state.branch
+    if branch:
+        lines.append(f"{BRANCH}: {branch}")
     if state.commits:
-        lines.append(clip("Commits: " + "; ".join(
-            f"{c['hash']} {c['message']}" + (f" ({c['changed']})" if c["changed"] else "") for c in state.commits),
-            300))
+        lines.append(fit([f"{c['hash']} {c['message']}" + (f" ({c['changed']})" if c["changed"] else "")
+                          for c in state.commits[::-1]], 300 - len("Commits: "), "; ").join(["Commits: ", ""]))
     if state.pushes:
         lines.append(clip("Pushed: " + "; ".join(_push_text(p) for p in state.pushes), 300))
+    if state.prs:
+        lines.append(f"{PULL_REQUESTS}: " + "; ".join(f"#{p['n']} {p['state']}" for p in state.prs))
     if tests:
-        lines.append(clip("Tests: " + "; ".join(
-            f"`{k}` run {v['runs']}x, last run {'passed' if v['ok'] else 'failed'}"
-            + (f" ({v['result']})" if v["result"] else "") for k, v in tests.items()), 240))
+        lines.append("Tests: " + fit([f"`{k}` run {v['runs']}x, " + _last_state(v) for k, v in tests.items()
+                                      if v.get("last", "x")], 300, "; "))
+    left = [rel(p) for p in state.since_commit
+            if (is_code(p) or p.endswith(_TRACKED_DOCS)) and not rel(p).startswith("/")]
+    if left:
+        when = "after the session's last commit" if state.committed else "the session made no commit"
+        lines.append(f"{UNCOMMITTED}: " + fit(left, 240, ", ") + f" ({when})")
     if files:
         shown: list[str] = []
         for path, n in files:
@@ -252,19 +311,23 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
         lines.append("Files changed: " + ", ".join(shown) + more)
     if others:
         lines.append(clip("Commands: " + ", ".join(f"`{k}` x{v['runs']}" for k, v in others[:8]), 180))
-    open_items = distinct([item for t in turns[-2:] for item in left_open(t.final)])[:4]
-    if open_items:
-        lines.append(clip("Left open (the agent's words): " + "; ".join(open_items), 320))
+    unresolved = _unresolved(turns)
+    if unresolved:
+        lines.append(f"{UNRESOLVED}: {unresolved}")
+    upcoming = distinct([item for t in turns[-2:] for item in next_steps(t.final)])
+    if upcoming:
+        lines.append(f"{NEXT}: " + fit(upcoming, 420, " · "))
     if state.untried:
         lines.append(clip(f"{UNTRIED}: " + ", ".join(rel(p) for p in state.untried), 240))
     decisions = [(q, a) for t in turns for q, a in t.answers]
     if decisions:
         lines.append(clip("Decisions: " + "; ".join(f"asked \"{clip(q, 120)}\", the user answered \"{a}\""
                                                      for q, a in decisions[:3]), 360))
-    still = [f"`{k}` ({e['reason']})" for k, e in state.errors.items() if not e["fixed"] and k not in INSPECTIONS]
+    still = [f"`{k}` ({e['reason']})" for k, e in state.errors.items() if not e["fixed"] and k not in INSPECTIONS
+             and command_label(k) not in ("Run", "Start the app")]
     fixed = [f"`{k}`" for k, e in state.errors.items() if e["fixed"]]
     if still:
-        lines.append(clip("Still failing at the end: " + "; ".join(still), 300))
+        lines.append(clip(f"{STILL_FAILING}: " + "; ".join(still), 300))
     if fixed:
         lines.append(clip("Failed, then passed later in the session: " + ", ".join(fixed), 160))
     if state.failures:
@@ -273,9 +336,14 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     if named:
         lines.append(clip("Memories saved: " + "; ".join(named), 150))
     room = SUMMARY_MAX_CHARS - sum(len(line) + 1 for line in lines) - len(OUTCOME) - 2
-    outcome = digest(reports, max(MIN_OUTCOME_CHARS, min(room, outcome_chars(sum(len(t) for t, _ in reports)))))
+    outcome = outcome_of(turns, max(MIN_OUTCOME_CHARS, min(room, OUTCOME_CHARS)))
     if outcome:
         lines.insert(at, f"{OUTCOME}: {outcome}")
+    room -= len(outcome) + len(REPORTED) + 2
+    reported = digest(session_reports(turns), max(0, min(room, REPORTED_CHARS)))
+    if reported:  # what the reports named, tables and lists included: found by search, not shown in the briefing
+        lines.append(f"{REPORTED}: {reported}")
+    report = next((t.final for t in reversed(turns) if len(t.final) >= 40), "")
     if asked:
         title = "Session: " + clip(asked[0], 90)
     elif files:
@@ -286,6 +354,91 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
         title = "Session: " + clip(plain(report), 90)
     lines = [_withheld_line(relative_to(line, cwd)) for line in lines]
     return _withheld_line(title), "\n".join(lines)[:SUMMARY_MAX_CHARS]
+
+
+OUTCOME_SEPARATOR = " · "
+
+
+def whole(text: str, limit: int) -> str:
+    """`text` on one line when it fits in `limit` characters, else its first sentence when that fits, else ''."""
+    flat = " ".join(plain(text).split())
+    if len(flat) <= limit:
+        return flat
+    first = re.split(r"(?<=[.!?])\s+", flat, maxsplit=1)[0]
+    return first if len(first) <= limit else ""
+
+
+def outcome_of(turns: list[Turn], limit: int) -> str:
+    """What came of a session: the lead sentences of its turns' reports (each turn's final reply, and the longest
+    structured report it gave on the way), taken from the last turn back (the latest state first) while they fit
+    whole in `limit`, shown in the order they were written."""
+    chosen: list[tuple[int, int, list[str]]] = []
+    used = 0
+    for index in range(len(turns) - 1, -1, -1):
+        for order, report in enumerate(_turn_reports(turns[index])):
+            sentences = [s for s in lead(report, TURN_LEAD_CHARS)
+                         if all(s not in taken for _, _, group in chosen for taken in group)]
+            cost = sum(len(s) + len(OUTCOME_SEPARATOR) for s in sentences)
+            if sentences and used + cost <= limit:
+                chosen.append((index, -order, sentences))
+                used += cost
+    return OUTCOME_SEPARATOR.join(s for _, _, group in sorted(chosen) for s in group)
+
+
+REPORT_MIN_CHARS = 800  # a reply this long, with headings or a list, is a report of its own within a turn
+
+
+def _turn_reports(turn: Turn) -> list[str]:
+    """A turn's reports, latest first: its final reply, then its longest structured reply of the last third of the
+    turn (an exploration at its start says what was found, not what came of the work)."""
+    final = turn.final
+    late = turn.replies[len(turn.replies) * 2 // 3:-1]  # a report late in the turn says what came of it
+    structured = [r for r in late if len(r) >= REPORT_MIN_CHARS
+                  and (re.search(r"^\s*#{1,6} |^\s*\*\*[^*]+\*\*\s*$", r, re.MULTILINE)
+                       or len(re.findall(r"^\s*(?:[-*]|\d+\.)\s", r, re.MULTILINE)) >= 3)]
+    longest = max(structured, key=len) if structured else ""
+    return [r for r in (final, longest) if r]
+
+
+_GO_ON = re.compile(r"^\W*(?:continue|go on|go ahead|proceed|keep going|retry|try again|again|y|yes|yes go|ok|okay|"
+                    r"weiter|mach weiter|ja|oui|continuer|sí|si|continúa)\W*$", re.IGNORECASE)
+_ENDINGS = {"interrupted": "interrupted by the user", "rejected": "the user rejected the agent's tool call",
+            "api-error": "the client's API call failed"}
+
+
+def _unresolved(turns: list[Turn]) -> str:
+    """The request the session ended on without a result: its last turn was interrupted, failed with an API error,
+    had its tool call rejected, or got no reply at all. "continue" after such a failure is the same request."""
+    if not turns:
+        return ""
+    last = turns[-1]
+    if last.ended not in _ENDINGS and last.replies:
+        return ""
+    index = len(turns) - 1
+    while index > 0 and _GO_ON.match(turns[index].prompt) and (turns[index - 1].ended or not turns[index].replies):
+        index -= 1
+    request = turns[index].prompt
+    if _GO_ON.match(request) and index > 0:  # "yes go": what it agreed to is the previous turn's proposal
+        proposal = lead(turns[index - 1].final, 200)
+        request = f"{request}\" after \"{proposal[0]}" if proposal else request
+    request = " ".join(plain(short_urls(request)).split())
+    if len(request) > 200:
+        first = re.split(r"(?<=[.!?])\s+", request)[0]
+        request = first if len(first) <= 200 else ""
+    what = _ENDINGS.get(last.ended, "no reply was recorded")
+    if last.ended == "api-error" and last.error:
+        detail = _error_message(last.error)
+        what = f"{what} ({detail})" if detail else what
+    attempts = len(turns) - index
+    again = f", {attempts} attempts" if attempts > 1 else ""
+    return f"\"{request}\": {what}{again}" if request else f"the last request: {what}{again}"
+
+
+def _error_message(text: str) -> str:
+    """The message of a client's API error line (`API Error: 400 {"error": {"message": "..."}}`), whole."""
+    found = re.search(r'"message"\s*:\s*"((?:[^"\\]|\\.){3,240})"', text)
+    message = found.group(1).replace('\\"', '"') if found else re.sub(r"\{.*", "", text).strip()
+    return message if len(message) <= 240 else ""
 
 
 def _withheld_line(line: str) -> str:
