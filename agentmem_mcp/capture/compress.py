@@ -45,9 +45,12 @@ _PATH_KEYS = ("file_path", "notebook_path", "path", "filePath", "target_file")
 _ERROR_LINE = re.compile(
     r"Traceback \(most recent call last\)|\b\w*(?:Error|Exception)\b:|(?i:\berror(?:\[\w+\])?:)"
     r"|\bFAILED\b|^FAIL\b|command not found|No such file or directory|^fatal:|^panic:"
-    r"|^\*\* \(\w+\)|<tool_use_error>",
+    r"|^\*\* \(\w+\)|<tool_use_error>|^make(?:\[\d+\])?: \*\*\*|\blevel=error\b|^\S+:\d+:\d+: "
+    r"|\b[1-9]\d* errors?\b",
     re.MULTILINE,
 )
+_CLIENT_ERROR_PREFIX = re.compile(r"^\s*(?:Error: )?(?:Exit code -?\d+\s*\n)?(?:Error: )?")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
 _FAILURE_COUNT = re.compile(r"\b([1-9]\d*) (failed|failures?|errors?)\b", re.IGNORECASE)
 _TEST_SUMMARY = re.compile(
     r"\b\d+ (?:passed|failed)\b|\b\d+ tests?, \d+ failures?\b|\btest result: (?:ok|FAILED)\b"
@@ -163,7 +166,9 @@ class _Context:
 def _command(ctx: _Context, tool: str) -> CompressedObservation:
     command = ctx.arg("command", "cmd")
     name = _command_name(command) or tool or "command"
-    output = ctx.output
+    output = _ANSI.sub("", ctx.output)
+    if ctx.is_error:  # the client's wrapper around a failed call's output ("Error: Exit code 1\n..."), not the tool's
+        output = _CLIENT_ERROR_PREFIX.sub("", output, count=1)
     failures = _FAILURE_COUNT.search(output)
     summary = _test_summary(output)
     errors = _error_lines(output)
@@ -179,7 +184,7 @@ def _command(ctx: _Context, tool: str) -> CompressedObservation:
         failed = bool(errors)
     reason = ""
     if failed:
-        lines = errors or [x for x in _content_lines(output) if not _EXIT_LINE.match(x)]
+        lines = errors or [x for x in _content_lines(output) if not _EXIT_LINE.match(x)][-1:]
         reason = failures.group(0) if failures else _clip(_error_reason(lines[0]), 50) if lines else ""
     head = f"exit {exit_code}" if failed and exit_code is not None else ""
     head = f"{head}: {reason}" if head and reason else head or reason or ("failed" if failed else "")
@@ -199,8 +204,8 @@ def _command(ctx: _Context, tool: str) -> CompressedObservation:
     facts.append("status: failed" if failed else "status: ok")
     if summary:
         facts.append(_clip(f"result: {summary}", FACT_MAX))
-    if failed:
-        shown = errors or [x for x in _content_lines(output) if not _EXIT_LINE.match(x)][:3]
+    if failed:  # the error lines; else the last lines, where a failing tool says why (not its opening banner)
+        shown = errors or [x for x in _content_lines(output) if not _EXIT_LINE.match(x)][-3:]
         facts.extend(_clip(line, FACT_MAX) for line in shown[:8])
     obs = _obs("command", title, facts, ctx.files, is_error=failed)
     obs.importance = FAILED_COMMAND_IMPORTANCE if failed else IMPORTANCE["command"]

@@ -13,6 +13,32 @@ import shlex
 
 NOT_KNOWLEDGE = frozenset({"git", "gh", "curl", "wget", "kill", "pkill", "lsof", "ssh", "scp", "rm", "open",
                            "ps", "killall", "osascript", "docker-compose"})
+# general-purpose utilities: running one says nothing about how this project is built, tested or run
+UTILITIES = frozenset(
+    "jq yq unzip zip tar gzip gunzip ping afplay say launchctl brew apt apt-get dnf yum pacman pbcopy pbpaste "
+    "xdg-open sqlite3 nc netstat ss dig nslookup host whoami id uname hostname uptime top htop free mount "
+    "ln chown rmdir basename dirname realpath readlink md5sum sha256sum shasum base64 xxd od hexdump "
+    "tree bat fd fzf code cursor claude pip-audit".split())
+# a command whose output goes through one of these shows the filter's exit status, not its own
+FILTERS = frozenset("grep egrep fgrep rg wc sort uniq cut awk sed jq column tr".split())
+# `| head`, `| tail`, `| tee`: the output shown is the command's own, cut; its errors show, its status does not
+_HELP = frozenset({"--help", "-h", "help", "--version", "-V", "version", "--usage"})
+# flags that pick some tests or checks out of the whole: a run with them is not the project's command
+NARROWING_FLAGS = frozenset({"-k", "-run", "--run", "-t", "--testNamePattern", "--testPathPattern", "--grep", "-g",
+                             "--filter", "--only", "--enable-only", "--tests", "--test", "--spec", "--focus", "-m",
+                             "--match", "--select", "--deselect", "--lf", "--last-failed", "--since", "--changed",
+                             "--onlyChanged", "-o", "--include", "--file", "--files", "--package", "-p"})
+_WHOLE_TREE = frozenset({".", "./...", "...", "./", "all"})
+_INVOCATION = re.compile(
+    r"command not found|unknown (?:flag|option|command|shorthand flag)|unrecognized (?:arguments?|option)|"
+    r"invalid (?:option|choice|argument)|no such (?:option|command)|bad interpreter|is not a main package|"
+    r"^usage:|named files must be|cannot find module|no rule to make target|not a git repository|"
+    r"is not recognized as|permission denied|missing script|Could not find (?:a )?(?:task|command)|"
+    r"Unknown (?:script|command)|The task .{1,40} could not be found|No such file or directory",
+    re.IGNORECASE | re.MULTILINE)
+_RUNNING = re.compile(r"Command running in background|running in the background|Server (?:running|started|listening)|"
+                      r"[Ll]istening on|started (?:server )?on (?:port|http)|Serving (?:HTTP )?on", re.IGNORECASE)
+_TIMED_OUT = re.compile(r"Command timed out after", re.IGNORECASE)
 TRIVIAL_PROGRAMS = frozenset(
     "ls cat head tail echo cd pwd grep rg find sed awk which wc sort uniq cut tr mkdir rm cp mv touch chmod "
     "sleep true false printf env export source less more diff file stat du df ps kill date clear history "
@@ -50,6 +76,11 @@ def _segment_key(segment: str) -> tuple[str, list[str]] | None:
     program = tokens[0].rsplit("/", 1)[-1]
     if program in TRIVIAL_PROGRAMS or not _SUBCOMMAND.match(program.lower()):
         return None
+    inner = _wrapped(tokens)
+    if inner is not None:  # `nix develop -c lint`, `uv run pytest`: the wrapper, then what it runs
+        found = _segment_key(" ".join(shlex.quote(t) for t in tokens[inner:]))
+        if found:
+            return f"{' '.join(t for t in tokens[:inner] if not t.startswith('-'))} {found[0]}"[:80], tokens
     key = [program]
     rest = tokens[1:]
     if program in INTERPRETERS and rest:
@@ -64,6 +95,32 @@ def _segment_key(segment: str) -> tuple[str, list[str]] | None:
         if rest[0] in ("run", "exec", "x") and len(rest) > 1 and _SUBCOMMAND.match(rest[1]):
             key.append(rest[1])
     return " ".join(key)[:80], tokens
+
+
+# wrappers that run another command in the project's environment: (program, subcommand) -> flags before it
+WRAPPERS = {("nix", "develop"): ("-c", "--command"), ("nix", "shell"): ("-c", "--command"), ("uv", "run"): (),
+            ("poetry", "run"): (), ("pipenv", "run"): (), ("pdm", "run"): (), ("rye", "run"): (), ("hatch", "run"): (),
+            ("conda", "run"): (), ("bundle", "exec"): (), ("pnpm", "exec"): (), ("yarn", "dlx"): (),
+            ("npx", None): (), ("bunx", None): (), ("pnpx", None): (), ("direnv", "exec"): ()}
+
+
+def _wrapped(tokens: list[str]) -> int | None:
+    """Where the wrapped command starts in `tokens` when the program is a wrapper (`nix develop -c lint`: 3)."""
+    program = tokens[0].rsplit("/", 1)[-1]
+    sub = tokens[1] if len(tokens) > 1 else None
+    flags = WRAPPERS.get((program, sub))
+    start = 2
+    if flags is None:
+        flags = WRAPPERS.get((program, None))
+        start = 1
+    if flags is None:
+        return None
+    index = start
+    while index < len(tokens) and tokens[index].startswith("-"):
+        index += 1
+        if tokens[index - 1] in flags:
+            break
+    return index if index < len(tokens) else None
 
 
 def command_segments(command: str | None) -> list[tuple[str, list[str]]]:
@@ -99,6 +156,9 @@ def working_form(tokens: list[str]) -> str:
         if interpreter and index == 1 + (kept[1:2] == ["-m"]) and not token.startswith(("-", "/", "~")):
             kept.append(token)  # the script, or the module after -m
             continue
+        if interpreter and index == 2 and kept[1:2] in (["run"], ["x"], ["exec"]) and not token.startswith("-"):
+            kept.append(token)  # `bun run server.ts`: the script it runs
+            continue
         if interpreter and token in ("-c", "-e", "--eval"):
             break  # inline code follows
         if not interpreter and (token in ("-m", "--message", "-F") or token.startswith("--message=")):
@@ -116,7 +176,59 @@ def working_form(tokens: list[str]) -> str:
         kept.append(token)
     while kept and kept[-1] in ("--", "-"):
         kept.pop()
+    if interpreter and len(kept) > 1 and all(k.startswith("-") for k in kept[1:]) \
+            and any(re.search(r"\.\w{1,5}$", t) for t in tokens[len(kept):]):
+        kept.append("<file>")  # `node --check <file>`: the file it checks is part of how it runs
     return " ".join(kept[:8])
+
+
+def is_help(tokens: list[str]) -> bool:
+    """A run that only asks the program for its help or version (`./templar build --help`): not how it is used."""
+    return any(t in _HELP for t in tokens[1:4]) or any(t in ("--help", "--version") for t in tokens)
+
+
+def is_narrowed(tokens: list[str]) -> bool:
+    """A run of part of the project: particular test files, packages or names, or only some checks
+    (`go test ./internal/build -run X`, `golangci-lint run --enable-only dupl`, `pytest tests/test_a.py -k b`)."""
+    interpreter = bool(tokens) and tokens[0].rsplit("/", 1)[-1] in INTERPRETERS
+    for index, token in enumerate(tokens[1:], start=1):
+        flag = token.split("=", 1)[0]
+        if flag in NARROWING_FLAGS and not (interpreter and flag == "-m"):
+            return True
+        if token.startswith("-") or token in _WHOLE_TREE:
+            continue
+        if interpreter and index <= 2:
+            continue  # the script or the module (after -m)
+        if "::" in token or re.search(r"\.\w{1,5}(?::\d+)?$", token) and not token.startswith(("/", "~")) \
+                and tokens[index - 1] not in FILE_FLAGS:
+            return True
+        if token.startswith(("./", "../")) or "/" in token.strip("/") and not token.endswith("/..."):
+            return True
+    return False
+
+
+def masked(command: str | None) -> bool:
+    """Whether a command's last step is a filter (`mix dialyzer 2>&1 | grep lib/`): its status is the filter's."""
+    if not command or "|" not in command.replace("||", ""):
+        return False
+    first_line = _QUOTED.sub("''", command.strip().splitlines()[0])
+    last = [p for p in re.split(r"\s*\|(?!\|)\s*", first_line) if p.strip()]
+    try:
+        program = shlex.split(last[-1])[0].rsplit("/", 1)[-1] if last else ""
+    except (ValueError, IndexError):
+        return False
+    return program in FILTERS
+
+
+def invocation_error(text: str) -> bool:
+    """Whether a failed command's output says the command itself was wrong (not found, unknown flag, bad usage)
+    rather than that the project failed it."""
+    return bool(_INVOCATION.search(text[:1500]))
+
+
+def kept_running(text: str) -> bool:
+    """A server or watcher that was still running when the client stopped waiting (or ran in the background)."""
+    return bool(_RUNNING.search(text[:3000]) or _TIMED_OUT.search(text[:300]))
 
 
 def is_test_command(key: str) -> bool:

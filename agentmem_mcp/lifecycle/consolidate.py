@@ -35,9 +35,15 @@ from .commands import (  # noqa: F401  (normalize_command and is_test_command ar
     INTERPRETERS,
     NOT_KNOWLEDGE,
     PREPARATORY,
+    UTILITIES,
     command_label,
     command_segments,
+    invocation_error,
+    is_help,
+    is_narrowed,
     is_test_command,
+    kept_running,
+    masked,
     normalize_command,
     working_form,
 )
@@ -83,6 +89,7 @@ class ObsRecord:
     extra: dict[str, Any] = field(default_factory=dict)
     output: str = ""
     refused: bool = False  # the user declined the tool call: not a failure of the command
+    outcome: str = ""  # a command's: passed | failed | unknown (its status hidden by a filter) | running | invalid
 
     @property
     def is_edit(self) -> bool:
@@ -105,6 +112,9 @@ def parse_observation(row: Any) -> ObsRecord:
         record.failed = record.kind == "error" or "status: failed" in record.facts
         record.refused = record.failed and _REFUSED.search(record.output or " ".join(record.facts)) is not None
         record.failed = record.failed and not record.refused
+        record.outcome = _outcome(record)
+        if record.outcome in ("running", "invalid", "interrupted"):
+            record.failed = record.outcome == "invalid"
         if record.failed:
             record.reason = _failure_reason(record)
     elif record.kind == "error":
@@ -114,6 +124,39 @@ def parse_observation(row: Any) -> ObsRecord:
         tool_input = _json(row["input"], {})
         record.extra = tool_input if isinstance(tool_input, dict) else {}
     return record
+
+
+_ERROR_COUNT = re.compile(r"(?i:\b[1-9]\d* (?:errors?|failed|failures?)\b|\btotal errors: [1-9])|\bFAIL(?:ED)?\b")
+_SUCCESS = re.compile(r"\b0 (?:errors?|failures?|failed|issues?)\b|\b\d+ passed\b|\bok\b|\bPASS\b|\bsuccess",
+                      re.IGNORECASE)
+INTERRUPTED = "[Request interrupted"
+_PORT_TAKEN = re.compile(r"address already in use|port \d+ (?:is )?(?:already )?in use|EADDRINUSE|is port \d+ in use",
+                         re.IGNORECASE)
+
+
+def _outcome(record: ObsRecord) -> str:
+    """What a shell command's run says of it: passed, failed (whatever its exit status, when its output reports
+    errors), unknown (its status is a filter's and its output shows no result), running (a server still up when
+    the client stopped waiting), invalid (the command itself was wrong: not found, unknown flag, bad usage), or
+    interrupted by the user."""
+    output = record.output or ""
+    if output.lstrip().startswith(INTERRUPTED) or "[Request interrupted" in output[:200]:
+        return "interrupted"
+    if record.refused:
+        return "refused"
+    label = command_label(record.key or "")
+    if label == "Start the app" and kept_running(output):
+        return "running"
+    if label == "Start the app" and _PORT_TAKEN.search(output):
+        return "invalid"  # the port was taken by an earlier run: the machine's state, not the project's
+    if record.failed:
+        return "invalid" if invocation_error(output) and not _ERROR_COUNT.search(output[:1500]) else "failed"
+    result = next((f for f in record.facts if f.startswith("result: ")), "")
+    if _ERROR_COUNT.search(result) or _ERROR_COUNT.search(output[-1500:]) and not _SUCCESS.search(result):
+        return "failed"
+    if masked(record.command) and not (result and _SUCCESS.search(result)):
+        return "unknown"
+    return "passed"
 
 
 def _json(text: Any, default: Any) -> Any:
@@ -189,7 +232,8 @@ def mine(records: list[ObsRecord], project: str | None, roots: tuple[str, ...] =
     for record in sorted(records, key=lambda r: r.id):
         by_session.setdefault(record.session_id, []).append(record)
     bugs = _bugs(by_session)
-    derived = (_commands(by_session) + bugs + _fixes(by_session, {b.key for b in bugs})
+    trees = tuple(r for r in (project, *roots) if r)
+    derived = (_commands(by_session, trees) + bugs + _fixes(by_session, {b.key for b in bugs})
                + _hot_files(by_session, project, roots))
     toolchain = _toolchain(by_session)
     return derived + ([toolchain] if toolchain else [])
@@ -204,42 +248,139 @@ def _first_per_session(by_session: dict[str, list[ObsRecord]], match: Any) -> di
     return dict(sorted(found.items(), key=lambda item: item[1]))
 
 
-def _commands(by_session: dict[str, list[ObsRecord]]) -> list[Derived]:
-    """How this project is built, tested, checked and run: each command that worked, in the form it worked
-    in, with how often it worked (procedural memories keyed `workflow:<identity>`)."""
+def _commands(by_session: dict[str, list[ObsRecord]], roots: tuple[str, ...] = ()) -> list[Derived]:
+    """How this project is built, tested, checked and run: each command in the form it ran, with its last result
+    and how often (procedural memories keyed `workflow:<identity>`). A form is learned when it runs as printed and
+    is the project's own: not a help or version run, not a narrowed run (some tests, some checks), not a general
+    utility, not a command run in a folder outside the project; statistics are kept per form, never pooled."""
     stats: dict[str, dict[str, Any]] = {}
     for session, records in by_session.items():
         for record in records:
-            if not record.key or record.key.split()[0] in NOT_KNOWLEDGE or record.refused \
-                    or record.key in INTERPRETERS:  # `python -c "..."`, `node --version`: no command to learn
+            usable = _usable(record, roots)
+            if usable is None:
                 continue
-            entry = stats.setdefault(record.key, {"runs": 0, "ok": 0, "sessions": {}, "forms": Counter(),
-                                                  "result": ""})
+            form, where = usable
+            entry = stats.setdefault(form, {"key": record.key, "where": where, "runs": 0, "outcomes": Counter(),
+                                            "sessions": {}, "last": "", "result": "", "reason": "", "at": 0.0})
             entry["runs"] += record.count
-            if record.failed:
-                continue
-            entry["ok"] += record.count
+            entry["outcomes"][record.outcome] += record.count
             entry["sessions"].setdefault(session, record.id)
-            form = next((working_form(tokens) for key, tokens in command_segments(record.command)
-                         if key == record.key), record.key)
-            entry["forms"][form] += record.count
+            entry["last"], entry["at"] = record.outcome, record.created_at
             result = next((f.removeprefix("result: ") for f in record.facts if f.startswith("result: ")), "")
-            entry["result"] = result[:80] or entry["result"]
+            entry["result"] = result[:100] if record.outcome in ("passed", "failed") else ""
+            entry["reason"] = record.reason[:100] if record.outcome == "failed" else ""
+    chosen = _project_commands(stats, roots)
     out = []
-    for key, entry in sorted(stats.items()):
-        label = command_label(key)
-        if not entry["ok"] or (label == "Run" and entry["ok"] < WORKFLOW_MIN_RUNS):
-            continue
-        form = min(entry["forms"].most_common(3), key=lambda item: (-item[1], len(item[0])))[0]
+    for form, entry in chosen:
+        label = command_label(entry["key"])
+        shown = f"cd {entry['where']} && {form}" if entry["where"] else form
         sessions = len(entry["sessions"])
-        last = f"; last result: {entry['result']}" if entry["result"] else ""
         out.append(Derived(
-            key=f"workflow:{key}", tier="procedural", type="workflow", title=f"{label}: `{form}`",
-            content=f"{label}: `{form}` (worked {entry['ok']} of {entry['runs']} runs, in "
-                    f"{sessions} session{'s' if sessions != 1 else ''}{last}).",
+            key=f"workflow:{shown}"[:120], tier="procedural", type="workflow", title=f"{label}: `{shown}`",
+            content=f"{label}: `{shown}` — {_last_result(entry)}; {_runs(entry['runs'])} in {sessions} "
+                    f"session{'s' if sessions != 1 else ''}.",
             sessions=list(entry["sessions"]), obs_ids=list(entry["sessions"].values()),
             importance=COMMAND_IMPORTANCE.get(label, 0.45)))
     return out
+
+
+def _usable(record: ObsRecord, roots: tuple[str, ...]) -> tuple[str, str] | None:
+    """(form, folder it ran from) of a run that can teach the project's commands, else None."""
+    if not record.key or record.refused or record.outcome in ("interrupted", "refused", ""):
+        return None
+    program = record.key.split()[0]
+    if program in NOT_KNOWLEDGE or program in UTILITIES:
+        return None
+    segments = command_segments(record.command)
+    tokens = next((t for key, t in segments if key == record.key), None)
+    if not tokens or is_help(tokens):
+        return None
+    if command_label(record.key) in NARROWABLE and is_narrowed(tokens):
+        return None  # some of the tests or checks: not the project's command
+    form = working_form(tokens)
+    if record.key in INTERPRETERS and (len(form.split()) < 2 or " -c" in f" {form}" or " -e" in f" {form}"):
+        return None  # `python -c "..."`, `node --version`: no command to learn
+    if tokens[0].startswith(("/", "~")) or any(t.startswith("~/") for t in tokens[1:3]):
+        return None  # a program or script outside the project
+    where = _ran_in(record.command or "", roots)
+    return (form, where) if where is not None else None
+
+
+NARROWABLE = frozenset({"Run the tests", "Check the code"})
+_CD = re.compile(r"(?:^|&&|;|\n)\s*cd\s+(\"[^\"]+\"|'[^']+'|[^\s;&|]+)")
+
+
+def _ran_in(command: str, roots: tuple[str, ...]) -> str | None:
+    """The project folder a command ran in when it changes folder ('' for the root or no `cd`), None when it
+    changes to a folder outside the project."""
+    where = ""
+    for found in _CD.finditer(command):
+        folder = found.group(1).strip("\"'").rstrip("/")
+        if folder.startswith(("~", "$", "..")):
+            return None
+        if folder.startswith("/"):
+            root = next((r for r in sorted(roots, key=len, reverse=True)
+                         if folder == r or folder.startswith(r + "/")), None)
+            if root is None:
+                return None
+            folder = folder[len(root):].lstrip("/")
+        where = "" if folder in (".", "") else folder
+    return where
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'s' if n != 1 else ''}"
+
+
+def _last_result(entry: dict[str, Any]) -> str:
+    last, result = entry["last"], entry["result"]
+    if last == "passed":
+        return f"last run passed ({result})" if result else "last run passed"
+    if last == "running":
+        return "it starts and keeps running"
+    if last == "failed":
+        why = result or entry["reason"]
+        return f"last run failed ({why})" if why else "last run failed"
+    return "its last result was not shown (the output went through a filter)"
+
+
+MAX_FORMS_PER_PURPOSE = 2
+_RUNNERS = frozenset("make just task npm pnpm yarn bun mix cargo nix rake gradle gradlew mvn composer tox nox "
+                     "poetry uv hatch pdm rye deno go dotnet swift flutter dart".split())
+
+
+def _project_commands(stats: dict[str, dict[str, Any]], roots: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
+    """The forms to show: per purpose, those that ran (not only invalid), best first — one that passed, run in
+    more sessions and more often, through the project's own runner — at most two per purpose; an uncategorised
+    command only when it runs one of the project's own scripts and passed more than once."""
+    by_label: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for form, entry in stats.items():
+        ran = sum(n for o, n in entry["outcomes"].items() if o != "invalid")
+        if not ran or entry["last"] == "invalid":
+            continue
+        label = command_label(entry["key"])
+        if label == "Run" and not (_runs_project_script(form) and entry["outcomes"]["passed"] >= 2):
+            continue
+        by_label.setdefault(label, []).append((form, entry))
+    out = []
+    for forms in by_label.values():
+        forms.sort(key=lambda item: (-(item[1]["outcomes"]["passed"] + item[1]["outcomes"]["running"] > 0),
+                                     -len(item[1]["sessions"]), -(item[0].split()[0] in _RUNNERS),
+                                     -item[1]["runs"], len(item[0]), -item[1]["at"]))
+        keys: set[str] = set()
+        for form, entry in forms:  # one form per command, the best
+            if entry["key"] not in keys and len(keys) < MAX_FORMS_PER_PURPOSE:
+                keys.add(entry["key"])
+                out.append((form, entry))
+    return out
+
+
+def _runs_project_script(form: str) -> bool:
+    """`./scripts/check.sh`, `python train.py`, `bun run server.ts`: a script of the project's own."""
+    tokens = form.split()
+    script = tokens[0] if tokens[0].startswith("./") else next(
+        (t for t in tokens[1:3] if re.search(r"\.\w{1,5}$", t) and not t.startswith("-")), None)
+    return bool(script) and not script.startswith(("/", "~"))
 
 
 def _bugs(by_session: dict[str, list[ObsRecord]]) -> list[Derived]:
@@ -296,7 +437,9 @@ def _fixes(by_session: dict[str, list[ObsRecord]], known: set[str]) -> list[Deri
         for record in records:
             if record.key in READ_ONLY:
                 continue  # a look at the repository fails and passes for reasons that teach nothing
-            if record.key and record.failed:
+            if record.key and record.failed and record.outcome == "failed" and not (
+                    command_label(record.key) in NARROWABLE
+                    and is_narrowed(next((t for k, t in command_segments(record.command) if k == record.key), []))):
                 open_failures[record.key] = {"signature": error_signature(record.reason or record.title),
                                              "reason": record.reason, "form": _form_of(record), "files": [],
                                              "between": [], "retries": 0, "id": record.id,
@@ -305,8 +448,13 @@ def _fixes(by_session: dict[str, list[ObsRecord]], known: set[str]) -> list[Deri
                 for failure in open_failures.values():
                     failure["files"].extend(record.files)
             elif record.key and record.key in open_failures and not record.refused:
+                if record.outcome not in ("passed", "running"):
+                    continue  # its status is unknown, or it failed again: nothing worked yet
                 failure = open_failures[record.key]
                 form = _form_of(record)
+                if form != failure["form"] and not _same_target(failure["text"], record.command):
+                    del open_failures[record.key]  # another run of the tool on something else: not a fix
+                    continue
                 if form == failure["form"] and not failure["files"] and not failure["between"]:
                     # the same command simply passed on a later try; with other arguments, a changed form
                     # may still be what finally worked
@@ -337,6 +485,17 @@ def _fixes(by_session: dict[str, list[ObsRecord]], known: set[str]) -> list[Deri
             content=f"`{fix['form']}` failed: {fix['reason'][:160].rstrip(' .:')}. What worked: {worked}{after}.",
             sessions=[fix["session"]], obs_ids=[fix["id"]], files=files, importance=0.55))
     return out
+
+
+def _same_target(failed: str | None, worked: str | None) -> bool:
+    """Whether a later command ran on what the failed one did, with its options changed (`git add X` then
+    `git add -f X`): a positional argument in common, or none before and few after."""
+    def positionals(command: str | None) -> list[str]:
+        segments = command_segments(command)
+        return [t for t in (segments[-1][1][1:] if segments else []) if not t.startswith("-")]
+
+    before, after = positionals(failed), positionals(worked)
+    return bool(set(before) & set(after)) or not before and len(after) <= 2
 
 
 def _form_of(record: ObsRecord) -> str:
@@ -373,7 +532,7 @@ def _toolchain(by_session: dict[str, list[ObsRecord]]) -> Derived | None:
     subcommands: dict[str, set[str]] = {}
     for session, records in by_session.items():
         for record in records:
-            if not record.key or record.key.split()[0] in NOT_KNOWLEDGE:
+            if not record.key or record.key.split()[0] in NOT_KNOWLEDGE | UTILITIES or record.outcome == "invalid":
                 continue
             program, *rest = record.key.split()
             uses.setdefault(program, set()).add(session)
