@@ -13,20 +13,17 @@ briefing, and marked as stale in prompt recall.
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from .anchors import FreshRows, missing_files, relative, stale_note
-from .db import memories, observations, sessions
+from .anchors import missing_files, relative, stale_note
+from .db import memories, observations
 from .db.connection import Connection
 from .db.memories import MemoryFilter
 from .index.tokenize import terms
-from .lifecycle import OUTCOME, UNTRIED
-from .lifecycle.digest import clip, pick, ranked_pieces
-from .lifecycle.retention import retention
+from .lifecycle.digest import clip
 from .ranking import PROCEDURE_BOOST, asks_how_to, estimate_tokens, humanize_age
 from .trust import instruction_reason, neutralize
 
@@ -40,16 +37,11 @@ SNIPPET_CHARS = 240
 PROMPT_SNIPPET_CHARS = (600, 240, 200, 180)  # by the hit's rank: the best note shows what follows its match too
 KNOWLEDGE_CANDIDATES = 20  # best BM25 hits among learned memories a prompt is also compared with
 RECALLED_TIERS = ("episodic", "semantic", "procedural")  # raw captured events (working) are not recalled
-RECENT_SESSIONS = 6
-# what the shown sessions' outcomes may take together, tried from the most to the least; the briefing takes the
-# most that leaves every line of more value in (a project with little else known gets fuller session outcomes)
-SESSION_OUTCOME_CHARS = (3600, 2700, 1800, 1200, 800)
-_RANK_SHARE = (1.0, 0.8, 0.6, 0.5, 0.4, 0.35)
 SELF_CONTAINED_TYPES = ("bug", "decision", "preference")  # their content says it all; the title repeats it
-SECTION_LIMITS = {"This session so far": 1, "How to build, test and run": 8, "Always keep in mind": 10,
-                  "Standing instructions and decisions": 8, "Unfinished or broken": 5,
-                  "Errors seen, and what fixed them": 4, "Recent sessions": RECENT_SESSIONS,
-                  "Files in play": 2, "Also learned": 10}
+SECTION_LIMITS = {"This session so far": 1, "Where the last session left off": 12, "How to build, test and run": 8,
+                  "Always keep in mind": 10, "The user's standing instructions": 8, "Decisions": 5,
+                  "Still open from earlier sessions": 2, "Gotchas: what failed, and the form that worked": 3,
+                  "Earlier sessions (oldest first)": 6, "Files in play": 1}
 _CONVERSATIONAL = frozenset(
     "good morning night evening afternoon day thanks thank thx hello hi hey ok okay yes yep no nope continue "
     "please sure great cool nice bye goodbye cheers done go ahead proceed that all now for".split())
@@ -63,7 +55,7 @@ _KEY_COMMAND = re.compile(r"\b(?:test|tests|build|lint|check|credo|dialyzer|form
 COLUMNS = ", ".join(f"m.{c}" for c in (
     "id", "project", "tier", "type", "title", "content", "files", "source", "source_ids", "key", "importance",
     "confidence", "strength", "access_count", "last_accessed_at", "created_at", "updated_at", "pinned", "priority",
-    "session_id", "quarantined", "anchor_commit"))
+    "session_id", "quarantined", "anchor_commit", "valid_from"))
 
 
 @dataclass
@@ -114,136 +106,6 @@ def _line(row: Any, why: str, limit: int = SNIPPET_CHARS) -> str:
     return f"- {_body(row, limit)} {why}"
 
 
-def _summary_parts(content: str) -> dict[str, str]:
-    parts = {}
-    for line in content.split("\n"):
-        head, _, rest = line.partition(": ")
-        if rest:
-            parts[head] = rest
-    return parts
-
-
-def _session_weight(row: Any, now: float) -> float:
-    days = max(0.0, now - (row["updated_at"] or row["created_at"])) / 86400
-    return (1 + math.log1p(row["events"] or 0) + len(row["content"]) / 600) * math.exp(-days / 14)
-
-
-def session_lines(conn: Connection, project: str | None, now: float | None = None,
-                  exclude_session: str | None = None, current_session: str | None = None,
-                  tree: str | None = None) -> list[ContextLine]:
-    """Candidate lines for the session-start context, in order of value. `tree`: the working tree the agent
-    works in (default: the project's root), where the files memories name are looked up."""
-    now = time.time() if now is None else now
-    tree = tree or project
-    live = MemoryFilter(projects=[project, None], latest_only=True, with_quarantined=False, live_at=now)
-    lines: list[ContextLine] = []
-    seen: set[str] = set()
-    if current_session:
-        lines.extend(_unsummarised(conn, project, [current_session], now, "This session so far"))
-
-    def add(section: str, row: Any, text: str) -> None:
-        seen.add(row["id"])
-        lines.append(ContextLine(section, text, row["id"]))
-
-    knowledge = memories.best_known(conn, replace(live, tiers=("semantic", "procedural"), min_confidence=0.3),
-                                    COLUMNS, 200)
-    fresh = FreshRows(knowledge, tree, project)
-    for row in fresh.where(lambda r: r["tier"] == "procedural" and (r["key"] or "").startswith("workflow:"),
-                           SECTION_LIMITS["How to build, test and run"]):
-        age = humanize_age(now - (row["updated_at"] or row["created_at"]))
-        add("How to build, test and run", row, f"- {clip(row['content'], 200)} (learned, {age})")
-    for row in memories.pinned(conn, live, COLUMNS, 30):
-        if row["id"] not in seen and not missing_files(row, tree, project):
-            add("Always keep in mind", row, _line(row, _tail(row, now)))
-    instructions = fresh.where(lambda r: r["type"] in ("preference", "decision") and r["id"] not in seen,
-                               SECTION_LIMITS["Standing instructions and decisions"],
-                               order=lambda r: -(r["updated_at"] or r["created_at"]))
-    for row in instructions:
-        add("Standing instructions and decisions", row, _line(row, _tail(row, now), 200))
-    summaries = memories.session_summaries(conn, replace(live, tiers=("episodic",), types=("summary",)), COLUMNS,
-                                           current_session, 12)
-    for row in summaries[:3]:
-        parts = _summary_parts(row["content"])
-        for key, label in (("Still failing at the end", "still failing"),
-                           ("Left open (the agent's words)", "left open"), (UNTRIED, "edited, not run since")):
-            if key in parts:
-                lines.append(ContextLine("Unfinished or broken", f"- {label}: {clip(parts[key], 220)} (at the end "
-                                         f"of the session \"{clip(row['title'].removeprefix('Session: '), 60)}\", "
-                                         f"{humanize_age(now - row['updated_at'])})"))
-    for row in fresh.where(lambda r: r["type"] == "bug" and r["id"] not in seen, 4):
-        add("Errors seen, and what fixed them", row, _line(row, _tail(row, now), 200))
-    ranked = sorted(summaries, key=lambda r: -_session_weight(r, now))[:RECENT_SESSIONS]
-    for rank, row in enumerate(ranked):
-        parts = _summary_parts(row["content"])
-        pieces = ranked_pieces([(parts[OUTCOME], 1.0)]) if OUTCOME in parts else []
-        head = _session_head(row, tree, project, now)
-        forms = tuple(_session_line(head, parts, pieces, rank=rank, shown=len(ranked), chars=chars)
-                      for chars in SESSION_OUTCOME_CHARS)
-        seen.add(row["id"])
-        lines.append(ContextLine("Recent sessions", forms[len(forms) // 2], row["id"], forms))
-    lines.extend(_unsummarised(conn, project, _unsummarised_ids(conn, project, exclude_session, current_session),
-                               now, "Recent sessions"))
-    files = _files_in_play(knowledge, ranked, tree, project)
-    if files:
-        lines.append(ContextLine("Files in play", "- " + ", ".join(files)))
-    rest = fresh.where(lambda r: r["id"] not in seen and r["key"] != "hot-files", SECTION_LIMITS["Also learned"],
-                       order=lambda r: -_usefulness(r, now))
-    for row in rest:
-        add("Also learned", row, _line(row, _tail(row, now), 200))
-    return lines
-
-
-def _session_head(row: Any, tree: str | None, project: str | None, now: float) -> str:
-    """A session's first line in the briefing: its title, age, size, and the files it names that are gone."""
-    title = row["title"].removeprefix("Session: ")
-    gone = missing_files(row, tree, project)
-    stale = f"; {stale_note(gone, row['anchor_commit'], 4)}" if gone else ""
-    return f"- {clip(title, 100)} ({humanize_age(now - row['updated_at'])}, {row['events'] or 0} events{stale})"
-
-
-def _session_line(head: str, parts: dict[str, str], pieces: list[Any], *, rank: int, shown: int,
-                  chars: int) -> str:
-    """One session of the briefing: `head`, then its parts (`parts` of its summary; `pieces`: its outcome's
-    ranked sentences), the outcome within its share of `chars`."""
-    out = [head]
-    shares = _RANK_SHARE[:max(shown, 1)]
-    outcome_chars = int(chars * shares[min(rank, len(shares) - 1)] / sum(shares))
-    full = rank < 2 or chars >= SESSION_OUTCOME_CHARS[1]  # every part, when the budget has room for it
-    order = ((OUTCOME, "outcome", outcome_chars),
-             ("Commits", "commits", 200 if full else 140), ("Tests", "tests", 160),
-             ("Decisions", "decisions", 200), ("Files changed", "files", 200 if full else 120),
-             ("Other tool errors", "errors", 200))
-    for key, label, limit in order:
-        if key in parts and (full or label in ("outcome", "commits", "files")):
-            text = pick(pieces, limit) if key == OUTCOME and len(parts[key]) > limit else clip(parts[key], limit)
-            out.append(f"  {label}: {text}")
-    return "\n".join(out)
-
-
-def _files_in_play(knowledge: list[Any], sessions: list[Any], tree: str | None,
-                   project: str | None) -> list[str]:
-    counts: dict[str, float] = {}
-    for weight, rows in ((2.0, [r for r in knowledge if r["key"] == "hot-files"]), (1.0, sessions[:2])):
-        for row in rows:
-            for path in json.loads(row["files"] or "[]")[:12]:
-                shown = relative(path, tree, project)
-                if missing_files({"files": json.dumps([path])}, tree, project):
-                    continue
-                counts[shown] = counts.get(shown, 0) + weight
-    return sorted(counts, key=lambda p: -counts[p])[:12]
-
-
-def _usefulness(row: Any, now: float) -> float:
-    last_used = row["last_accessed_at"] or row["created_at"]
-    kept = retention((now - last_used) / 86400, row["strength"])
-    return (0.35 * row["importance"] + 0.3 * row["confidence"] + 0.2 * kept
-            + 0.15 * min(1.0, math.log1p(row["access_count"]) / 3))
-
-
-def _unsummarised_ids(conn: Connection, project: str | None, exclude: str | None, current: str | None) -> list[str]:
-    return sessions.unsummarised(conn, project, leaving_out=(exclude, current))
-
-
 def _unsummarised(conn: Connection, project: str | None, session_ids: list[str], now: float,
                   section: str) -> list[ContextLine]:
     """Sessions the worker has not summarised yet: files and commands straight from observations."""
@@ -285,7 +147,7 @@ def _unsummarised(conn: Connection, project: str | None, session_ids: list[str],
     return out
 
 
-LEAST_VALUE = "Also learned"  # the section that fills what room is left
+LEAST_VALUE = "Files in play"  # the section that fills what room is left
 
 
 def pack(lines: list[ContextLine], budget_tokens: int, header: str = HEADER,
@@ -324,20 +186,6 @@ def _pack(lines: list[ContextLine], budget_tokens: int, header: str,
         parts.append(f"## {section}")
         parts.extend(texts)
     return "\n".join(parts), ids, dropped
-
-
-def session_context(conn: Connection, project: str | None, budget_tokens: int, *,
-                    exclude_session: str | None = None, current_session: str | None = None,
-                    now: float | None = None, tree: str | None = None) -> tuple[str, list[str]]:
-    """The session-start briefing; one line saying so when nothing is known about the project yet.
-    current_session (after a compaction or a resume): that session's own state so far comes first."""
-    lines = session_lines(conn, project, now, exclude_session, current_session, tree)
-    lines += _team_lines(conn, project, time.time() if now is None else now)
-    for level in range(len(SESSION_OUTCOME_CHARS)):  # the most detail that leaves no line of more value out
-        text, ids, dropped = _pack(lines, budget_tokens, HEADER, level)
-        if not dropped:
-            break
-    return (text or EMPTY_PROJECT), ids
 
 
 def _team_lines(conn: Connection, project: str | None, now: float) -> list[ContextLine]:

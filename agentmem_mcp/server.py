@@ -342,10 +342,12 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
         """The session-start briefing: pinned memories, project knowledge, last sessions. Call it if you did
         not get it (no hooks) or after compaction."""
         def run(store: Any) -> dict[str, Any]:
-            from .context import session_context
+            from .briefing import session_context
+            from .git_state import read_tree_state
 
             text, used = session_context(store.conn, store.project,
-                                         budget_tokens or store.settings.context_budget_tokens)
+                                         budget_tokens or store.settings.context_budget_tokens,
+                                         tree_state=read_tree_state(store.project))
             return {"project": store.project, "context": neutralize(text) or "(no memories for this project yet)",
                     "memory_ids": used}
         return await _call(state, ctx, run)

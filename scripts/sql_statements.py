@@ -25,8 +25,9 @@ sys.path.insert(0, str(REPO))  # this checkout's package, not the installed one
 
 import sqlean  # noqa: E402
 
+from agentmem_mcp.briefing import session_context  # noqa: E402
 from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.context import prompt_context, session_context  # noqa: E402
+from agentmem_mcp.context import prompt_context  # noqa: E402
 from agentmem_mcp.housekeeping import list_memories, purge_project  # noqa: E402
 from agentmem_mcp.lifecycle.forget import forget, forget_session  # noqa: E402
 from agentmem_mcp.lifecycle.sweep import maybe_sweep, sweep  # noqa: E402

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from agentmem_mcp.briefing import session_context
 from agentmem_mcp.capture.hook import handle
 from agentmem_mcp.capture.transcript import mentioned_paths, parse_turns
 from agentmem_mcp.capture.turns import read_turns
-from agentmem_mcp.context import PROMPT_SNIPPET_CHARS, _matched_window, session_context, worth_recalling
+from agentmem_mcp.context import PROMPT_SNIPPET_CHARS, _matched_window, worth_recalling
 from agentmem_mcp.index.fulltext import FulltextIndex
 from agentmem_mcp.lifecycle.consolidate import command_segments, normalize_command, working_form
 from agentmem_mcp.lifecycle.digest import digest, plain

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import agentmem_mcp
-from agentmem_mcp.context import prompt_context, session_context
+from agentmem_mcp.briefing import session_context
+from agentmem_mcp.context import prompt_context
 
 PACKAGE = Path(agentmem_mcp.__file__).parent
 

@@ -513,7 +513,7 @@ def test_the_model_is_not_given_the_same_words_twice(env, repo, settings, embedd
 
 
 def test_code_edited_after_the_last_run_is_left_open_in_the_summary_and_the_briefing(env, repo, settings, embedder):
-    from agentmem_mcp.context import session_context
+    from agentmem_mcp.briefing import session_context
 
     agent = Agent(env, repo, "untried").start()
     agent.prompt("Make the exporter write CSV files with a header row.")

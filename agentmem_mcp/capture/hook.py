@@ -176,13 +176,15 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
             drain_spool(settings.home, observations)
         context = ""
         if ev.event == "session_start":
-            from ..context import session_context
+            from ..briefing import session_context
+            from ..git_state import read_tree_state
 
             resumed = ev.extra.get("source") in ("compact", "resume")
+            tree = worktree_root(ev.cwd)
             context, _ = session_context(conn, project, settings.context_budget_tokens,
                                          exclude_session=ev.session_id,
                                          current_session=ev.session_id if resumed else None,
-                                         tree=worktree_root(ev.cwd))
+                                         tree=tree, tree_state=read_tree_state(tree))
         elif ev.event == "prompt" and ev.prompt and client == "claude-code":
             context = _prompt_context(conn, settings, ev.prompt, project, worktree_root(ev.cwd))
         healthy = True

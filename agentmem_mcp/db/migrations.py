@@ -246,7 +246,7 @@ def m008_anchor_commit(conn: Connection) -> None:
 
 
 def m009_briefing_indexes(conn: Connection) -> None:
-    """The session-start briefing's reads (context.session_lines) without a scan of the project: its learned
+    """The session-start briefing's reads (briefing.briefing_lines) without a scan of the project: its learned
     knowledge and its session summaries are found in `memories_briefing`, whose columns hold every filter and
     order of theirs (the knowledge query reads only the rows it keeps), and its pinned / P0 memories in a partial
     index of those alone."""

@@ -208,9 +208,10 @@ async def session(request: Request) -> Response:
 
 async def knowledge(request: Request) -> Response:
     """What the next SessionStart would inject for a project (exact text, token count), and what a prompt
-    would pull in (context.session_context and context.prompt_context, as the hook calls them)."""
+    would pull in (briefing.session_context and context.prompt_context, as the hook calls them)."""
+    from ..briefing import session_context
     from ..capture.redact import redact
-    from ..context import prompt_context, session_context
+    from ..context import prompt_context
 
     v = viewer(request)
     projects = await browse.projects(v.db)
