@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from .config import Settings
     from .history import ImportSummary, Progress
+    from .install import InstallPlan
 
 
 def forget_by_strategy_in_project(args: argparse.Namespace) -> int:
@@ -119,6 +120,33 @@ def cmd_purge(args: argparse.Namespace) -> int:
         memories, sessions = purge_project(store, store.project)
     print(f"forgot {memories} memories and what {sessions} sessions captured in {plan.project}")
     return 0
+
+
+def install_report(plan: InstallPlan) -> str:
+    """What `agentmem install|uninstall` did, after the plan it printed: where the backups are (one folder per
+    run), that the client must restart, and after an uninstall where the memories are and how to remove them."""
+    from pathlib import Path
+
+    from .config import ConfigError, default_home, load_settings
+    from .install import NAMES
+
+    lines = []
+    backups = [change for change in plan.changes if change.backup is not None]
+    if backups:
+        lines.append(f"backups of the files changed are in {plan.backup_folder} (delete them once all is well):")
+        lines.extend(f"  {change.path} -> {change.backup}" for change in backups)
+    if plan.changes:
+        verb = "load" if plan.action == "install" else "drop"
+        lines.append(f"restart {NAMES.get(plan.client, plan.client)} (quit it and start it again) to {verb} agentmem")
+    if plan.action == "uninstall":
+        try:
+            home = load_settings(on_warning=lambda _: None).home
+        except ConfigError:
+            home = Path(os.environ["AGENTMEM_HOME"]).expanduser() if os.environ.get("AGENTMEM_HOME") else default_home()
+        lines.append(f"your memories are not deleted: they stay in {home} (`agentmem stats --all-projects` counts "
+                     "them) and other clients still use them. To remove them: `agentmem purge --project` in a "
+                     "project forgets that project's, `agentmem purge` removes all of agentmem's data.")
+    return "\n".join(lines)
 
 
 def cmd_import_history(args: argparse.Namespace) -> int:
