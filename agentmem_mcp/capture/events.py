@@ -1,4 +1,5 @@
-"""Normalise the JSON that Claude Code and Cursor send to hooks into one `HookEvent`.
+"""Normalise the JSON that Claude Code, Cursor, Codex and Gemini CLI send to hooks into one `HookEvent` (Codex and
+Gemini CLI: `events_codex_gemini.py`).
 
 Pure and standard-library only: this runs in the short-lived hook process on every tool call.
 
@@ -59,7 +60,7 @@ class HookInputError(ValueError):
 
 
 EVENTS = ("session_start", "prompt", "tool_use", "file_edit", "pre_compact", "stop", "session_end")
-CLIENTS = ("claude-code", "cursor")
+CLIENTS = ("claude-code", "cursor", "codex", "gemini")
 MAX_DEPTH = 200
 TRUNCATED_DEPTH = "[TRUNCATED:depth]"  # what stands for a part nested deeper than MAX_DEPTH
 
@@ -185,7 +186,7 @@ def _prune_deep(text: str, limit: int) -> str:
 def parse_hook_event(client: str, event_name: str, payload: Any) -> HookEvent:
     """Map one decoded hook payload to a HookEvent.
 
-    client is "claude-code" or "cursor"; event_name is the client's own hook name (matched
+    client is one of CLIENTS; event_name is the client's own hook name (matched
     case-insensitively); a `hook_event_name` in the payload that disagrees is recorded in
     extra["payload_event"] and the argument wins. Raises HookInputError, and nothing else, for an
     unknown client or event, a payload that is not an object, or a missing session id.
@@ -195,7 +196,12 @@ def parse_hook_event(client: str, event_name: str, payload: Any) -> HookEvent:
         client_key = "claude-code"
     if client_key not in CLIENTS:
         raise HookInputError(f"unknown client {client!r}: expected one of {', '.join(CLIENTS)}")
-    table = CLAUDE_CODE_EVENTS if client_key == "claude-code" else CURSOR_EVENTS
+    if client_key in ("codex", "gemini"):
+        from . import events_codex_gemini as other
+
+        table = other.CODEX_EVENTS if client_key == "codex" else other.GEMINI_EVENTS
+    else:
+        table = CLAUDE_CODE_EVENTS if client_key == "claude-code" else CURSOR_EVENTS
     raw_event = _lookup_event(table, event_name)
     if raw_event is None:
         raise HookInputError(f"unknown {client_key} hook event {event_name!r}: expected one of {', '.join(table)}")
@@ -204,8 +210,12 @@ def parse_hook_event(client: str, event_name: str, payload: Any) -> HookEvent:
     payload = _clean(payload, 0)
     if client_key == "claude-code":
         ev = _from_claude_code(raw_event, payload)
-    else:
+    elif client_key == "cursor":
         ev = _from_cursor(raw_event, payload)
+    elif client_key == "codex":
+        ev = other.from_codex(raw_event, payload)
+    else:
+        ev = other.from_gemini(raw_event, payload)
     declared = payload.get("hook_event_name")
     if isinstance(declared, str) and declared.lower() != raw_event.lower():
         ev.extra["payload_event"] = declared
