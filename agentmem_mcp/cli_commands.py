@@ -175,6 +175,9 @@ def cmd_import_history(args: argparse.Namespace) -> int:
         if args.client == "cursor":
             summary = _import_cursor(settings, Path(args.root).expanduser() if args.root else None, project, since,
                                      bars)
+        elif args.client in ("codex", "gemini"):
+            summary = _import_codex_gemini(args.client, settings, Path(args.root).expanduser() if args.root else None,
+                                           project, since, bars)
         else:
             summary = _import_claude_code(settings, Path(args.root).expanduser() if args.root else None, project,
                                           since, bars)
@@ -227,3 +230,31 @@ def _import_cursor(settings: Settings, root: Path | None, project: str | None, s
               + (f"; left out: {left}" if left else ""))
         return None
     return import_history(settings, history, progress=progress)
+
+
+def _import_codex_gemini(client: str, settings: Settings, root: Path | None, project: str | None,
+                         since: float | None, progress: Progress | None) -> ImportSummary | None:
+    from . import history_codex_gemini as logs
+    from .models import InvalidInput
+
+    if client == "codex":
+        root = root or logs.codex_root()
+        if not (root / "sessions").is_dir() and not (root / "archived_sessions").is_dir():
+            raise InvalidInput(f"no Codex history at {root}: no sessions folder (give --root with Codex's folder, "
+                               "$CODEX_HOME, if it is elsewhere)")
+        paths = logs.find_codex_logs(root, project=project, since=since)
+        if not paths:
+            print(f"no sessions to import under {root}" + (f" for {project}" if project else ""))
+            return None
+        return logs.import_codex(settings, paths, progress=progress)
+    root = root or logs.gemini_root()
+    if not (root / "tmp").is_dir():
+        raise InvalidInput(f"no Gemini CLI history at {root}: no tmp folder (give --root with Gemini CLI's .gemini "
+                           "folder if it is elsewhere)")
+    history = logs.find_gemini_logs(root, project=project, since=since)
+    if not history.logs:
+        left = ", ".join(f"{n} {why}" for why, n in history.left_out.items())
+        print(f"no sessions to import under {root}" + (f" for {project}" if project else "")
+              + (f"; left out: {left}" if left else ""))
+        return None
+    return logs.import_gemini(settings, history, progress=progress)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .anchors import FreshRows, missing_files, relative, stale_note
+from .clients import NAMES as CLIENT_NAMES
 from .db import memories, observations, sessions
 from .db.connection import Connection
 from .db.memories import MemoryFilter
@@ -194,11 +195,14 @@ def session_lines(conn: Connection, project: str | None, now: float | None = Non
 
 
 def _session_head(row: Any, tree: str | None, project: str | None, now: float) -> str:
-    """A session's first line in the briefing: its title, age, size, and the files it names that are gone."""
+    """A session's first line in the briefing: its title, the client it ran in, age, size, and the files it names
+    that are gone."""
     title = row["title"].removeprefix("Session: ")
     gone = missing_files(row, tree, project)
     stale = f"; {stale_note(gone, row['anchor_commit'], 4)}" if gone else ""
-    return f"- {clip(title, 100)} ({humanize_age(now - row['updated_at'])}, {row['events'] or 0} events{stale})"
+    client = f"{CLIENT_NAMES.get(row['client'], row['client'])}, " if row["client"] else ""
+    return (f"- {clip(title, 100)} ({client}{humanize_age(now - row['updated_at'])}, {row['events'] or 0} "
+            f"events{stale})")
 
 
 def _session_line(head: str, parts: dict[str, str], pieces: list[Any], *, rank: int, shown: int,

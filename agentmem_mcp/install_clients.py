@@ -22,9 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-CLIENTS = ("claude-code", "cursor", "codex", "gemini")
+from .clients import CLIENTS, NAMES
+
+__all__ = ["CLIENTS", "CLIENT_EVENTS", "NAMES", "SCOPES", "ConfigFiles", "InstallError", "config_files", "hook_entry",
+           "notes", "server_entry"]
+
 SCOPES = ("user", "project")
-NAMES = {"claude-code": "Claude Code", "cursor": "Cursor", "codex": "Codex", "gemini": "Gemini CLI"}
 HOOK_TIMEOUT_SECONDS = 10
 CODEX_SESSION_END_TIMEOUT = 3  # Codex caps SessionEnd hooks at 3 s, and warns at every start about a longer one
 CLIENT_EVENTS = {

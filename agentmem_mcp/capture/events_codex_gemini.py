@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 
-from .events import HookEvent, _extra, _files, _merge, _session_id, _str, render_tool_output
+from .event_parts import HookEvent, _extra, _files, _merge, _session_id, _str, render_tool_output
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,6 +73,8 @@ def from_codex(raw_event: str, payload: dict) -> HookEvent:
             ev.files = _files(ev.tool_input)
         ev.tool_output, facts = render_tool_output(payload.get("tool_response"))
         _merge(ev.extra, facts)
+        if _int(payload.get("exit_code")) is not None:  # not Codex's: what `import-history codex` read in its log
+            ev.extra["exit_code"] = payload["exit_code"]
     return ev
 
 
