@@ -127,8 +127,9 @@ def notes(client: str, scope: str) -> list[str]:
                          "you first open it there).")
         return found
     if client == "gemini":
-        return ["Gemini CLI runs hooks only in folders you trust (it asks the first time you open one): in a "
-                "folder it does not trust nothing is captured or injected.",
+        return ["Gemini CLI runs hooks and MCP servers (user-level ones too) only in folders you trust (it asks "
+                "the first time you open one): in a folder it does not trust nothing is captured or injected and "
+                "the agent has no memory tools.",
                 "Gemini CLI does not wait for its SessionEnd hook: a session cut short may miss its end marker "
                 "(the background worker still summarises it once it goes quiet)."]
     return []

@@ -47,6 +47,9 @@ GEMINI_EVENTS = {
     "AfterAgent": "stop",
     "SessionEnd": "session_end",
 }
+# What Gemini CLI adds to a typed prompt: SessionStart hooks' context, wrapped, before it (in a session with no
+# terminal) and BeforeAgent hooks' context after it (agentmem's own starts with its "# agentmem:" header)
+HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>\s*|\n\n# agentmem: .*\Z", re.DOTALL)
 _GEMINI_EXIT = re.compile(r"^Exit Code: (-?\d{1,9})\s*$", re.MULTILINE)
 _GEMINI_WRAPPER = re.compile(r"\A\s*<untrusted_context[^>]*>\n?(.*?)\n?</untrusted_context>\s*\Z", re.DOTALL)
 _CODEX_EXITED = re.compile(r"^Process exited with code (-?\d{1,9})\s*$", re.MULTILINE)
@@ -86,7 +89,7 @@ def from_gemini(raw_event: str, payload: dict) -> HookEvent:
     if raw_event == "BeforeTool":
         ev.extra["phase"] = "before"
     if raw_event == "BeforeAgent":
-        ev.prompt = payload.get("prompt") if isinstance(payload.get("prompt"), str) else None
+        ev.prompt = typed_prompt(payload.get("prompt"))
     elif raw_event == "AfterAgent" and isinstance(payload.get("prompt_response"), str):
         ev.extra["last_assistant_message"] = payload["prompt_response"]
     if ev.event == "tool_use":
@@ -96,6 +99,14 @@ def from_gemini(raw_event: str, payload: dict) -> HookEvent:
         ev.tool_output, facts = _gemini_result(payload.get("tool_response"), ev.tool or "")
         _merge(ev.extra, facts)
     return ev
+
+
+def typed_prompt(prompt: Any) -> str | None:
+    """What the user typed, from a Gemini CLI prompt that may carry hooks' context (agentmem's own briefing among
+    it): never stored as if the user had said it."""
+    if not isinstance(prompt, str):
+        return None
+    return HOOK_CONTEXT.sub("", prompt).strip() if "<hook_context>" in prompt or "# agentmem: " in prompt else prompt
 
 
 def _gemini_tool(payload: dict) -> str | None:

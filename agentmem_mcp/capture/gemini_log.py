@@ -17,20 +17,17 @@ summariser reads). These are Gemini CLI's internal formats: what does not have t
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .codex_log import epoch
+from .events_codex_gemini import typed_prompt
 from .redact import redact
 from .transcript import MAX_TRANSCRIPT_BYTES, Turn, _clip, clean_prompt, is_noise, relative_to
 
 _SETUP = ("<session_context>",)
-# What hooks added to a typed prompt: SessionStart context wrapped in <hook_context> before it, a BeforeAgent hook's
-# context after it (agentmem's own starts with its "# agentmem:" header)
-_HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>\s*|\n\n# agentmem: .*\Z", re.DOTALL)
 
 
 @dataclass
@@ -118,7 +115,7 @@ def typed_text(message: dict[str, Any]) -> str:
     text = message_text(message)
     if text.lstrip().startswith(_SETUP):
         return ""
-    return _HOOK_CONTEXT.sub("", text).strip()
+    return (typed_prompt(text) or "").strip()
 
 
 def is_prompt(message: dict[str, Any]) -> bool:
