@@ -441,6 +441,15 @@ def test_cursor_template_covers_every_event():
         assert entry["command"].endswith(f"/hooks/run-hook.sh cursor {event}")
 
 
+@pytest.mark.parametrize(("client", "template"), [("codex", "codex-hooks.json"), ("gemini", "gemini-settings.json")])
+def test_codex_and_gemini_templates_cover_every_event(client, template):
+    hooks = load(REPO / "hooks" / template)["hooks"]
+    assert set(hooks) == set(CLIENT_EVENTS[client])
+    for event, (group,) in hooks.items():
+        (hook,) = group["hooks"]
+        assert hook["command"].endswith(f"/hooks/run-hook.sh {client} {event}") and hook["type"] == "command"
+
+
 def test_plugin_manifest_and_marketplace():
     plugin = load(REPO / ".claude-plugin" / "plugin.json")
     assert plugin["name"] == "agentmem" and plugin["version"] == agentmem_mcp.__version__
