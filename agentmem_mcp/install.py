@@ -20,18 +20,14 @@ import os
 import re
 import shlex
 import shutil
-import stat
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from . import jsonedit, tomledit
-from .capture.redact import is_sensitive_key, redact
 from .install_clients import (
     CLIENT_EVENTS,
     CLIENTS,
@@ -45,12 +41,13 @@ from .install_clients import (
     notes,
     server_entry,
 )
+from .install_files import MASK, SERVER_NAME, backup_folder, masked, read_text, remove_if_empty, write_atomic
+from .install_files import backup as backup_file
 
 __all__ = ["CLIENTS", "CLIENT_EVENTS", "HOOK_ENTRY", "HOOK_TIMEOUT_SECONDS", "MASK", "NAMES", "SCOPES", "SERVER_NAME",
            "FileChange", "InstallError", "InstallPlan", "agentmem_command", "apply", "config_paths", "hook_command",
            "masked", "plan_install", "plan_uninstall"]
 
-SERVER_NAME = "agentmem"
 _OUR_HOOK = re.compile(r"\shook --client (claude-code|cursor|codex|gemini) [A-Za-z]+\s*$")
 
 Config = dict[str, Any]
@@ -104,62 +101,6 @@ class InstallPlan:
             lines.extend("    " + line for line in diff)
         lines.extend(f"note: {note}" for note in self.notes)
         return "\n".join(lines)
-
-
-MASK = "[hidden by agentmem]"
-_SECRET_SECTIONS = ("env", "headers")
-_TOML_SECRET_SECTIONS = ("env", "headers", "http_headers", "env_http_headers")
-
-
-def masked(text: str | None) -> str:
-    """A config file's text as it may be shown, in its own layout: every value in another MCP server's `env` or
-    `headers`, every string under a key naming a secret (token, password, apiKey, ...) and every secret found in
-    the rest replaced. A TOML file (Codex's config.toml) gets the same per line; other text is redacted as plain
-    text."""
-    if not text:
-        return ""
-    try:
-        config = jsonedit.loads(text)
-    except ValueError:
-        try:
-            return redact(tomledit.mask_values(text, _toml_hidden, MASK))
-        except tomledit.TomlEditError:
-            return redact(text)
-    hidden = _mask(config, False)
-    try:
-        return jsonedit.patch(text, hidden)
-    except ValueError:
-        return json.dumps(hidden, indent=2, ensure_ascii=False)
-
-
-def _toml_hidden(table: tuple[str, ...], key: str) -> bool:
-    if table[:1] == ("mcp_servers",) and len(table) >= 2 and table[1] != SERVER_NAME:
-        if key in _TOML_SECRET_SECTIONS or (len(table) >= 3 and table[2] in _TOML_SECRET_SECTIONS):
-            return True
-    return is_sensitive_key(key)
-
-
-def _mask(value: Any, hidden: bool) -> Any:
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if k == "mcpServers" and isinstance(v, dict):
-                out[k] = {name: _mask(server, False) if name == SERVER_NAME else _mask_server(server)
-                          for name, server in v.items()}
-            else:
-                out[k] = _mask(v, hidden or is_sensitive_key(str(k)))
-        return out
-    if isinstance(value, list):
-        return [_mask(v, hidden) for v in value]
-    if isinstance(value, str):
-        return MASK if hidden and value else redact(value)
-    return value
-
-
-def _mask_server(server: Any) -> Any:
-    if not isinstance(server, dict):
-        return _mask(server, False)
-    return {k: _mask(v, k in _SECRET_SECTIONS or is_sensitive_key(str(k))) for k, v in server.items()}
 
 
 def agentmem_command() -> str:
@@ -239,7 +180,7 @@ def apply(plan: InstallPlan, backup_dir: Path | None = None) -> InstallPlan:
     (keeping its mode). Files are created or removed as planned. Returns the plan with the backups filled in.
     Raises InstallError, before writing anything, if a file changed since the plan was made."""
     for change in plan.changes:
-        if _read(change.path) != change.before:
+        if read_text(change.path) != change.before:
             raise InstallError(f"{change.path} changed since this plan was made; run the command again.")
     folder = None
     done = []
@@ -247,14 +188,14 @@ def apply(plan: InstallPlan, backup_dir: Path | None = None) -> InstallPlan:
         # A file is only removed when nothing but agentmem's entries was left in it: no backup needed.
         backup = None
         if change.verb == "update":
-            folder = folder or _backup_folder(backup_dir or default_backup_dir(), plan)
-            backup = _backup(change.path, folder)
+            folder = folder or backup_folder(backup_dir or default_backup_dir(), f"{plan.action}-{plan.client}")
+            backup = backup_file(change.path, folder)
         if change.after is None:
             change.path.unlink()
             if change.path.parent.name in (".claude", ".cursor", ".codex", ".gemini"):
-                _remove_if_empty(change.path.parent)
+                remove_if_empty(change.path.parent)
         else:
-            _write_atomic(change.path, change.after)
+            write_atomic(change.path, change.after)
         done.append(replace(change, backup=backup))
     return replace(plan, changes=done, backup_folder=folder)
 
@@ -374,7 +315,7 @@ def _plan_json(files: ConfigFiles, server: Callable[[Config], None], hooks: Call
 
 def _plan_file(path: Path, edits: list[Callable[[Config], None]], client: str, *,
                removing: bool) -> FileChange | None:
-    before = _read(path)
+    before = read_text(path)
     config = _parse(path, before)
     updated = copy.deepcopy(config)
     for edit in edits:
@@ -394,7 +335,7 @@ def _plan_file(path: Path, edits: list[Callable[[Config], None]], client: str, *
 
 def _plan_toml(path: Path, entry: Config | None) -> FileChange | None:
     """The change to Codex's config.toml: our `[mcp_servers.agentmem]` table set to `entry`, or removed (None)."""
-    before = _read(path)
+    before = read_text(path)
     text = before or ""
     table = ("mcp_servers", SERVER_NAME)
     try:
@@ -426,70 +367,6 @@ def _parse(path: Path, text: str | None) -> Config:
     if not isinstance(config, dict):
         raise InstallError(f"{path} should hold a JSON object; fix that file, then run the command again.")
     return config
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InstallError(f"Cannot read {path} ({e}); fix its permissions or encoding, then run again.") from None
-
-
-def _backup_folder(root: Path, plan: InstallPlan) -> Path:
-    """A new private folder under `root` for this run's backups: `<time>-<action>-<client>`."""
-    from .files import ensure_private_dir
-
-    ensure_private_dir(root.parent)
-    ensure_private_dir(root)
-    base = f"{time.strftime('%Y%m%d-%H%M%S')}-{plan.action}-{plan.client}"
-    folder, n = root / base, 1
-    while folder.exists():
-        folder, n = root / f"{base}-{n}", n + 1
-    ensure_private_dir(folder)
-    return folder
-
-
-def _backup(path: Path, folder: Path) -> Path:
-    """A private copy of `path` in `folder`, at its absolute path below it."""
-    target = folder.joinpath(*[part.replace(":", "") for part in path.absolute().parts[1:]])
-    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    data = path.read_bytes()
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    return target
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    target = path.resolve() if path.is_symlink() else path  # keep a dotfiles symlink a symlink
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _remove_if_empty(directory: Path) -> None:
-    try:
-        directory.rmdir()
-    except OSError:
-        pass
 
 
 def _plugin_notes(client: str, home: Path | None) -> list[str]:
