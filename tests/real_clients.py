@@ -1,4 +1,5 @@
-"""The real Codex and Gemini CLI, from npm, for tests: installed once into `<repo>/.npm-clients` (pinned versions,
+"""The real Codex and Gemini CLI, from npm, for tests: installed once into `<repo>/.npm-clients`
+(`$AGENTMEM_TEST_NPM_PREFIX` for another folder, e.g. a cache kept between CI runs; pinned versions,
 the ones docs/install.md was checked against), run in a scratch HOME against a local stand-in for their model
 API (`fake_models.py`), with agentmem installed by its own `agentmem install` command.
 
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-PREFIX = REPO / ".npm-clients"
+PREFIX = Path(os.environ.get("AGENTMEM_TEST_NPM_PREFIX") or REPO / ".npm-clients")  # a cache kept between CI runs
 PACKAGES = {"codex": ("@openai/codex", "0.171.0"), "gemini": ("@google/gemini-cli", "0.61.0")}
 AGENTMEM = Path(sys.executable).parent / "agentmem"
 
