@@ -25,6 +25,7 @@ from typing import Any
 
 from .anchors import FreshRows, missing_files, relative, stale_note
 from .capture.transcript import mentioned_paths
+from .clients import NAMES as CLIENT_NAMES
 from .context import (
     COLUMNS,
     EMPTY_PROJECT,
@@ -89,7 +90,7 @@ def handoff_lines(row: Any, tree_state: TreeState | None, tree: str | None, proj
     gone = missing_files(row, tree, project)
     stale = f"; {stale_note(gone, row['anchor_commit'], 3)}" if gone else ""
     branch = f", on branch {parts[BRANCH]}" if BRANCH in parts else ""
-    when = f"{humanize_age(now - _ended(row))}, {row['events'] or 0} events{branch}{stale}"
+    when = f"{_client(row)}{humanize_age(now - _ended(row))}, {row['events'] or 0} events{branch}{stale}"
     out = [f"- Asked: {asked} ({when})" if asked else f"- The last session: {when}"]
     if OUTCOME in parts:
         outcome = fit(parts[OUTCOME].split(OUTCOME_SEPARATOR), outcome_chars, " ")
@@ -156,6 +157,12 @@ def _decision(row: Any) -> str | None:
     return f"The user decided \"{answer}\""
 
 
+def _client(row: Any) -> str:
+    """"Codex, ": the client a session ran in, when known."""
+    client = row["client"] if "client" in row.keys() else None
+    return f"{CLIENT_NAMES.get(client, client)}, " if client else ""
+
+
 def _ended(row: Any) -> float:
     return row["created_at"] or row["updated_at"] or 0.0
 
@@ -187,7 +194,7 @@ def _session_line(row: Any, now: float, chars: int, last: bool) -> str:
     """One earlier session: when, what was asked, the lead of what came of it, its commits."""
     parts = summary_parts(row["content"])
     asked = _asked(row, parts)
-    head = f"- {humanize_age(now - _ended(row))}" + (f", asked {asked}" if asked else "") \
+    head = f"- ({_client(row)}{humanize_age(now - _ended(row))})" + (f" asked {asked}" if asked else "") \
         + (" (the last session)" if last else "")
     outcome = fit(parts.get(OUTCOME, "").split(OUTCOME_SEPARATOR)[::-1], chars, " ") if OUTCOME in parts else ""
     if outcome:  # the latest statements first were kept; shown in the order they were written

@@ -302,6 +302,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_install(args: argparse.Namespace) -> int:
     from . import install
+    from .cli_commands import install_report
 
     plan = (install.plan_install if args.command_name == "install" else install.plan_uninstall)(
         args.client, args.scope, **({"command": args.command} if args.command_name == "install" and args.command
@@ -310,16 +311,7 @@ def cmd_install(args: argparse.Namespace) -> int:
     if args.dry_run:
         print("(dry run: nothing written)")
         return 0
-    done = install.apply(plan)
-    backups = [change.backup for change in done.changes if change.backup is not None]
-    if backups:
-        print("backups of the files changed (delete them once all is well):")
-        for backup in backups:
-            print(f"  {backup}")
-    if done.changes:
-        client = "Claude Code" if args.client == "claude-code" else "Cursor"
-        verb = "load" if args.command_name == "install" else "drop"
-        print(f"restart {client} (quit it and start it again) to {verb} agentmem")
+    print(install_report(install.apply(plan)))
     return 0
 
 
@@ -445,14 +437,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="export file ('-' reads stdin)")
     p.set_defaults(func=cmd_import)
 
-    p = sub.add_parser("import-history", help="import your past Claude Code sessions or Cursor conversations")
-    p.add_argument("client", choices=("claude-code", "cursor"),
-                   help="whose history: claude-code (~/.claude/projects) or cursor (its state.vscdb files)")
+    p = sub.add_parser("import-history", help="import your past Claude Code, Cursor, Codex or Gemini CLI sessions")
+    p.add_argument("client", choices=("claude-code", "cursor", "codex", "gemini"),
+                   help="whose history: claude-code (~/.claude/projects), cursor (its state.vscdb files), codex "
+                   "(~/.codex/sessions) or gemini (~/.gemini/tmp/*/chats)")
     p.add_argument("--project", nargs="?", const="", default=None, metavar="PATH",
                    help="only the sessions of this project (default PATH: the current one; default: every project)")
     p.add_argument("--since", help="only sessions written since this date (2026-03-01)")
     p.add_argument("--root", help="where the history is (default: ~/.claude/projects; for cursor, Cursor's User "
-                   "folder: ~/.config/Cursor/User, on macOS ~/Library/Application Support/Cursor/User)")
+                   "folder: ~/.config/Cursor/User, on macOS ~/Library/Application Support/Cursor/User; for codex, "
+                   "~/.codex; for gemini, ~/.gemini)")
     p.add_argument("--no-worker", action="store_true",
                    help="only capture; leave summarising to the background worker")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -485,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ui)
 
     p = sub.add_parser("hook", help="handle a client hook event (JSON on stdin)")
-    p.add_argument("--client", default="claude-code", choices=("claude-code", "cursor"),
+    p.add_argument("--client", default="claude-code", choices=("claude-code", "cursor", "codex", "gemini"),
                    help="the client sending the event (default: claude-code)")
     p.add_argument("event", help="the client's event name (SessionStart, UserPromptSubmit, PostToolUse, ...)")
 
@@ -498,8 +492,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_worker)
 
     for name in ("install", "uninstall"):
-        p = sub.add_parser(name, help=f"{name} agentmem in Claude Code or Cursor")
-        p.add_argument("client", choices=("claude-code", "cursor"), help="the coding agent")
+        p = sub.add_parser(name, help=f"{name} agentmem in Claude Code, Cursor, Codex or Gemini CLI")
+        p.add_argument("client", choices=("claude-code", "cursor", "codex", "gemini"), help="the coding agent")
         p.add_argument("--scope", default="user", choices=("user", "project"),
                        help="user: every project of this user (default); project: the current project's files")
         p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from .config import Settings
     from .history import ImportSummary, Progress
+    from .install import InstallPlan
 
 
 def forget_by_strategy_in_project(args: argparse.Namespace) -> int:
@@ -121,6 +122,33 @@ def cmd_purge(args: argparse.Namespace) -> int:
     return 0
 
 
+def install_report(plan: InstallPlan) -> str:
+    """What `agentmem install|uninstall` did, after the plan it printed: where the backups are (one folder per
+    run), that the client must restart, and after an uninstall where the memories are and how to remove them."""
+    from pathlib import Path
+
+    from .config import ConfigError, default_home, load_settings
+    from .install import NAMES
+
+    lines = []
+    backups = [change for change in plan.changes if change.backup is not None]
+    if backups:
+        lines.append(f"backups of the files changed are in {plan.backup_folder} (delete them once all is well):")
+        lines.extend(f"  {change.path} -> {change.backup}" for change in backups)
+    if plan.changes:
+        verb = "load" if plan.action == "install" else "drop"
+        lines.append(f"restart {NAMES.get(plan.client, plan.client)} (quit it and start it again) to {verb} agentmem")
+    if plan.action == "uninstall":
+        try:
+            home = load_settings(on_warning=lambda _: None).home
+        except ConfigError:
+            home = Path(os.environ["AGENTMEM_HOME"]).expanduser() if os.environ.get("AGENTMEM_HOME") else default_home()
+        lines.append(f"your memories are not deleted: they stay in {home} (`agentmem stats --all-projects` counts "
+                     "them) and other clients still use them. To remove them: `agentmem purge --project` in a "
+                     "project forgets that project's, `agentmem purge` removes all of agentmem's data.")
+    return "\n".join(lines)
+
+
 def cmd_import_history(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -147,6 +175,9 @@ def cmd_import_history(args: argparse.Namespace) -> int:
         if args.client == "cursor":
             summary = _import_cursor(settings, Path(args.root).expanduser() if args.root else None, project, since,
                                      bars)
+        elif args.client in ("codex", "gemini"):
+            summary = _import_codex_gemini(args.client, settings, Path(args.root).expanduser() if args.root else None,
+                                           project, since, bars)
         else:
             summary = _import_claude_code(settings, Path(args.root).expanduser() if args.root else None, project,
                                           since, bars)
@@ -199,3 +230,31 @@ def _import_cursor(settings: Settings, root: Path | None, project: str | None, s
               + (f"; left out: {left}" if left else ""))
         return None
     return import_history(settings, history, progress=progress)
+
+
+def _import_codex_gemini(client: str, settings: Settings, root: Path | None, project: str | None,
+                         since: float | None, progress: Progress | None) -> ImportSummary | None:
+    from . import history_codex_gemini as logs
+    from .models import InvalidInput
+
+    if client == "codex":
+        root = root or logs.codex_root()
+        if not (root / "sessions").is_dir() and not (root / "archived_sessions").is_dir():
+            raise InvalidInput(f"no Codex history at {root}: no sessions folder (give --root with Codex's folder, "
+                               "$CODEX_HOME, if it is elsewhere)")
+        paths = logs.find_codex_logs(root, project=project, since=since)
+        if not paths:
+            print(f"no sessions to import under {root}" + (f" for {project}" if project else ""))
+            return None
+        return logs.import_codex(settings, paths, progress=progress)
+    root = root or logs.gemini_root()
+    if not (root / "tmp").is_dir():
+        raise InvalidInput(f"no Gemini CLI history at {root}: no tmp folder (give --root with Gemini CLI's .gemini "
+                           "folder if it is elsewhere)")
+    history = logs.find_gemini_logs(root, project=project, since=since)
+    if not history.logs:
+        left = ", ".join(f"{n} {why}" for why, n in history.left_out.items())
+        print(f"no sessions to import under {root}" + (f" for {project}" if project else "")
+              + (f"; left out: {left}" if left else ""))
+        return None
+    return logs.import_gemini(settings, history, progress=progress)

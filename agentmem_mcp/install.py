@@ -1,20 +1,14 @@
 """Write agentmem's MCP server entry and hooks into a client's config files, and take them out again.
 
-`plan_install` / `plan_uninstall` read the client's JSON config files and compute the new contents
-without touching anything (that is `--dry-run`); `apply` writes a plan: a timestamped backup of every
-existing file first, then an atomic replace that keeps the file's mode.
+`plan_install` / `plan_uninstall` read the client's config files and compute their new text without touching
+anything (that is `--dry-run`); `apply` writes a plan: a copy of every file it changes first, all of one run in
+one folder (`<AGENTMEM_HOME>/backups/<time>-<action>-<client>/`), then an atomic replace that keeps the file's
+mode. Which files each client has, and what a client cannot do: `install_clients.py`.
 
 What is ours: the MCP server named ``agentmem``, and every hook whose command runs agentmem's
-``hook --client <client> <event>``. Everything else in the files (other servers, other hooks on the
-same events, unrelated keys) is left as it was, so install twice changes nothing and uninstall
-gives back the original content.
-
-| client      | scope   | MCP entry                    | hooks                         |
-|-------------|---------|------------------------------|-------------------------------|
-| claude-code | user    | ``~/.claude.json``           | ``~/.claude/settings.json``   |
-| claude-code | project | ``<project>/.mcp.json``      | ``<project>/.claude/settings.json`` |
-| cursor      | user    | ``~/.cursor/mcp.json``       | ``~/.cursor/hooks.json``      |
-| cursor      | project | ``<project>/.cursor/mcp.json`` | ``<project>/.cursor/hooks.json`` |
+``hook --client <client> <event>``. Everything else in the files (other servers, other hooks on the same events,
+unrelated keys, comments) is left as it was, byte for byte: the new text is the old text with the smallest edits
+(`jsonedit`, `tomledit`), so install twice changes nothing and uninstall gives back the original text.
 """
 
 from __future__ import annotations
@@ -26,35 +20,37 @@ import os
 import re
 import shlex
 import shutil
-import stat
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .capture.redact import is_sensitive_key, redact
+from . import jsonedit, tomledit
+from .install_clients import (
+    CLIENT_EVENTS,
+    CLIENTS,
+    HOOK_TIMEOUT_SECONDS,
+    NAMES,
+    SCOPES,
+    ConfigFiles,
+    InstallError,
+    config_files,
+    hook_entry,
+    notes,
+    server_entry,
+)
+from .install_files import MASK, SERVER_NAME, backup_folder, masked, read_text, remove_if_empty, write_atomic
+from .install_files import backup as backup_file
 
-CLIENTS = ("claude-code", "cursor")
-SCOPES = ("user", "project")
-SERVER_NAME = "agentmem"
-HOOK_TIMEOUT_SECONDS = 10
-CLIENT_EVENTS = {
-    "claude-code": ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop",
-                    "SessionEnd"),
-    "cursor": ("sessionStart", "beforeSubmitPrompt", "postToolUse", "postToolUseFailure", "afterFileEdit", "stop",
-               "sessionEnd"),
-}
-_OUR_HOOK = re.compile(r"\shook --client (claude-code|cursor) [A-Za-z]+\s*$")
+__all__ = ["CLIENTS", "CLIENT_EVENTS", "HOOK_ENTRY", "HOOK_TIMEOUT_SECONDS", "MASK", "NAMES", "SCOPES", "SERVER_NAME",
+           "FileChange", "InstallError", "InstallPlan", "agentmem_command", "apply", "config_paths", "hook_command",
+           "masked", "plan_install", "plan_uninstall"]
+
+_OUR_HOOK = re.compile(r"\shook --client (claude-code|cursor|codex|gemini) [A-Za-z]+\s*$")
 
 Config = dict[str, Any]
-
-
-class InstallError(Exception):
-    """A config file cannot be changed safely; the message says which file and what to do."""
 
 
 @dataclass
@@ -83,11 +79,12 @@ class InstallPlan:
     changes: list[FileChange]
     action: str = "install"
     notes: list[str] = field(default_factory=list)
+    backup_folder: Path | None = None  # where `apply` copied the files it changed
 
     def describe(self) -> str:
         """A human-readable preview: one header per file and a unified diff of its content, with the values of
         other MCP servers' `env` and `headers` (and anything under a key that names a secret) masked."""
-        lines = [f"agentmem {self.action} for {self.client} ({self.scope} scope)"]
+        lines = [f"agentmem {self.action} for {NAMES.get(self.client, self.client)} ({self.scope} scope)"]
         if not self.changes:
             lines.append("nothing to change: agentmem is " + (
                 "already installed." if self.action == "install" else "not installed here."))
@@ -104,46 +101,6 @@ class InstallPlan:
             lines.extend("    " + line for line in diff)
         lines.extend(f"note: {note}" for note in self.notes)
         return "\n".join(lines)
-
-
-MASK = "[hidden by agentmem]"
-_SECRET_SECTIONS = ("env", "headers")
-
-
-def masked(text: str | None) -> str:
-    """A config file's text as it may be shown: every value in another MCP server's `env` or `headers`, every string
-    under a key naming a secret (token, password, apiKey, ...) and every secret found in the rest replaced. Text
-    that is not JSON is redacted as plain text."""
-    if not text:
-        return ""
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError:
-        return redact(text)
-    return json.dumps(_mask(config, False), indent=_indent_of(text), ensure_ascii=False)
-
-
-def _mask(value: Any, hidden: bool) -> Any:
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if k == "mcpServers" and isinstance(v, dict):
-                out[k] = {name: _mask(server, False) if name == SERVER_NAME else _mask_server(server)
-                          for name, server in v.items()}
-            else:
-                out[k] = _mask(v, hidden or is_sensitive_key(str(k)))
-        return out
-    if isinstance(value, list):
-        return [_mask(v, hidden) for v in value]
-    if isinstance(value, str):
-        return MASK if hidden and value else redact(value)
-    return value
-
-
-def _mask_server(server: Any) -> Any:
-    if not isinstance(server, dict):
-        return _mask(server, False)
-    return {k: _mask(v, k in _SECRET_SECTIONS or is_sensitive_key(str(k))) for k, v in server.items()}
 
 
 def agentmem_command() -> str:
@@ -179,86 +136,86 @@ def plan_install(client: str, scope: str = "user", *, home: Path | None = None,
                  project_dir: Path | None = None, command: str | None = None) -> InstallPlan:
     """Compute the changes that register agentmem's MCP server and hooks with `client`.
 
-    client: "claude-code" or "cursor". scope: "user" (files in `home`, default the user's home) or
-    "project" (files in `project_dir`, default the current directory). command: how the client
-    should run agentmem (a shell command; default `agentmem_command()`). Nothing is written.
+    client: one of CLIENTS. scope: "user" (files in `home`, default the user's home) or "project" (files in
+    `project_dir`, default the current directory). command: how the client should run agentmem (a shell
+    command; default `agentmem_command()`). Nothing is written.
     """
-    mcp_path, hooks_path = config_paths(client, scope, home=home, project_dir=project_dir)
+    files = config_files(client, scope, home=home, project_dir=project_dir)
     parts = _split(command or agentmem_command())
     if not parts or "agentmem" not in " ".join(parts).lower():
         raise InstallError(f"The command {command!r} does not run agentmem; give the path of the "
                            "agentmem executable (or `python -m agentmem_mcp`).")
-    entry: Config = {"command": parts[0], "args": [*parts[1:], "serve"]}
-    if client == "claude-code":
-        entry = {"type": "stdio", **entry}
+    entry = server_entry(client, parts)
     prefix = _join(parts) if command else (hook_command() or _join(parts))
-    hooks = {event: _hook_entry(client, event, f"{prefix} hook --client {client} {event}")
+    hooks = {event: hook_entry(client, event, f"{prefix} hook --client {client} {event}")
              for event in CLIENT_EVENTS[client]}
-    changes = [
-        _plan_file(mcp_path, lambda config: _put_server(config, entry, mcp_path), client, removing=False),
-        _plan_file(hooks_path, lambda config: _put_hooks(config, hooks, client, hooks_path), client,
-                   removing=False),
-    ]
-    return InstallPlan(client, scope, [c for c in changes if c], "install", _plugin_notes(client, home))
+
+    def put_hooks(config: Config) -> None:
+        _put_hooks(config, hooks, client, files.hooks)
+
+    if files.mcp_is_toml:
+        changes = [_plan_toml(files.mcp, entry), _plan_file(files.hooks, [put_hooks], client, removing=False)]
+    else:
+        changes = _plan_json(files, lambda config: _put_server(config, entry, files.mcp), put_hooks, client,
+                             removing=False)
+    return InstallPlan(client, scope, [c for c in changes if c], "install",
+                       _plugin_notes(client, home) + notes(client, scope))
 
 
 def plan_uninstall(client: str, scope: str = "user", *, home: Path | None = None,
                    project_dir: Path | None = None) -> InstallPlan:
     """Compute the changes that remove what `plan_install` added: the ``agentmem`` MCP server, our
     hooks, and the containers and files that are left empty. Nothing is written."""
-    mcp_path, hooks_path = config_paths(client, scope, home=home, project_dir=project_dir)
-    changes = [
-        _plan_file(mcp_path, _drop_server, client, removing=True),
-        _plan_file(hooks_path, _drop_hooks, client, removing=True),
-    ]
+    files = config_files(client, scope, home=home, project_dir=project_dir)
+    if files.mcp_is_toml:
+        changes = [_plan_toml(files.mcp, None), _plan_file(files.hooks, [_drop_hooks], client, removing=True)]
+    else:
+        changes = _plan_json(files, _drop_server, _drop_hooks, client, removing=True)
     return InstallPlan(client, scope, [c for c in changes if c], "uninstall")
 
 
-def apply(plan: InstallPlan) -> InstallPlan:
-    """Write `plan`: back up each file it updates to ``<file>.agentmem-backup-<timestamp>``, then
-    replace it atomically (keeping its mode); create or remove the others. Returns the plan with backups filled.
+def apply(plan: InstallPlan, backup_dir: Path | None = None) -> InstallPlan:
+    """Write `plan`. Each file it updates is first copied into one folder for the run, under `backup_dir`
+    (default `<AGENTMEM_HOME>/backups`), as its absolute path below that folder; then it is replaced atomically
+    (keeping its mode). Files are created or removed as planned. Returns the plan with the backups filled in.
     Raises InstallError, before writing anything, if a file changed since the plan was made."""
     for change in plan.changes:
-        if _read(change.path) != change.before:
+        if read_text(change.path) != change.before:
             raise InstallError(f"{change.path} changed since this plan was made; run the command again.")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    folder = None
     done = []
     for change in plan.changes:
         # A file is only removed when nothing but agentmem's entries was left in it: no backup needed.
-        backup = _backup(change.path, stamp) if change.verb == "update" else None
+        backup = None
+        if change.verb == "update":
+            folder = folder or backup_folder(backup_dir or default_backup_dir(), f"{plan.action}-{plan.client}")
+            backup = backup_file(change.path, folder)
         if change.after is None:
             change.path.unlink()
-            if change.path.parent.name in (".claude", ".cursor"):
-                _remove_if_empty(change.path.parent)
+            if change.path.parent.name in (".claude", ".cursor", ".codex", ".gemini"):
+                remove_if_empty(change.path.parent)
         else:
-            _write_atomic(change.path, change.after)
+            write_atomic(change.path, change.after)
         done.append(replace(change, backup=backup))
-    return replace(plan, changes=done)
+    return replace(plan, changes=done, backup_folder=folder)
 
 
 def config_paths(client: str, scope: str, *, home: Path | None = None,
                  project_dir: Path | None = None) -> tuple[Path, Path]:
-    """The (MCP config, hooks config) files of `client` for `scope`."""
-    if client not in CLIENTS:
-        raise InstallError(f"Unknown client {client!r}; choose one of: {', '.join(CLIENTS)}.")
-    if scope not in SCOPES:
-        raise InstallError(f"Unknown scope {scope!r}; choose one of: {', '.join(SCOPES)}.")
-    base = Path(home) if home is not None else Path.home()
-    if scope == "project":
-        base = Path(project_dir if project_dir is not None else Path.cwd()).absolute()
-    if client == "cursor":
-        return base / ".cursor" / "mcp.json", base / ".cursor" / "hooks.json"
-    if scope == "user":
-        return base / ".claude.json", base / ".claude" / "settings.json"
-    return base / ".mcp.json", base / ".claude" / "settings.json"
+    """The (MCP config, hooks config) files of `client` for `scope` (the same file twice for Gemini CLI)."""
+    files = config_files(client, scope, home=home, project_dir=project_dir)
+    return files.mcp, files.hooks
 
 
-def _hook_entry(client: str, event: str, command: str) -> Config:
-    if client == "cursor":
-        return {"command": command, "timeout": HOOK_TIMEOUT_SECONDS}
-    group: Config = {"matcher": "*"} if event in ("PostToolUse", "PostToolUseFailure") else {}
-    group["hooks"] = [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}]
-    return group
+def default_backup_dir() -> Path:
+    """`<AGENTMEM_HOME>/backups` (the default home when config.toml cannot be read)."""
+    from .config import ConfigError, default_home, load_settings
+
+    try:
+        return load_settings(on_warning=lambda _: None).home / "backups"
+    except ConfigError:
+        home = os.environ.get("AGENTMEM_HOME")
+        return (Path(home).expanduser() if home else default_home()) / "backups"
 
 
 def _put_server(config: Config, entry: Config, path: Path) -> None:
@@ -318,7 +275,8 @@ def _is_ours(hook: Any) -> bool:
 
 
 def _hook_dicts(items: list[Any]) -> Iterator[Any]:
-    """Every hook in an event's list: Claude Code nests them in matcher groups, Cursor does not."""
+    """Every hook in an event's list: Claude Code, Codex and Gemini CLI nest them in matcher groups, Cursor
+    does not."""
     for item in items:
         if isinstance(item, dict) and isinstance(item.get("hooks"), list):
             yield from item["hooks"]
@@ -347,26 +305,61 @@ def _section(config: Config, key: str, path: Path) -> Config:
     return value
 
 
-def _plan_file(path: Path, edit: Callable[[Config], None], client: str, *,
+def _plan_json(files: ConfigFiles, server: Callable[[Config], None], hooks: Callable[[Config], None], client: str, *,
+               removing: bool) -> list[FileChange | None]:
+    if files.mcp == files.hooks:  # Gemini CLI: one settings.json holds both
+        return [_plan_file(files.mcp, [server, hooks], client, removing=removing)]
+    return [_plan_file(files.mcp, [server], client, removing=removing),
+            _plan_file(files.hooks, [hooks], client, removing=removing)]
+
+
+def _plan_file(path: Path, edits: list[Callable[[Config], None]], client: str, *,
                removing: bool) -> FileChange | None:
-    before = _read(path)
+    before = read_text(path)
     config = _parse(path, before)
     updated = copy.deepcopy(config)
-    edit(updated)
+    for edit in edits:
+        edit(updated)
     if updated == config:
         return None
     if removing and updated in ({}, {"version": 1} if client == "cursor" else {}):
         return FileChange(path, before, None)
-    newline = "\n" if before is None or before.endswith("\n") else ""
-    text = _dump_like(before, updated) + newline
-    return FileChange(path, before, text)
+    if before is None or not before.strip():
+        return FileChange(path, before, json.dumps(updated, indent=2, ensure_ascii=False) + "\n")
+    try:
+        return FileChange(path, before, jsonedit.patch(before, updated))
+    except ValueError as exc:  # never the user's file: it parsed
+        raise InstallError(f"{path} could not be edited in place ({exc}); agentmem left it untouched. Please "
+                           "report this, and add agentmem's entries by hand (docs/install.md).") from None
+
+
+def _plan_toml(path: Path, entry: Config | None) -> FileChange | None:
+    """The change to Codex's config.toml: our `[mcp_servers.agentmem]` table set to `entry`, or removed (None)."""
+    before = read_text(path)
+    text = before or ""
+    table = ("mcp_servers", SERVER_NAME)
+    try:
+        if entry is not None:
+            after = tomledit.set_table(text, table, {k: v for k, v in entry.items() if k != "type"}, drop=("url",))
+        else:
+            after = tomledit.remove_table(text, table)
+    except tomledit.TomlSyntaxError as exc:
+        raise InstallError(f"{path} is not valid TOML ({exc}). agentmem left it untouched: fix that file (or move "
+                           "it away), then run the command again.") from None
+    except tomledit.TomlEditError as exc:
+        raise InstallError(f"{path}: {exc}. agentmem left it untouched.") from None
+    if after == text:
+        return None
+    if entry is None and not after.strip():
+        return FileChange(path, before, None)
+    return FileChange(path, before, after)
 
 
 def _parse(path: Path, text: str | None) -> Config:
     if text is None or not text.strip():
         return {}
     try:
-        config = json.loads(text)
+        config = jsonedit.loads(text)
     except json.JSONDecodeError as e:
         raise InstallError(
             f"{path} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}). agentmem left "
@@ -374,72 +367,6 @@ def _parse(path: Path, text: str | None) -> Config:
     if not isinstance(config, dict):
         raise InstallError(f"{path} should hold a JSON object; fix that file, then run the command again.")
     return config
-
-
-def _dump_like(before: str | None, config: Config) -> str:
-    """`config` as JSON written the way the user's file was: one line stays one line (with or without
-    spaces after `:` and `,`), an indented file keeps its indent."""
-    stripped = (before or "").strip()
-    if '":' in stripped and "\n" not in stripped:  # one line with keys in it ("{}" gets indented)
-        spaced = re.search(r'":\s', stripped) is not None
-        return json.dumps(config, ensure_ascii=False, separators=(", ", ": ") if spaced else (",", ":"))
-    return json.dumps(config, indent=_indent_of(before), ensure_ascii=False)
-
-
-def _indent_of(text: str | None) -> int | str:
-    match = re.match(r"\s*\{\s*?\n([ \t]+)\S", text or "")
-    if not match:
-        return 2
-    return "\t" if "\t" in match.group(1) else len(match.group(1))
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InstallError(f"Cannot read {path} ({e}); fix its permissions or encoding, then run again.") from None
-
-
-def _backup(path: Path, stamp: str) -> Path:
-    backup = path.with_name(f"{path.name}.agentmem-backup-{stamp}")
-    n = 1
-    while backup.exists():
-        backup = path.with_name(f"{path.name}.agentmem-backup-{stamp}-{n}")
-        n += 1
-    shutil.copy2(path, backup)
-    return backup
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    target = path.resolve() if path.is_symlink() else path  # keep a dotfiles symlink a symlink
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _remove_if_empty(directory: Path) -> None:
-    try:
-        directory.rmdir()
-    except OSError:
-        pass
 
 
 def _plugin_notes(client: str, home: Path | None) -> list[str]:

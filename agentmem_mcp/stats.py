@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from .clients import NAMES
 from .db import memories, meta, observations, sessions
 
 if TYPE_CHECKING:
@@ -13,7 +14,8 @@ if TYPE_CHECKING:
 
 def stats(store: Parts, *, project: str | None = ..., all_projects: bool = False) -> dict[str, Any]:
     """Counts of latest memories by tier, type and source, confidence bands, quarantined memories (kept but never
-    searched or injected: `agentmem quarantine list`), usage and upkeep state."""
+    searched or injected: `agentmem quarantine list`), sessions by the client that ran them, usage and upkeep
+    state."""
     conn = store.conn
     now = time.time()
     project = store.project if project is ... else project
@@ -29,6 +31,7 @@ def stats(store: Parts, *, project: str | None = ..., all_projects: bool = False
         "last_sweep": sweep,
         "observations": observations.status_counts(conn, project, all_projects=all_projects),
         "sessions": sessions.count(conn, project, all_projects=all_projects),
+        "sessions_by_client": sessions.count_by_client(conn, project, all_projects=all_projects),
         "index_backlog": store.indexer.backlog(),
         "vector_backlog": memories.vector_backlog(conn),
         "embedder": store.embedder.status,
@@ -71,6 +74,9 @@ def format_stats(data: dict[str, Any]) -> str:
         f"expiring 7d  {len(data['expiring_within_7_days'])}",
         f"last sweep   {format_sweep(data['last_sweep'])}",
         line("observations", data["observations"]),
+        f"sessions     {data.get('sessions', 0)}" + (" (" + ", ".join(
+            f"{NAMES.get(c, c)} {n}" for c, n in data.get("sessions_by_client", {}).items()) + ")"
+            if data.get("sessions_by_client") else ""),
         f"index queue  {data['index_backlog']}",
         f"vector queue {data['vector_backlog']['memories']} memories, "
         f"{data['vector_backlog']['sentence_pieces']} awaiting sentence pieces, "

@@ -8,7 +8,8 @@
   zero-width characters or base64; None for ordinary text. Memories from agents, the worker or an import
   that match are quarantined (kept, never searched or injected until a user releases them).
 - `neutralize(text)`: the same text with every sequence that could open or close a client's markup
-  (`</system-reminder>`, `<system>`, `<|im_start|>`, `<function_calls>`, `<invoke ...>`, a `Human:` or
+  (`</system-reminder>`, `<system>`, `<|im_start|>`, `<function_calls>`, `<invoke ...>`, the wrappers Codex and
+  Gemini CLI put around context (`</hook_context>`, `<environment_context>`), a `Human:` or
   `Assistant:` role header at a line start) made inert but readable (`<` -> `‹`, `>` -> `›`), and the
   invisible characters that hide text removed. Whatever agentmem hands an agent goes through it.
 
@@ -180,7 +181,8 @@ _TAG = lazy(
     r"<(\s*/?\s*)((?:system|assistant|human|user|developer|tool|tools|function|functions|function_calls|"
     r"function_results|invoke|parameter|result|results|instructions?|prompt|context|documents?|im_start|im_end|"
     r"thinking|answer|output|input|messages?|reminder|command|stdout|stderr|memory|memories|search_results|"
-    r"example|antml:[\w-]+|[a-z][\w]*[-:][\w:-]+)\b)([^<>]{0,300})(>?)", re.I)
+    r"example|antml:[\w-]+|[a-z][\w]*[-:][\w:-]+|"
+    r"[a-z]+_(?:context|instructions|prompt|command))\b)([^<>]{0,300})(>?)", re.I)
 _SPECIAL_TOKEN = lazy(r"<\|([^|<>\n]{1,40})\|>")
 _ROLE_HEADER = lazy(r"(?m)^(\s*)(system|assistant|human|user|developer)(\s*):", re.I)
 _LLAMA = lazy(r"\[(/?INST)\]|<<(/?SYS)>>", re.I)

@@ -124,13 +124,15 @@ def test_install_keeps_compact_json_names_backups_and_asks_for_a_restart(cli_env
     assert "\n" not in compact.strip() and '"numStartups":3' in compact and '"agentmem"' in compact
     settings = (home / ".claude" / "settings.json").read_text()
     assert settings.startswith('{\n    "model": "opus"')  # its 4-space indent kept
-    backups = sorted(str(p) for p in home.rglob("*.agentmem-backup-*"))
-    assert len(backups) == 2
+    (folder,) = [p for p in (Path(cli_env["AGENTMEM_HOME"]) / "backups").iterdir() if p.is_dir()]  # issue 37.4
+    backups = sorted(str(p) for p in folder.rglob("*") if p.is_file() and p.name != ".agentmem-owned")
+    assert len(backups) == 2 and not list(home.rglob("*agentmem-backup*"))
     out = done.stdout
-    assert "backups of the files changed" in out and all(b in out for b in backups)
+    assert f"backups of the files changed are in {folder}" in out and all(b in out for b in backups)
     assert out.rstrip().endswith("restart Claude Code (quit it and start it again) to load agentmem")
     removed = agentmem(env, "uninstall", "claude-code", cwd=tmp_path)
     assert removed.returncode == 0 and "to drop agentmem" in removed.stdout
+    assert f"stay in {cli_env['AGENTMEM_HOME']}" in removed.stdout and "agentmem purge" in removed.stdout
     assert json.loads((home / ".claude.json").read_text()) == {"numStartups": 3, "theme": "dark"}
     assert "\n" not in (home / ".claude.json").read_text().strip()
 

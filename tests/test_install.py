@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import agentmem_mcp
+from agentmem_mcp import tomledit
 from agentmem_mcp.install import (
     CLIENT_EVENTS,
     CLIENTS,
@@ -29,10 +30,20 @@ COMMAND = "/opt/agentmem/bin/agentmem"
 CASES = [(client, scope) for client in CLIENTS for scope in ("user", "project")]
 
 
+@pytest.fixture(autouse=True)
+def agentmem_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Backups go to `<AGENTMEM_HOME>/backups`: a home of the test's own, outside the folders it snapshots."""
+    home = tmp_path / "agentmem"
+    monkeypatch.setenv("AGENTMEM_HOME", str(home))
+    for name in ("CODEX_HOME", "GEMINI_CLI_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
 @pytest.fixture
 def dirs(tmp_path: Path) -> dict[str, Path]:
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
+    home, project = tmp_path / "t" / "home", tmp_path / "t" / "project"
+    home.mkdir(parents=True)
     project.mkdir()
     return {"home": home, "project_dir": project}
 
@@ -46,7 +57,14 @@ def uninstall(client: str, scope: str, dirs: dict[str, Path]):
 
 
 def load(path: Path) -> dict:
+    if path.suffix == ".toml":
+        return tomledit.loads(path.read_text())
     return json.loads(path.read_text())
+
+
+def servers(config: dict) -> dict:
+    """The MCP servers of a loaded config: `mcpServers` (JSON clients) or `mcp_servers` (Codex's TOML)."""
+    return config.get("mcpServers", config.get("mcp_servers", {}))
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -70,7 +88,7 @@ def existing_settings(client: str) -> tuple[dict, dict]:
         "numStartups": 12,
         "mcpServers": {"github": {"type": "stdio", "command": "npx", "args": ["-y", "gh-mcp"]}},
     }
-    if client == "claude-code":
+    if client in ("claude-code", "codex", "gemini"):
         hooks = {
             "$schema": "https://json.schemastore.org/claude-code-settings.json",
             "theme": "dark",
@@ -95,12 +113,35 @@ def existing_settings(client: str) -> tuple[dict, dict]:
     return mcp, hooks
 
 
+CODEX_CONFIG = """model = "gpt-5"  # the default model
+approval_policy = "on-request"
+
+# servers
+[mcp_servers.github]
+command = "npx"
+args = ["-y", "gh-mcp"]
+
+[projects."/work/app"]
+trust_level = "trusted"
+"""
+
+
 def write_existing(client: str, scope: str, dirs: dict[str, Path]) -> tuple[Path, Path, dict, dict]:
+    """Existing config files with other tools' entries; for Gemini CLI, whose one file holds both, the two
+    dicts are the same merged one."""
     mcp_path, hooks_path = config_paths(client, scope, **dirs)
     mcp, hooks = existing_settings(client)
-    for path, content in ((mcp_path, mcp), (hooks_path, hooks)):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(content, indent=2) + "\n")
+    mcp_path.parent.mkdir(parents=True, exist_ok=True)
+    hooks_path.parent.mkdir(parents=True, exist_ok=True)
+    if client == "gemini":
+        mcp = hooks = {**mcp, **hooks}
+    if client == "codex":
+        mcp_path.write_text(CODEX_CONFIG)
+        mcp = tomledit.loads(CODEX_CONFIG)
+        mcp["mcpServers"] = mcp["mcp_servers"]  # the checks below read either spelling
+    else:
+        mcp_path.write_text(json.dumps(mcp, indent=2) + "\n")
+    hooks_path.write_text(json.dumps(hooks, indent=2) + "\n")
     return mcp_path, hooks_path, mcp, hooks
 
 
@@ -111,10 +152,9 @@ def test_install_into_empty_home_creates_our_entries(client, scope, dirs):
     assert {c.path for c in plan.changes} == {mcp_path, hooks_path}
     assert all(c.backup is None for c in plan.changes)
 
-    server = load(mcp_path)["mcpServers"]["agentmem"]
+    server = servers(load(mcp_path))["agentmem"]
     assert server["command"] == COMMAND and server["args"] == ["serve"]
-    if client == "claude-code":
-        assert server["type"] == "stdio"
+    assert (server.get("type") == "stdio") is (client == "claude-code")
 
     hooks = load(hooks_path)
     commands = our_commands(client, hooks)
@@ -125,14 +165,14 @@ def test_install_into_empty_home_creates_our_entries(client, scope, dirs):
         assert hooks["version"] == 1
         assert all(item["timeout"] == 10 for items in hooks["hooks"].values() for item in items)
     else:
-        assert hooks["hooks"]["PostToolUse"][0]["matcher"] == "*"
-        assert all(
-            h["timeout"] == 10 and h["type"] == "command"
-            for groups in hooks["hooks"].values()
-            for g in groups
-            for h in g["hooks"]
-        )
-    assert mcp_path.read_text().startswith('{\n  "')  # 2-space indent
+        assert ("matcher" in hooks["hooks"][CLIENT_EVENTS[client][2]][0]) is (client == "claude-code")
+        timeouts = {event: h["timeout"] for event, groups in hooks["hooks"].items() for g in groups
+                    for h in g["hooks"] if h["type"] == "command"}
+        expected = {"claude-code": 10, "codex": 10, "gemini": 10_000}[client]  # Gemini CLI counts milliseconds
+        assert timeouts == {event: 3 if (client, event) == ("codex", "SessionEnd") else expected
+                            for event in CLIENT_EVENTS[client]}
+    if client != "codex":
+        assert mcp_path.read_text().startswith('{\n  "')  # 2-space indent
 
 
 @pytest.mark.parametrize(("client", "scope"), CASES)
@@ -141,13 +181,16 @@ def test_install_keeps_existing_servers_hooks_and_keys(client, scope, dirs):
     install(client, scope, dirs)
 
     new_mcp = load(mcp_path)
-    assert new_mcp["theme"] == "dark" and new_mcp["numStartups"] == 12
-    assert new_mcp["mcpServers"]["github"] == mcp["mcpServers"]["github"]
-    assert "agentmem" in new_mcp["mcpServers"]
+    if client == "codex":
+        assert new_mcp["model"] == "gpt-5" and new_mcp["projects"] == mcp["projects"]
+    else:
+        assert new_mcp["theme"] == "dark" and new_mcp["numStartups"] == 12
+    assert servers(new_mcp)["github"] == mcp["mcpServers"]["github"]
+    assert "agentmem" in servers(new_mcp)
 
     new_hooks = load(hooks_path)
     for key, value in hooks.items():
-        if key != "hooks":
+        if key not in ("hooks", "mcpServers"):
             assert new_hooks[key] == value
     for event, items in hooks["hooks"].items():
         assert new_hooks["hooks"][event][: len(items)] == items  # other tools' hooks untouched, first
@@ -171,11 +214,11 @@ def test_second_install_is_a_no_op(client, scope, dirs):
 @pytest.mark.parametrize(("client", "scope"), CASES)
 def test_uninstall_restores_existing_files(client, scope, dirs):
     mcp_path, hooks_path, mcp, hooks = write_existing(client, scope, dirs)
+    originals = {path: path.read_bytes() for path in (mcp_path, hooks_path)}
     install(client, scope, dirs)
     plan = uninstall(client, scope, dirs)
     assert {c.path for c in plan.changes} == {mcp_path, hooks_path}
-    assert load(mcp_path) == mcp
-    assert load(hooks_path) == hooks
+    assert {path: path.read_bytes() for path in originals} == originals  # the very same text
     assert plan_uninstall(client, scope, **dirs).changes == []
 
 
@@ -186,15 +229,17 @@ def test_uninstall_removes_files_install_created(client, scope, dirs):
     assert all(c.after is None for c in plan.changes)
     for path in config_paths(client, scope, **dirs):
         assert not path.exists()
-    leftovers = [p for p in dirs["home"].parent.rglob("*") if p.is_file()]
+    leftovers = [p for p in dirs["home"].parent.rglob("*") if p.is_file() or p.name in (".codex", ".gemini")]
     assert leftovers == []
 
 
 @pytest.mark.parametrize(("client", "scope"), CASES)
 def test_invalid_json_raises_and_leaves_file_untouched(client, scope, dirs):
-    _, hooks_path = config_paths(client, scope, **dirs)
+    mcp_path, hooks_path = config_paths(client, scope, **dirs)
     hooks_path.parent.mkdir(parents=True, exist_ok=True)
     hooks_path.write_text('{"hooks": {,}\n')
+    if client == "codex":
+        mcp_path.write_text('model = "o3"\n')
     before = snapshot(dirs["home"].parent)
     for planner in (
         lambda: plan_install(client, scope, command=COMMAND, **dirs),
@@ -219,14 +264,25 @@ def test_dry_run_writes_nothing(client, scope, dirs):
     assert "+" in text and "agentmem" in text
 
 
-def test_backups_hold_the_original_content(dirs):
+def test_backups_hold_the_original_content(dirs, agentmem_home):
+    """Issue 37.4: one backup per file per run, all in one private folder under the home, none beside the files."""
     mcp_path, hooks_path, _, _ = write_existing("claude-code", "user", dirs)
     originals = {p: p.read_bytes() for p in (mcp_path, hooks_path)}
     plan = install("claude-code", "user", dirs)
+    assert plan.backup_folder is not None and plan.backup_folder.parent == agentmem_home / "backups"
+    assert re.fullmatch(r"\d{8}-\d{6}-install-claude-code", plan.backup_folder.name)
     for change in plan.changes:
-        assert re.fullmatch(rf"{change.path.name}\.agentmem-backup-\d{{8}}-\d{{6}}", change.backup.name)
+        assert change.backup == plan.backup_folder / str(change.path).lstrip("/")
         assert change.backup.read_bytes() == originals[change.path]
+        assert stat.S_IMODE(change.backup.stat().st_mode) == 0o600
+    assert stat.S_IMODE(plan.backup_folder.stat().st_mode) == 0o700
     assert "backup:" in plan.describe()
+    uninstall("claude-code", "user", dirs)
+    runs = sorted(p for p in (agentmem_home / "backups").iterdir() if p.is_dir())
+    assert [r.name.split("-", 2)[2] for r in runs] == ["install-claude-code", "uninstall-claude-code"]
+    copies = [p for p in (agentmem_home / "backups").rglob("*") if p.is_file() and p.name != ".agentmem-owned"]
+    assert len(copies) == 4  # two files, two runs
+    assert not [p for p in dirs["home"].rglob("*agentmem-backup*")]
 
 
 def test_reinstall_with_a_new_command_replaces_ours(dirs):
@@ -383,6 +439,15 @@ def test_cursor_template_covers_every_event():
     assert set(template["hooks"]) == set(CLIENT_EVENTS["cursor"])
     for event, (entry,) in template["hooks"].items():
         assert entry["command"].endswith(f"/hooks/run-hook.sh cursor {event}")
+
+
+@pytest.mark.parametrize(("client", "template"), [("codex", "codex-hooks.json"), ("gemini", "gemini-settings.json")])
+def test_codex_and_gemini_templates_cover_every_event(client, template):
+    hooks = load(REPO / "hooks" / template)["hooks"]
+    assert set(hooks) == set(CLIENT_EVENTS[client])
+    for event, (group,) in hooks.items():
+        (hook,) = group["hooks"]
+        assert hook["command"].endswith(f"/hooks/run-hook.sh {client} {event}") and hook["type"] == "command"
 
 
 def test_plugin_manifest_and_marketplace():

@@ -14,6 +14,11 @@ hook the file as it was), and can skip records a resumed session copied from an 
 `cursor_events` gives the Cursor-shaped equivalent of the same session: sessionStart,
 beforeSubmitPrompt, postToolUse (Bash becomes Cursor's Shell tool, tool_output a JSON string),
 afterFileEdit after each Edit / MultiEdit / Write, preCompact, stop, sessionEnd.
+
+`codex_events` and `gemini_events` give the Codex- and Gemini CLI-shaped equivalents, with the fields each
+client's hooks send (Codex: its shipped JSON schemas; Gemini CLI: its hooks reference), for the tools those
+clients fire hooks for: Codex's Bash (the output as text, no exit code) and apply_patch (an edit as a patch);
+Gemini CLI's run_shell_command, read_file, write_file, replace, grep_search and glob.
 """
 
 from __future__ import annotations
@@ -274,3 +279,98 @@ def _duration_ms(timestamps: list[str]) -> int:
         except ValueError:
             continue
     return int((max(parsed) - min(parsed)).total_seconds() * 1000) if parsed else 0
+
+
+def codex_events(path: str | Path) -> list[tuple[str, dict]]:
+    """The Codex-shaped equivalent of the same transcript, as (hook event name, payload) pairs."""
+    session, steps = _steps(path)
+    base = {"session_id": session["session_id"], "transcript_path": None, "cwd": session["cwd"], "model": "gpt-5.5"}
+    mode = {"permission_mode": session["permission_mode"]}
+    events: list[tuple[str, dict]] = [("SessionStart", {**base, **mode, "hook_event_name": "SessionStart",
+                                                        "source": "startup"})]
+    turn = 0
+    for kind, step in steps:
+        if kind == "prompt":
+            turn += 1
+            events.append(("UserPromptSubmit", {**base, **mode, "hook_event_name": "UserPromptSubmit",
+                                                "turn_id": f"turn-{turn}", "prompt": step["text"]}))
+        elif kind == "tool" and (shaped := _codex_tool(step)) is not None:
+            events.append(("PostToolUse", {**base, **mode, "hook_event_name": "PostToolUse", "turn_id": f"turn-{turn}",
+                                           **shaped, "tool_use_id": step["id"]}))
+        elif kind == "compact":
+            events.append(("PreCompact", {**base, "hook_event_name": "PreCompact", "turn_id": f"turn-{turn}",
+                                          "trigger": step["trigger"]}))
+        elif kind == "stop":
+            events.append(("Stop", {**base, **mode, "hook_event_name": "Stop", "turn_id": f"turn-{turn}",
+                                    "stop_hook_active": False, "last_assistant_message": None}))
+    events.append(("SessionEnd", {**base, "hook_event_name": "SessionEnd", "reason": "other"}))
+    return events
+
+
+def _codex_tool(step: dict) -> dict | None:
+    name, args, response = step["name"], step["input"], step["response"]
+    if name == "Bash":
+        result = _shell_result(response, step["is_error"])
+        output = "\n".join(p for p in (result["stdout"], result["stderr"]) if p)
+        return {"tool_name": "Bash", "tool_input": {"command": args.get("command", "")}, "tool_response": output}
+    if name in ("Edit", "MultiEdit", "Write") and isinstance(args.get("file_path"), str) and not step["is_error"]:
+        verb = "Add" if name == "Write" else "Update"
+        lines = ["*** Begin Patch", f"*** {verb} File: {args['file_path']}"]
+        for edit in _edits(args):
+            lines.append("@@")
+            lines += ["-" + line for line in edit["old_string"].splitlines()]
+            lines += ["+" + line for line in edit["new_string"].splitlines()]
+        lines.append("*** End Patch")
+        return {"tool_name": "apply_patch", "tool_input": {"command": "\n".join(lines) + "\n"},
+                "tool_response": f"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following "
+                                 f"files:\nM {args['file_path']}\n"}
+    return None
+
+
+_GEMINI_TOOLS = {"Read": "read_file", "Write": "write_file", "Edit": "replace", "Grep": "grep_search",
+                 "Glob": "glob"}
+
+
+def gemini_events(path: str | Path) -> list[tuple[str, dict]]:
+    """The Gemini CLI-shaped equivalent of the same transcript, as (hook event name, payload) pairs."""
+    session, steps = _steps(path)
+    base = {"session_id": session["session_id"], "transcript_path": "", "cwd": session["cwd"],
+            "timestamp": "2026-01-01T00:00:00.000Z"}
+    events: list[tuple[str, dict]] = [("SessionStart", {**base, "hook_event_name": "SessionStart",
+                                                        "source": "startup"})]
+    prompt = ""
+    for kind, step in steps:
+        if kind == "prompt":
+            prompt = step["text"]
+            events.append(("BeforeAgent", {**base, "hook_event_name": "BeforeAgent", "prompt": prompt}))
+        elif kind == "tool" and (shaped := _gemini_tool(step)) is not None:
+            events.append(("AfterTool", {**base, "hook_event_name": "AfterTool", **shaped}))
+        elif kind == "compact":
+            events.append(("PreCompress", {**base, "hook_event_name": "PreCompress", "trigger": step["trigger"]}))
+        elif kind == "stop":
+            events.append(("AfterAgent", {**base, "hook_event_name": "AfterAgent", "prompt": prompt,
+                                          "prompt_response": "", "stop_hook_active": False}))
+    events.append(("SessionEnd", {**base, "hook_event_name": "SessionEnd", "reason": "exit"}))
+    return events
+
+
+def _gemini_tool(step: dict) -> dict | None:
+    name, args, response = step["name"], step["input"], step["response"]
+    error = {"error": {"type": "execution_failed", "message": response if isinstance(response, str)
+                       else json.dumps(response)}} if step["is_error"] else {}
+    if name == "Bash":
+        result = _shell_result(response, step["is_error"])
+        output = "\n".join(p for p in (result["stdout"], result["stderr"]) if p)
+        code = f"\nExit Code: {result['exitCode']}" if result["exitCode"] else ""
+        return {"tool_name": "run_shell_command", "tool_input": {"command": args.get("command", "")},
+                "tool_response": {"llmContent": f"Output: {output or '(empty)'}{code}", "returnDisplay": output}}
+    if name not in _GEMINI_TOOLS:
+        return None
+    tool_input = dict(args)
+    if name == "Edit":
+        tool_input = {k: args.get(k) for k in ("file_path", "old_string", "new_string")}
+    elif name in ("Grep", "Glob"):
+        tool_input = {"pattern": args.get("pattern", ""), "dir_path": args.get("path", "")}
+    text = response if isinstance(response, str) else json.dumps(response)
+    return {"tool_name": _GEMINI_TOOLS[name], "tool_input": tool_input,
+            "tool_response": {"llmContent": text, "returnDisplay": text, **error}}

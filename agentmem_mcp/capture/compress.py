@@ -30,14 +30,15 @@ TITLE_MAX = 120
 FACT_MAX = 240
 PROMPT_INTENT_MAX = 300
 
-_TOOL_KINDS = {
-    "command": "bash shell run_terminal_cmd terminal",
-    "file_read": "read read_file readfile",
-    "file_edit": "edit multiedit strreplace search_replace edit_file notebookedit applypatch",
+_TOOL_KINDS = {  # Claude Code, Cursor, Codex (Bash, apply_patch) and Gemini CLI tool names
+    "command": "bash shell run_terminal_cmd terminal run_shell_command",
+    "file_read": "read read_file readfile read_many_files",
+    "file_edit": "edit multiedit strreplace search_replace edit_file notebookedit applypatch apply_patch replace",
     "file_write": "write create_file write_file delete delete_file",
-    "search": "grep glob ls codebase_search grep_search file_search list_dir semanticsearch",
-    "web": "webfetch websearch web_search fetch",
-    "task": "task agent taskoutput todowrite taskcreate taskupdate",
+    "search": "grep glob ls codebase_search grep_search file_search list_dir semanticsearch list_directory "
+              "search_file_content",
+    "web": "webfetch websearch web_search fetch web_fetch google_web_search",
+    "task": "task agent taskoutput todowrite taskcreate taskupdate write_todos",
 }
 _KIND_OF = {name: kind for kind, names in _TOOL_KINDS.items() for name in names.split()}
 _PATH_KEYS = ("file_path", "notebook_path", "path", "filePath", "target_file")
@@ -290,9 +291,9 @@ def _write(ctx: _Context, tool: str) -> CompressedObservation:
 def _search(ctx: _Context, tool: str) -> CompressedObservation:
     low = tool.lower()
     pattern = ctx.arg("pattern", "query", "glob_pattern", "regex")
-    where = ctx.show(ctx.files[0]) if ctx.files else ""
+    where = ctx.show(ctx.files[0]) if ctx.files else ctx.show(ctx.arg("dir_path")) if ctx.arg("dir_path") else ""
     where = "" if where == "." else where
-    if low in ("ls", "list_dir"):
+    if low in ("ls", "list_dir", "list_directory"):
         title = f"Listed {where or 'directory'}"
     elif low in ("glob", "file_search"):
         title = f"Listed files matching '{_clip(pattern, 60)}'" + (f" in {where}" if where else "")

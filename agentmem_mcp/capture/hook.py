@@ -55,7 +55,8 @@ def _splice(head: bytes, tail: bytes, total: int) -> bytes:
 
 
 def _output(client: str, ev_event: str | None, raw_event: str, context: str) -> dict[str, Any] | None:
-    """The JSON each client reads back from this hook (None: print nothing)."""
+    """The JSON each client reads back from this hook (None: print nothing). Claude Code, Codex and Gemini CLI read
+    the same shape: `hookSpecificOutput.additionalContext` on SessionStart and on the prompt's event."""
     if client == "cursor":
         if ev_event == "session_start":
             return {"additional_context": context} if context else {}
@@ -140,8 +141,14 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
     from ..project import project_for, worktree_root
     from .observations import ObservationStore, scrub
 
-    if ev.extra.get("phase") == "before":  # Cursor's before*Execution: the after* event records it
+    if ev.extra.get("phase") == "before":  # Cursor's before*Execution, PreToolUse, BeforeTool: the after* records it
         return _output(ev.client, ev.event, ev.raw_event, "")
+    if ev.client == "codex" and ev.event == "tool_use" and "exit_code" not in ev.extra:
+        from .events_codex_gemini import exit_code_from_log  # Codex sends none; its session log has it
+
+        code = exit_code_from_log(ev.extra.get("transcript_path"), ev.extra.get("tool_use_id"))
+        if code is not None:
+            ev.extra["exit_code"] = code
     project = project_for(ev.cwd)
     scrubbed = scrub(ev, settings.max_output_chars)
     conn = None
@@ -185,7 +192,7 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
                                          exclude_session=ev.session_id,
                                          current_session=ev.session_id if resumed else None,
                                          tree=tree, tree_state=read_tree_state(tree))
-        elif ev.event == "prompt" and ev.prompt and client == "claude-code":
+        elif ev.event == "prompt" and ev.prompt and ev.client != "cursor":  # Cursor's prompt hook cannot add any
             context = _prompt_context(conn, settings, ev.prompt, project, worktree_root(ev.cwd))
         healthy = True
     finally:
@@ -286,16 +293,17 @@ def _log_failure(client: str, event_name: str, exc: BaseException, env: dict[str
         pass
 
 
-HOOK_USAGE = """usage: agentmem hook [--client claude-code|cursor] EVENT
+HOOK_USAGE = """usage: agentmem hook [--client claude-code|cursor|codex|gemini] EVENT
 
 Handle one client hook event: read the client's JSON on stdin, store an observation, print the context the
 client reads back. The client calls it (`agentmem install` writes the hooks); you do not run it by hand.
-EVENT is the client's event name (SessionStart, UserPromptSubmit, PostToolUse, Stop, SessionEnd, ...).
+EVENT is the client's event name (SessionStart, UserPromptSubmit, PostToolUse, Stop, SessionEnd, ...; Gemini CLI:
+BeforeAgent, AfterTool, AfterAgent, ...).
 """
 
 
 def main(client: str, event: str | None, wants_help: bool = False, stdin: IO[bytes] | None = None) -> int:
-    """`agentmem hook [--client claude-code|cursor] EVENT` in this process, its arguments as capture/hook_client.py
+    """`agentmem hook [--client C] EVENT` in this process, its arguments as capture/hook_client.py
     read them (it first tries to hand the event to the running shared process, then comes here)."""
     if wants_help:
         sys.stdout.write(HOOK_USAGE)

@@ -199,12 +199,13 @@ def pinned(conn: Connection, chosen: MemoryFilter, columns: str, limit: int) -> 
 
 def session_summaries(conn: Connection, chosen: MemoryFilter, columns: str, other_than: str | None,
                       limit: int) -> list[Any]:
-    """Up to `limit` rows (`columns`, the table named `m`, and `events`: how many observations the memory's
-    session recorded) that `chosen` admits and whose session is not `other_than`, the last updated first.
-    Read one project at a time along `memories_recent` (project, tier, type, updated_at), so each read stops at
-    `limit` rows that pass."""
+    """Up to `limit` rows (`columns`, the table named `m`, `events`: how many observations the memory's session
+    recorded, and `client`: the client that ran it) that `chosen` admits and whose session is not `other_than`,
+    the last updated first. Read one project at a time along `memories_recent` (project, tier, type, updated_at),
+    so each read stops at `limit` rows that pass."""
     return _in_order(conn, chosen, f"{columns}, (SELECT COUNT(*) FROM observations o "
-                     "WHERE o.session_id = m.session_id) AS events", ("updated_at",), limit,
+                     "WHERE o.session_id = m.session_id) AS events, (SELECT s.client FROM sessions s "
+                     "WHERE s.id = m.session_id) AS client", ("updated_at",), limit,
                      condition=" AND session_id IS NOT ?", condition_args=(other_than,))
 
 

@@ -79,6 +79,13 @@ def count(conn: Connection, project: str | None, *, all_projects: bool = False) 
     return conn.execute(f"SELECT COUNT(*) FROM sessions WHERE {scope}", args).fetchone()[0]
 
 
+def count_by_client(conn: Connection, project: str | None, *, all_projects: bool = False) -> dict[str, int]:
+    """How many sessions each client ran in the project (or every project), most first."""
+    scope, args = ("1 = 1", []) if all_projects else ("project IS ?", [project])
+    return {row[0] or "unknown": row[1] for row in conn.execute(
+        f"SELECT client, COUNT(*) FROM sessions WHERE {scope} GROUP BY client ORDER BY COUNT(*) DESC, client", args)}
+
+
 def ids_of_project(conn: Connection, project: str | None) -> list[str]:
     """The project's sessions, with those known only from their observations."""
     return [row[0] for row in conn.execute(

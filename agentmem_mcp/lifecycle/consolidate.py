@@ -58,7 +58,7 @@ HOT_FILE_MIN_SESSIONS = 2
 HOT_FILES = 8
 MAX_OBS_SOURCES = 30
 MAX_SUMMARY_SOURCES = 20
-COMMAND_TOOLS = frozenset({"bash", "shell", "run_terminal_cmd", "terminal"})
+COMMAND_TOOLS = frozenset({"bash", "shell", "run_terminal_cmd", "terminal", "run_shell_command"})
 COMMAND_IMPORTANCE = {"Run the tests": 0.8, "Build": 0.75, "Check the code": 0.7, "Start the app": 0.7,
                       "Format the code": 0.6, "Install dependencies": 0.6}
 _REFUSED = re.compile(r"doesn't want to proceed|user (?:rejected|declined|denied)|tool use was rejected", re.I)
