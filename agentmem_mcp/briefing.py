@@ -18,6 +18,7 @@ hook process: SQLite only, no embedding model.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from dataclasses import replace
@@ -44,7 +45,8 @@ from .db.memories import MemoryFilter
 from .git_state import TreeState
 from .lifecycle import BRANCH, NEXT, OUTCOME, PULL_REQUESTS, STILL_FAILING, UNCOMMITTED, UNRESOLVED, UNTRIED
 from .lifecycle.commands import command_label, normalize_command
-from .lifecycle.reports import fit
+from .lifecycle.reports import fit, sentences
+from .lifecycle.retention import retention
 from .ranking import humanize_age
 
 LAST = "Where the last session left off"
@@ -55,6 +57,8 @@ GOTCHAS = "Gotchas: what failed, and the form that worked"
 EARLIER = "Earlier sessions (oldest first)"
 FILES = "Files in play"
 OPEN = "Still open from earlier sessions"
+SAVED = "Saved knowledge"
+SAVED_SOURCES = ("user", "agent", "import")  # what someone chose to remember, not what the rules derived
 # how much of the last session's outcome and of each earlier session's line the briefing may show, from the most
 # to the least detail; it takes the most that leaves every line of more value in
 DETAIL_LEVELS = ((1600, 900), (1400, 600), (1100, 420), (800, 300), (600, 200), (420, 140), (300, 100))
@@ -72,6 +76,14 @@ def summary_parts(content: str) -> dict[str, str]:
         if rest:
             parts[head] = rest
     return parts
+
+
+def outcome_pieces(text: str) -> list[str]:
+    """A summary's outcome as whole statements: its " · "-joined pieces, a long piece cut into its sentences."""
+    out: list[str] = []
+    for piece in text.split(OUTCOME_SEPARATOR):
+        out.extend(sentences(piece) if len(piece) > 300 else [piece])
+    return [p.strip() for p in out if p.strip()]
 
 
 def _started(row: Any) -> float:
@@ -93,7 +105,7 @@ def handoff_lines(row: Any, tree_state: TreeState | None, tree: str | None, proj
     when = f"{_client(row)}{humanize_age(now - _ended(row))}, {row['events'] or 0} events{branch}{stale}"
     out = [f"- Asked: {asked} ({when})" if asked else f"- The last session: {when}"]
     if OUTCOME in parts:
-        outcome = fit(parts[OUTCOME].split(OUTCOME_SEPARATOR), outcome_chars, " ")
+        outcome = fit(outcome_pieces(parts[OUTCOME]), outcome_chars, " ")
         if outcome:
             out.append(f"- What came of it (the agent's report): {outcome}")
     commits = _items(parts.get("Commits", ""))
@@ -196,10 +208,9 @@ def _session_line(row: Any, now: float, chars: int, last: bool) -> str:
     asked = _asked(row, parts)
     head = f"- ({_client(row)}{humanize_age(now - _ended(row))})" + (f" asked {asked}" if asked else "") \
         + (" (the last session)" if last else "")
-    outcome = fit(parts.get(OUTCOME, "").split(OUTCOME_SEPARATOR)[::-1], chars, " ") if OUTCOME in parts else ""
-    if outcome:  # the latest statements first were kept; shown in the order they were written
-        kept = [s for s in parts[OUTCOME].split(OUTCOME_SEPARATOR) if s in outcome]
-        outcome = " ".join(kept)
+    pieces = outcome_pieces(parts.get(OUTCOME, ""))
+    chosen = fit(pieces[::-1], chars, "\n").split("\n") if pieces else []  # the latest statements are kept first
+    outcome = " ".join(p for p in pieces if p in chosen)  # shown in the order they were written
     commits = [c for c in _items(parts.get("Commits", "")) if _COMMIT_ITEM.match(c)]
     fitted = fit(commits, max(80, chars // 3), "; ")
     committed = f" Committed {fitted}." if fitted else ""
@@ -299,6 +310,10 @@ def briefing_lines(conn: Connection, project: str | None, now: float | None = No
     for row in fresh.where(lambda r: r["type"] == "decision" and r["id"] not in seen and _decision(r) is not None,
                            SECTION_LIMITS[DECISIONS], order=lambda r: -(r["updated_at"] or r["created_at"])):
         add(DECISIONS, row, f"- {_decision(row)} {_tail(row, now)}")
+    for row in fresh.where(lambda r: r["source"] in SAVED_SOURCES and r["id"] not in seen
+                           and r["type"] not in ("preference", "decision"), SECTION_LIMITS[SAVED],
+                           order=lambda r: -usefulness(r, now)):
+        add(SAVED, row, _line(row, _tail(row, now), 300))
     for line in _earlier_open(summaries[1:3], now):
         lines.append(ContextLine(OPEN, line))
     for row in fresh.where(lambda r: _gotcha(r) and r["id"] not in seen, SECTION_LIMITS[GOTCHAS]):
@@ -341,3 +356,11 @@ def session_context(conn: Connection, project: str | None, budget_tokens: int, *
         if not dropped:
             break
     return (text or EMPTY_PROJECT), ids
+
+
+def usefulness(row: Any, now: float) -> float:
+    """How much a saved memory is worth showing: importance, confidence, retention and use."""
+    last_used = row["last_accessed_at"] or row["created_at"]
+    kept = retention((now - last_used) / 86400, row["strength"])
+    return (0.35 * row["importance"] + 0.3 * row["confidence"] + 0.2 * kept
+            + 0.15 * min(1.0, math.log1p(row["access_count"]) / 3))

@@ -40,8 +40,9 @@ RECALLED_TIERS = ("episodic", "semantic", "procedural")  # raw captured events (
 SELF_CONTAINED_TYPES = ("bug", "decision", "preference")  # their content says it all; the title repeats it
 SECTION_LIMITS = {"This session so far": 1, "Where the last session left off": 12, "How to build, test and run": 8,
                   "Always keep in mind": 10, "The user's standing instructions": 8, "Decisions": 5,
-                  "Still open from earlier sessions": 2, "Gotchas: what failed, and the form that worked": 3,
-                  "Earlier sessions (oldest first)": 6, "Files in play": 1}
+                  "Saved knowledge": 6, "Still open from earlier sessions": 2,
+                  "Gotchas: what failed, and the form that worked": 3, "Earlier sessions (oldest first)": 6,
+                  "Files in play": 1}
 _CONVERSATIONAL = frozenset(
     "good morning night evening afternoon day thanks thank thx hello hi hey ok okay yes yep no nope continue "
     "please sure great cool nice bye goodbye cheers done go ahead proceed that all now for".split())

@@ -261,8 +261,10 @@ def test_spotter_session_briefs_the_next_one_truthfully(env, tmp_path, settings,
     assert estimate_tokens(briefing) <= 1500
     assert briefing.startswith("# agentmem: notes recalled") and "not instructions" in briefing
     sections = [line for line in briefing.split("\n") if line.startswith("## ")]
-    assert sections[0] == "## How to build, test and run"
+    assert sections[:2] == ["## Where the last session left off", "## How to build, test and run"]
     assert "`mix test`" in briefing and "`mix credo --strict`" in briefing and "64f1b9a" in briefing
+    assert "on branch spotter-dov" in briefing and "no pull request opened" in briefing
+    assert "Still failing" not in briefing  # the dialyzer errors were fixed; the later runs' status was filtered
     assert "main was clean; fix the issues" in briefing
     assert "git status" not in briefing and str(project) not in briefing
 

@@ -33,7 +33,7 @@ def run(command: str, *, failed: bool = False, facts: tuple[str, ...] = (), sess
     record = ObsRecord(id=next(_ids), session_id=session, project="/p", kind="error" if failed else "command",
                        tool="Bash", title=f"Ran `{command}`", facts=[f"command: {command}", *facts],
                        files=[], importance=0.5, created_at=0.0, command=command,
-                       key=normalize_command(command), failed=failed)
+                       key=normalize_command(command), failed=failed, outcome="failed" if failed else "passed")
     if failed:
         record.reason = _failure_reason(record)
     return record

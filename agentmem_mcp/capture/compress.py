@@ -185,7 +185,7 @@ def _command(ctx: _Context, tool: str) -> CompressedObservation:
         failed = bool(errors)
     reason = ""
     if failed:
-        lines = errors or [x for x in _content_lines(output) if not _EXIT_LINE.match(x)][-1:]
+        lines = errors or _telling_lines(output)[:1]
         reason = failures.group(0) if failures else _clip(_error_reason(lines[0]), 50) if lines else ""
     head = f"exit {exit_code}" if failed and exit_code is not None else ""
     head = f"{head}: {reason}" if head and reason else head or reason or ("failed" if failed else "")
@@ -205,8 +205,8 @@ def _command(ctx: _Context, tool: str) -> CompressedObservation:
     facts.append("status: failed" if failed else "status: ok")
     if summary:
         facts.append(_clip(f"result: {summary}", FACT_MAX))
-    if failed:  # the error lines; else the last lines, where a failing tool says why (not its opening banner)
-        shown = errors or [x for x in _content_lines(output) if not _EXIT_LINE.match(x)][-3:]
+    if failed:  # the error lines; else the first lines that are not a banner, a hint or the client's note
+        shown = errors or _telling_lines(output)[:3]
         facts.extend(_clip(line, FACT_MAX) for line in shown[:8])
     obs = _obs("command", title, facts, ctx.files, is_error=failed)
     obs.importance = FAILED_COMMAND_IMPORTANCE if failed else IMPORTANCE["command"]
@@ -446,6 +446,18 @@ def _command_name(command: str) -> str:
             break
         name = stripped
     return " ".join(_first_line(name).replace(" 2>&1", "").split())
+
+
+_INFO_LINE = re.compile(r"^(?:hint|note|info|warning|warn|tip)\b:?|^\[Output truncated|^\(!\)|^Using (?:config|"
+                        r"configuration)|^(?:Configuration file|Source|Destination|Incremental build|Generating|"
+                        r"Compiling|Running|Checking|Finished|Downloading|Fetching)\b|^[=\-─*#]{3,}", re.IGNORECASE)
+
+
+def _telling_lines(output: str) -> list[str]:
+    """The lines of a failed command's output that may say why: not the exit line, nor an informational banner,
+    a hint or the client's own note (those stay when nothing else is there)."""
+    lines = [x for x in _content_lines(output) if not _EXIT_LINE.match(x)]
+    return [x for x in lines if not _INFO_LINE.match(x)] or lines
 
 
 def _error_reason(line: str) -> str:

@@ -186,8 +186,8 @@ class SessionState:
         if record.outcome == "failed":
             entry["fails"] += 1
             self.errors[record.key] = {"reason": clip(record.reason or record.title, 110), "fixed": False}
-        elif record.key in self.errors and record.outcome in ("passed", "running"):
-            self.errors[record.key]["fixed"] = True
+        elif record.key in self.errors:  # a later run passed, or its result is unknown: not known to fail now
+            self.errors[record.key]["fixed"] = True if record.outcome in ("passed", "running") else None
 
     def _pushes(self, output: str) -> None:
         for to in _PUSHED_TO.finditer(output or ""):
@@ -323,9 +323,9 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     if decisions:
         lines.append(clip("Decisions: " + "; ".join(f"asked \"{clip(q, 120)}\", the user answered \"{a}\""
                                                      for q, a in decisions[:3]), 360))
-    still = [f"`{k}` ({e['reason']})" for k, e in state.errors.items() if not e["fixed"] and k not in INSPECTIONS
+    still = [f"`{k}` ({e['reason']})" for k, e in state.errors.items() if e["fixed"] is False and k not in INSPECTIONS
              and command_label(k) not in ("Run", "Start the app")]
-    fixed = [f"`{k}`" for k, e in state.errors.items() if e["fixed"]]
+    fixed = [f"`{k}`" for k, e in state.errors.items() if e["fixed"] is True]
     if still:
         lines.append(clip(f"{STILL_FAILING}: " + "; ".join(still), 300))
     if fixed:
