@@ -402,6 +402,8 @@ def _turn_reports(turn: Turn) -> list[str]:
 
 _GO_ON = re.compile(r"^\W*(?:continue|go on|go ahead|proceed|keep going|retry|try again|again|y|yes|yes go|ok|okay|"
                     r"weiter|mach weiter|ja|oui|continuer|sí|si|continúa)\W*$", re.IGNORECASE)
+_RETRY = re.compile(r"^\W*(?:continue|go on|proceed|keep going|retry|try again|again|weiter|mach weiter|continuer|"
+                    r"continúa)\W*$", re.IGNORECASE)
 _ENDINGS = {"interrupted": "interrupted by the user", "rejected": "the user rejected the agent's tool call",
             "api-error": "the client's API call failed"}
 
@@ -415,8 +417,8 @@ def _unresolved(turns: list[Turn]) -> str:
     if last.ended not in _ENDINGS and last.replies:
         return ""
     index = len(turns) - 1
-    while index > 0 and _GO_ON.match(turns[index].prompt) and (turns[index - 1].ended or not turns[index].replies):
-        index -= 1
+    while index > 0 and turns[index - 1].ended and _RETRY.match(turns[index].prompt):
+        index -= 1  # "continue" after a failed turn asks for the same thing again
     request = turns[index].prompt
     if _GO_ON.match(request) and index > 0:  # "yes go": what it agreed to is the previous turn's proposal
         proposal = lead(turns[index - 1].final, 200)
@@ -426,8 +428,8 @@ def _unresolved(turns: list[Turn]) -> str:
         first = re.split(r"(?<=[.!?])\s+", request)[0]
         request = first if len(first) <= 200 else ""
     what = _ENDINGS.get(last.ended, "no reply was recorded")
-    if last.ended == "api-error" and last.error:
-        detail = _error_message(last.error)
+    if last.ended == "api-error":
+        detail = next((m for t in turns[index:] if t.error and (m := _error_message(t.error))), "")
         what = f"{what} ({detail})" if detail else what
     attempts = len(turns) - index
     again = f", {attempts} attempts" if attempts > 1 else ""
