@@ -105,7 +105,8 @@ def handoff_lines(row: Any, tree_state: TreeState | None, tree: str | None, proj
     when = f"{_client(row)}{humanize_age(now - _ended(row))}, {row['events'] or 0} events{branch}{stale}"
     out = [f"- Asked: {asked} ({when})" if asked else f"- The last session: {when}"]
     if OUTCOME in parts:
-        outcome = fit(outcome_pieces(parts[OUTCOME]), outcome_chars, " ")
+        upcoming = parts.get(NEXT, "")
+        outcome = fit([p for p in outcome_pieces(parts[OUTCOME]) if p not in upcoming], outcome_chars, " ")
         if outcome:
             out.append(f"- What came of it (the agent's report): {outcome}")
     commits = _items(parts.get("Commits", ""))

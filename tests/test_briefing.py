@@ -347,3 +347,65 @@ def test_a_memory_naming_files_keeps_the_commit_they_were_seen_at(env, tmp_path,
     (project / "parser.py").unlink()
     recalled = _hook(env, "UserPromptSubmit", "s", project, prompt="where does the parser live, is it pure?")
     assert f"stale: parser.py no longer exists (named at {sha[:7]})" in recalled
+
+
+def test_the_next_session_gets_a_handoff_with_the_working_tree_as_it_is_now(env, tmp_path, settings, embedder):
+    """A session on a branch commits, pushes without a pull request, edits a file after its commit, and ends on a
+    request with no reply; the next SessionStart, in a real git repository, says all of it, and what `git status`
+    says now, in whole statements."""
+    import subprocess
+
+    project = tmp_path / "shop"
+    project.mkdir()
+    git = ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    (project / "cart.py").write_text("total = 0\n")
+    subprocess.run([*git, "add", "cart.py"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "cart"], check=True)
+    subprocess.run([*git, "checkout", "-q", "-b", "fix/cart-total"], check=True)
+    (project / "cart.py").write_text("total = sum(items)\n")  # left modified in the tree
+    log = tmp_path / "s1.jsonl"
+    log.write_text("\n".join(json.dumps({"cwd": str(project), "gitBranch": "fix/cart-total", **r}) for r in [
+        {"type": "user", "message": {"content": "fix the cart total, it ignores discounts"}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": (
+            "Fixed: `cart.py` now applies discounts before summing, and `tests/test_cart.py` covers it. "
+            "Next, the checkout page still needs to show the discount line.")}]}},
+        {"type": "user", "message": {"content": "open the pull request"}},
+    ]) + "\n")
+
+    def send(name: str, **fields) -> None:
+        payload = {"session_id": "s1", "cwd": str(project), "hook_event_name": name, "transcript_path": str(log),
+                   **fields}
+        handle("claude-code", name, json.dumps(payload).encode(), env)
+
+    send("SessionStart", source="startup")
+    send("UserPromptSubmit", prompt="fix the cart total, it ignores discounts")
+    send("PostToolUse", tool_name="Bash", tool_input={"command": "pytest -q"},
+         tool_response={"stdout": "5 passed in 0.2s", "stderr": "", "interrupted": False})
+    send("PostToolUse", tool_name="Bash", tool_input={"command": "git commit -am 'Apply discounts'"},
+         tool_response={"stdout": "[fix/cart-total 1a2b3c4] Apply discounts\n 1 file changed, 1 insertion(+)",
+                        "stderr": "", "interrupted": False})
+    send("PostToolUse", tool_name="Bash", tool_input={"command": "git push -u origin fix/cart-total"},
+         tool_response={"stdout": "", "stderr": "To github.com:o/shop.git\n * [new branch]      fix/cart-total -> "
+                        "fix/cart-total", "interrupted": False})
+    send("PostToolUse", tool_name="Edit", tool_input={"file_path": str(project / "cart.py"), "old_string": "x",
+                                                      "new_string": "y"},
+         tool_response={"filePath": str(project / "cart.py")})
+    send("UserPromptSubmit", prompt="open the pull request")
+    send("Stop", stop_hook_active=False)
+    with Store.open(settings, project=None, embedder=embedder) as store:
+        Worker(store, sweep=False).run_until_idle()
+
+    briefing = _hook(env, "SessionStart", "s2", project, source="startup")
+    handoff = briefing.split("## Where the last session left off\n", 1)[1].split("\n## ", 1)[0]
+    assert "on branch fix/cart-total" in handoff
+    assert "cart.py now applies discounts before summing" in handoff
+    assert "1a2b3c4 Apply discounts" in handoff and "fix/cart-total to github.com:o/shop.git (new branch)" in handoff
+    assert "no pull request opened in the session" in handoff
+    assert "`pytest` run 1x, last run passed (5 passed in 0.2s)" in handoff
+    assert "Not committed at the end: cart.py (after the session's last commit)" in handoff
+    assert 'Unresolved: "open the pull request": no reply was recorded' in handoff
+    assert "the checkout page still needs to show the discount line" in handoff
+    assert "The working tree now: branch `fix/cart-total`; no upstream branch; 1 changed and not committed " \
+           "(cart.py)" in handoff
+    assert "…" not in handoff  # nothing is cut: a statement fits whole or is left out
