@@ -352,11 +352,26 @@ def session_context(conn: Connection, project: str | None, budget_tokens: int, *
     current_session (after a compaction or a resume): that session's own state so far comes first."""
     lines = briefing_lines(conn, project, now, exclude_session, current_session, tree, tree_state)
     lines += _team_lines(conn, project, time.time() if now is None else now)
-    for level in range(len(DETAIL_LEVELS)):  # the most detail that leaves no line of more value out
-        text, ids, dropped = _pack(lines, budget_tokens, HEADER, level)
-        if not dropped:
-            break
+    text, ids, _ = _pack(fill(lines, budget_tokens), budget_tokens, HEADER, None)
     return (text or EMPTY_PROJECT), ids
+
+
+def fill(lines: list[ContextLine], budget_tokens: int) -> list[ContextLine]:
+    """The lines with the detail each shows: every line at its least detail first, so that as many lines of value as
+    possible fit; then, in order of value (the last session's handoff, then the newest sessions first), each line
+    takes more detail while the whole still fits and leaves no line out."""
+    chosen = [replace(line, text=line.variants[-1]) if line.variants else line for line in lines]
+    _, _, dropped = _pack(chosen, budget_tokens, HEADER, None)
+    order = [i for i, line in enumerate(lines) if line.variants and line.section == LAST]
+    order += sorted((i for i, line in enumerate(lines) if line.variants and line.section != LAST), reverse=True)
+    for index in order:
+        for variant in lines[index].variants[-2::-1]:  # from a little more detail to the most
+            trial = chosen[:index] + [replace(chosen[index], text=variant)] + chosen[index + 1:]
+            _, _, now_dropped = _pack(trial, budget_tokens, HEADER, None)
+            if now_dropped > dropped:
+                break
+            chosen = trial
+    return chosen
 
 
 def usefulness(row: Any, now: float) -> float:

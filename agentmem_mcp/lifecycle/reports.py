@@ -160,8 +160,9 @@ def statements(report: str) -> list[tuple[float, int, str]]:
                 add(headline, 1.5)
         elif kind == "item":
             item = plain(text)
-            if names(item) and words(item) >= 4 and len(item) <= 220 and says_something(item) \
-                    and not _PLAN_ITEM.match(item):
+            named = len(names(item))
+            if named and (words(item) >= 4 or named >= 2 and words(item) >= 2) and len(item) <= 220 \
+                    and (says_something(item) or named >= 2 and not is_narration(item)) and not _PLAN_ITEM.match(item):
                 add(item.rstrip(":;,") + ("" if item[-1:] in ".!?" else "."), 0.0)
         elif kind in ("prose", "labelled"):
             for sentence in sentences(text):

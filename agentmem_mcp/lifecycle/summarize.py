@@ -389,15 +389,15 @@ REPORT_MIN_CHARS = 800  # a reply this long, with headings or a list, is a repor
 
 
 def _turn_reports(turn: Turn) -> list[str]:
-    """A turn's reports, latest first: its final reply, then its longest structured reply of the last third of the
-    turn (an exploration at its start says what was found, not what came of the work)."""
+    """A turn's reports, latest first: its final reply, then its two longest structured replies of the turn's second
+    half (an exploration at its start says what was found, not what came of the work)."""
     final = turn.final
-    late = turn.replies[len(turn.replies) * 2 // 3:-1]  # a report late in the turn says what came of it
+    late = turn.replies[len(turn.replies) // 2:-1]  # a report late in the turn says what came of it
     structured = [r for r in late if len(r) >= REPORT_MIN_CHARS
                   and (re.search(r"^\s*#{1,6} |^\s*\*\*[^*]+\*\*\s*$", r, re.MULTILINE)
                        or len(re.findall(r"^\s*(?:[-*]|\d+\.)\s", r, re.MULTILINE)) >= 3)]
-    longest = max(structured, key=len) if structured else ""
-    return [r for r in (final, longest) if r]
+    longest = sorted(structured, key=len, reverse=True)[:2]
+    return [r for r in (final, *longest) if r]
 
 
 _GO_ON = re.compile(r"^\W*(?:continue|go on|go ahead|proceed|keep going|retry|try again|again|y|yes|yes go|ok|okay|"
