@@ -9,6 +9,8 @@ from logging.handlers import RotatingFileHandler
 from .config import Settings
 from .db.connection import ensure_private_dir
 
+LOG_NAME = "agentmem.log"  # in <home>/logs (Settings.log_path)
+
 
 class _LogFile(RotatingFileHandler):
     def _open(self):  # also after each rotation: the log stays 0600 whatever the process umask
@@ -21,6 +23,11 @@ class _LogFile(RotatingFileHandler):
     def handleError(self, record: logging.LogRecord) -> None:
         """A log that cannot be written (a full disk, a deleted directory) is dropped: printing the failure to
         stderr, logging's default, would put it in front of the agent through a hook."""
+
+
+def is_log_file(name: str) -> bool:
+    """Whether a file of this name in the logs folder is one agentmem writes (the log and its rotated copies)."""
+    return name == LOG_NAME or (name.startswith(LOG_NAME + ".") and name[len(LOG_NAME) + 1:].isdigit())
 
 
 def setup_logging(settings: Settings, level: int = logging.INFO) -> None:

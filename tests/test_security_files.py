@@ -117,6 +117,11 @@ def test_an_index_made_before_markers_keeps_working(settings, embedder):
         store.flush()
     for marker in (settings.home / MARKER, settings.fulltext_dir / MARKER):
         marker.unlink()
+    import sqlite3
+
+    conn = sqlite3.connect(settings.database)  # nor did it stamp its databases (db/ownership.py)
+    conn.execute("PRAGMA application_id = 0")
+    conn.close()
     os.chmod(settings.home, 0o755)
     with Store.open(settings, project="/repo/a", embedder=embedder) as store:
         assert [h.id for h in store.search("launchdarkly flags", retrievers=("bm25",)).hits] == [saved.id]

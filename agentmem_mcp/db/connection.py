@@ -14,6 +14,7 @@ from pathlib import Path
 import sqlean
 
 from ..files import ensure_private_dir, make_private
+from .ownership import first_look, refusal
 
 DatabaseError = sqlean.DatabaseError
 OperationalError = sqlean.OperationalError
@@ -154,7 +155,8 @@ def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True, 
     deletes or replaces is zeroed on disk; secure_delete=False only for measuring what that costs).
 
     The connection is in autocommit mode (isolation_level=None); writes go through `write_transaction`,
-    which takes the write lock up front with BEGIN IMMEDIATE.
+    which takes the write lock up front with BEGIN IMMEDIATE. A database that is not agentmem's raises
+    ForeignDatabaseError before anything in it changes (`ownership`).
     """
     ensure_private_dir(path.parent)
     old_umask = os.umask(0o077)
@@ -165,6 +167,10 @@ def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True, 
         os.umask(old_umask)
     conn.row_factory = sqlean.Row
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    why = first_look(conn)
+    if why is not None:  # another program's database: refused before its journal mode or file mode changes
+        conn.close()
+        raise refusal(path, why)
     if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
