@@ -158,3 +158,28 @@ def test_purge_takes_the_audit_files_so_a_new_store_starts_clean(env, home, proj
     assert agentmem(env, "save", "Use yarn, not npm", cwd=project).returncode == 0
     doctor = agentmem(env, "doctor", cwd=project)
     assert "FAIL audit chain" not in doctor.stdout, doctor.stdout
+
+
+# 36.15: a relative AGENTMEM_HOME -------------------------------------------------------------------------------
+
+
+def test_a_relative_home_is_taken_from_the_users_home_not_each_working_directory(env, project, tmp_path):
+    """`AGENTMEM_HOME=agentmem-data` put a store inside every repository a hook or a command ran in."""
+    user_home = tmp_path / "user"
+    user_home.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = env | {"HOME": str(user_home), "AGENTMEM_HOME": "agentmem-data", "AGENTMEM_INDEX_DIR": "agentmem-index"}
+    assert agentmem(env, "save", "Use pnpm, not npm", "--project", str(project), cwd=project).returncode == 0
+    answer = hook(env, "UserPromptSubmit", prompt_event(project, "how do we install packages?"), project)
+    assert answer.returncode == 0 and answer.stderr == ""
+    found = agentmem(env, "search", "pnpm", "--project", str(project), cwd=elsewhere)
+    assert found.returncode == 0 and "pnpm" in found.stdout, found.stderr
+    assert sorted(os.listdir(project)) == [".git"] and os.listdir(elsewhere) == []
+    data = user_home / "agentmem-data"
+    assert (data / "agentmem.db").is_file() and (user_home / "agentmem-index" / "meta.json").is_file()
+    conn = sqlite3.connect(data / "agentmem.db")
+    try:
+        assert conn.execute("SELECT count(*) FROM observations").fetchone()[0] == 1  # the hook's event, same store
+    finally:
+        conn.close()

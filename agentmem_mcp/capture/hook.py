@@ -266,14 +266,14 @@ def _log_failure(client: str, event_name: str, exc: BaseException, env: dict[str
     try:
         import logging
 
-        from ..config import ConfigError, Settings, default_home, load_settings
+        from ..config import ConfigError, Settings, default_home, load_settings, user_path
         from ..logs import setup_logging
 
         try:
             settings = load_settings(env, on_warning=lambda _: None)
         except ConfigError:  # the failure may be the config itself: log it in the home's log all the same
             home = (os.environ if env is None else env).get("AGENTMEM_HOME")
-            settings = Settings(home=Path(os.path.expanduser(home)).absolute() if home else default_home())
+            settings = Settings(home=user_path(home) if home else default_home())
         setup_logging(settings)
         if isinstance(exc, Warning):  # e.g. an unknown key in config.toml: the hook went on
             logging.getLogger("agentmem.hook").warning("hook %s %s: %s", client, event_name, str(exc)[:500])
