@@ -224,6 +224,20 @@ def make_private(path: Path) -> None:
             pass
 
 
+def why_unwritable(path: Path) -> str | None:
+    """None when this user may write `path` (an existing file or folder); else the cause, as a person would fix it:
+    "is on a read-only filesystem" (no chmod helps: remount it, or use another place) or "is not writable by this
+    user" (a permission)."""
+    if os.access(path, os.W_OK):
+        return None
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "is on a read-only filesystem"
+    except (OSError, AttributeError):  # no statvfs on Windows
+        pass
+    return "is not writable by this user"
+
+
 def foreign_writer(st: os.stat_result) -> str | None:
     """Why a file with this stat could have been written by someone other than this user (None: it could not):
     it is owned by another user, or group or others may write it."""

@@ -373,6 +373,8 @@ def migrate(conn: Connection) -> int:
 
     The database is first claimed as agentmem's (`claim`): another program's database raises ForeignDatabaseError
     and nothing in it changes."""
+    if getattr(conn, "read_only", None) is not None:
+        return _check_read_only(conn)
     if ownership.application_id(conn) != ownership.APPLICATION_ID:
         claim(conn)
     conn.execute(
@@ -391,6 +393,21 @@ def migrate(conn: Connection) -> int:
                 "SELECT COALESCE(MAX(version), 0) + 1, ?, ? FROM schema_migrations",
                 (migration.__name__, time.time()),
             )
+    return len(MIGRATIONS)
+
+
+def _check_read_only(conn: Connection) -> int:
+    """`migrate` for a connection that cannot write: the database must be agentmem's and up to date already."""
+    why = _not_ours(conn)
+    if why is not None:
+        raise ownership.refusal(_path_of(conn), why)
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_migrations'").fetchone()
+    missing = [m.__name__ for m in MIGRATIONS if m.__name__ not in (_applied(conn) if exists else set())]
+    if missing:
+        from ..models import StoreReadOnly
+
+        raise StoreReadOnly(f"the database needs an update to this agentmem's schema ({len(missing)} steps), which "
+                            f"cannot be written: {conn.read_only}")
     return len(MIGRATIONS)
 
 

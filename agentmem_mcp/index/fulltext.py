@@ -132,7 +132,39 @@ class FulltextIndex:
         self.path = path
         self.lock_timeout = lock_timeout
         self._lock = threading.Lock()
+        self._copy_of: Path | None = None
         self._open()
+
+    @classmethod
+    def private_copy(cls, path: Path) -> FulltextIndex:
+        """The index at `path`, opened from a copy of its files in a new private temporary folder (0700): for a
+        store that cannot write its index folder (a read-only filesystem), since tantivy locks a file there even to
+        read. The copy is deleted at `close`; `path` is only read."""
+        import shutil
+        import tempfile
+
+        copy = Path(tempfile.mkdtemp(prefix="agentmem-index-"))
+        try:
+            for entry in os.scandir(path) if path.is_dir() else ():
+                if _INDEX_FILE.fullmatch(entry.name) and "lock" not in entry.name and entry.is_file(
+                        follow_symlinks=False):
+                    shutil.copyfile(entry.path, copy / entry.name)
+            write_marker(copy)
+            index = cls(copy)
+        except BaseException:
+            shutil.rmtree(copy, ignore_errors=True)  # the folder made just now, with what was copied into it
+            raise
+        index._copy_of = path
+        return index
+
+    def close(self) -> None:
+        """Delete the private copy `private_copy` made (nothing else: an index in place has nothing to close)."""
+        if self._copy_of is not None:
+            import shutil
+
+            self.index = None
+            shutil.rmtree(self.path, ignore_errors=True)  # the temporary folder private_copy made
+            self._copy_of = None
 
     def _open(self) -> None:
         claim_index_dir(self.path)
