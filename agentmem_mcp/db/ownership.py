@@ -11,10 +11,12 @@ included (`connection.connect`).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from ..files import ForeignDatabaseError
+
+TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms, and hooks import this module
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 APPLICATION_ID = 0x616D656D  # "amem"
 _OLDER_AGENTMEM = ("schema_migrations", "memories")  # what an agentmem database made before the stamp has
