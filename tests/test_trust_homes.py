@@ -372,3 +372,15 @@ def test_a_full_disk_never_drops_hook_events_silently(env, project, small_disk, 
     line = next(text for text in doctor.stdout.splitlines() if "hook events" in text)
     lost = int(line.split("hook events: ")[1].split(" events lost")[0])
     assert stored + spooled + lost == sent and lost > 0, (stored, spooled, lost, doctor.stdout)
+
+
+def test_the_files_attack_scenarios_all_hold(model_path):
+    """scripts/attack_files.py: every scenario this machine can set up holds (the aggregator, scripts/attack.py,
+    imports its `run`)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import attack_files
+
+    results = attack_files.run(model_path)
+    assert results and all(set(r) == {"class", "scenario", "held", "detail"} for r in results)
+    assert [r for r in results if not r["held"]] == []
+    assert len(results) + len(attack_files.SKIPPED) == len(attack_files.SCENARIOS)
