@@ -334,7 +334,7 @@ def test_a_read_only_home_still_answers_reads_and_names_the_real_cause(env, proj
     assert "FAIL writable" in doctor.stdout and "read-only filesystem" in doctor.stdout, doctor.stdout
     assert "damaged" not in doctor.stdout and "chmod" not in doctor.stdout
     saved = agentmem(env, "save", "Releases are cut on Thursdays", cwd=project)
-    assert saved.returncode == 2 and "nothing was saved" in saved.stderr and "read-only filesystem" in saved.stderr
+    assert saved.returncode == 2 and "nothing was changed" in saved.stderr and "read-only filesystem" in saved.stderr
     assert "chmod" not in saved.stderr and "Traceback" not in saved.stderr
     first = answer_of(hook(env, "UserPromptSubmit", prompt_event(project, "how do we deploy to blue-harbor?"), project))
     assert "read-only filesystem" in first["systemMessage"] and "chmod" not in first["systemMessage"]

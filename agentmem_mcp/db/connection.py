@@ -270,7 +270,7 @@ def write_transaction(conn: Connection) -> Iterator[Connection]:
     if getattr(conn, "read_only", None) is not None:
         from ..models import StoreReadOnly
 
-        raise StoreReadOnly(f"nothing was saved: {conn.read_only}")
+        raise StoreReadOnly(f"nothing was changed: {conn.read_only}")
     watch = getattr(conn, "watch", None)
     if watch is not None:
         watch.check(conn)
