@@ -44,7 +44,8 @@ FUSIONS = ("score", "rrf")
 # A plain table rather than a dataclass: hooks import this module, and `dataclasses` costs them ~8 ms.
 SETTINGS: tuple[Setting, ...] = (
     Setting("home", "Path", default_home, "AGENTMEM_HOME",
-            "Directory holding the database, index and logs (created 0700)."),
+            "Directory holding the database, index and logs (created 0700). A relative path is taken from your "
+            "home directory (`~`), as for the two below, never from the current directory."),
     Setting("db_path", "Path | None", None, "AGENTMEM_DB",
             "SQLite database file. Default: `<home>/agentmem.db`."),
     Setting("index_dir", "Path | None", None, "AGENTMEM_INDEX_DIR",
@@ -266,6 +267,17 @@ def _kind(annotation: str) -> str:
     return "str"
 
 
+DATA_PATHS = ("home", "db_path", "index_dir")  # where data lands: a relative value is taken from the user's home
+
+
+def user_path(text: str) -> Path:
+    """A data location as written (AGENTMEM_HOME, AGENTMEM_DB, AGENTMEM_INDEX_DIR or their TOML keys): `~` expanded,
+    and a relative one taken from the user's home directory, never from the current directory, which differs in
+    every project a hook or a command runs in (and would put the data inside a repository's working tree)."""
+    path = Path(os.path.expanduser(text.strip()))
+    return path if path.is_absolute() else Path(os.path.normpath(Path.home() / path))
+
+
 def _parse_env(raw: str, kind: str) -> Any:
     """An environment variable's text as a value of `kind` (ValueError when it is not one)."""
     text = raw.strip()
@@ -420,7 +432,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, on_warning: Callable[
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     home_raw = overrides.get("home") or env.get("AGENTMEM_HOME")
-    home = Path(os.path.expanduser(str(home_raw))).absolute() if home_raw else default_home()
+    home = user_path(str(home_raw)) if home_raw else default_home()
     config_path = Path(env["AGENTMEM_CONFIG"]) if env.get("AGENTMEM_CONFIG") else home / "config.toml"
     file_values = _read_config_file(config_path, home)
     known = {f.name: f for f in SETTINGS}
@@ -443,6 +455,8 @@ def load_settings(env: Mapping[str, str] | None = None, *, on_warning: Callable[
             values[f.name] = parse(raw, _kind(f.type))
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{source}: {raw!r} is not a valid {f.type} ({exc})") from None
+        if f.name in DATA_PATHS and values[f.name] is not None:
+            values[f.name] = user_path(raw)
         sources[f.name] = source
     for name, value in values.items():
         problem = _check_value(name, value)

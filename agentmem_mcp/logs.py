@@ -8,6 +8,9 @@ from logging.handlers import RotatingFileHandler
 
 from .config import Settings
 from .db.connection import ensure_private_dir
+from .files import home_refusal
+
+LOG_NAME = "agentmem.log"  # in <home>/logs (Settings.log_path)
 
 
 class _LogFile(RotatingFileHandler):
@@ -23,10 +26,21 @@ class _LogFile(RotatingFileHandler):
         stderr, logging's default, would put it in front of the agent through a hook."""
 
 
+def is_log_file(name: str) -> bool:
+    """Whether a file of this name in the logs folder is one agentmem writes (the log and its rotated copies)."""
+    return name == LOG_NAME or (name.startswith(LOG_NAME + ".") and name[len(LOG_NAME) + 1:].isdigit())
+
+
 def setup_logging(settings: Settings, level: int = logging.INFO) -> None:
-    """Send agentmem's log records to `<home>/logs/agentmem.log` (0600, rotated at 2 MB)."""
+    """Send agentmem's log records to `<home>/logs/agentmem.log` (0600, rotated at 2 MB); when that file cannot be
+    had (a refused home, a read-only or full disk) they are dropped, never printed."""
     logger = logging.getLogger("agentmem")
     if any(isinstance(h, RotatingFileHandler) for h in logger.handlers):
+        return
+    logger.propagate = False  # with no file to write, records are dropped, never printed (hooks' stderr)
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+    if home_refusal(settings):  # another user's home, a planted link in the place of the log: write nothing there
         return
     try:
         ensure_private_dir(settings.home)

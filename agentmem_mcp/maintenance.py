@@ -199,6 +199,7 @@ def doctor(store: Parts) -> list[Check]:
     checks.append(Check("audit triggers", not broken, "; ".join(broken) or "the audit log is append-only",
                         "" if not broken else "the triggers were dropped outside agentmem: keep a copy of the home "
                         "for investigation; `agentmem audit --verify` says what else changed"))
+    checks += storage_checks(store)
     failed = observations.failed_count(conn)
     checks.append(Check("worker", failed == 0, f"{failed} observations parked as failed",
                         "see the log under the home directory; `agentmem worker --retry-failed` retries them"
@@ -207,4 +208,40 @@ def doctor(store: Parts) -> list[Check]:
         from .team.health import team_check
 
         checks.append(Check(*team_check(store)))
+    return checks
+
+
+LOW_DISK_BYTES = 16 << 20  # below this much free space, a burst of hook events (or a save) may not fit
+
+
+def storage_checks(store: Parts) -> list[Check]:
+    """Whether the home can be written (a read-only one is opened read-only), has room, and whether hooks lost
+    events (`capture.hook_notice` counts them, outside the home) or left some in the spool."""
+    import shutil
+    import time
+
+    from .capture.hook_notice import last_failure
+    from .capture.spool import pending
+
+    home = store.settings.home
+    checks = [Check("writable", store.db.read_only is None, store.db.read_only or f"{home} can be written",
+                    "" if store.db.read_only is None else "see above: until then, searches work and nothing is kept")]
+    free = shutil.disk_usage(home).free
+    checks.append(Check("disk space", free >= LOW_DISK_BYTES, f"{free / (1 << 20):,.0f} MB free where {home} is",
+                        "" if free >= LOW_DISK_BYTES else "free some space: hooks lose events on a full disk"))
+    failure = last_failure(home)
+    waiting = len(pending(home))
+    detail = f"{waiting} events waiting in {home / 'spool'} for the next hook or the worker" if waiting else ""
+    if failure is None:
+        checks.append(Check("hook events", True, detail or "none lost"))
+        return checks
+    since = time.strftime("%Y-%m-%d %H:%M", time.localtime(failure.get("first_at", 0)))
+    lost = int(failure.get("lost", 0))
+    what = f"{lost} events lost since {since}" if lost else f"hooks refused the home since {since}"
+    still = not (checks[0].ok and checks[1].ok)  # the home still cannot be written, or has no room
+    recorded = observations.last_recorded_at(store.conn) or 0.0
+    again = " (recorded again since)" if recorded > failure.get("last_at", 0) else ""
+    checks.append(Check("hook events", not still, f"{what}: {failure.get('message', '')}{again}"
+                        + (f"; {detail}" if detail else ""),
+                        "fix the cause above; the hooks tell the user once per session meanwhile" if still else ""))
     return checks

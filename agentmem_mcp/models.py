@@ -36,6 +36,10 @@ class StoreFull(AgentmemError):
     """The disk holding the database has no room for a write."""
 
 
+class StoreReadOnly(AgentmemError):
+    """The store was opened read-only (its files cannot be written: a read-only filesystem, or permissions)."""
+
+
 class StoreDamaged(AgentmemError):
     """The database file or its write-ahead log was deleted or replaced under this process: it writes no more."""
 

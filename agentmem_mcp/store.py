@@ -58,7 +58,8 @@ class Store:
         self._pool: ThreadPoolExecutor | None = None
         if load_embedder:
             self.embedder.wait()
-            self.prepare_vectors()
+            if self.db.read_only is None:  # a read-only store searches the vectors it has
+                self.prepare_vectors()
         try:
             self.indexer.start(in_background=index_in_background)
         except DatabaseError:  # a damaged database: the caller says so, in one line

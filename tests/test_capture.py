@@ -148,7 +148,7 @@ def test_hook_survives_bad_input_and_honours_the_kill_switch(project, hook_env, 
 
 
 def test_config_file_kill_switch_is_honoured_by_hooks(project, hook_env, home):
-    home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)  # a home others may enter is refused (issue 37.8)
     (home / "config.toml").write_text("disabled = true\n")
     (home / "config.toml").chmod(0o600)
     payload = {"session_id": "s", "cwd": str(project), "tool_name": "Bash", "tool_input": {"command": "ls"},

@@ -164,7 +164,7 @@ def test_requests_round_trip_and_paths_are_made_absolute(tmp_path):
     env = {"AGENTMEM_HOME": "relative/home", "AGENTMEM_CONFIG": "~/c.toml", "AGENTMEM_MAX_OUTPUT_CHARS": "9",
            "PATH": "/usr/bin"}
     sent = hook_client.request_env(env)
-    assert sent == {"AGENTMEM_HOME": os.path.abspath("relative/home"),
+    assert sent == {"AGENTMEM_HOME": os.path.join(os.path.expanduser("~"), "relative/home"),  # from ~, not the cwd
                     "AGENTMEM_CONFIG": os.path.expanduser("~/c.toml"), "AGENTMEM_MAX_OUTPUT_CHARS": "9"}
     raw = "caf\u00e9 \0 {}".encode()
     assert hook_client.decode_request(hook_client.encode_request("cursor", "stop", sent, raw)) == (

@@ -117,6 +117,11 @@ def test_an_index_made_before_markers_keeps_working(settings, embedder):
         store.flush()
     for marker in (settings.home / MARKER, settings.fulltext_dir / MARKER):
         marker.unlink()
+    import sqlite3
+
+    conn = sqlite3.connect(settings.database)  # nor did it stamp its databases (db/ownership.py)
+    conn.execute("PRAGMA application_id = 0")
+    conn.close()
     os.chmod(settings.home, 0o755)
     with Store.open(settings, project="/repo/a", embedder=embedder) as store:
         assert [h.id for h in store.search("launchdarkly flags", retrievers=("bm25",)).hits] == [saved.id]
@@ -140,13 +145,14 @@ def test_a_shared_database_folder_keeps_its_mode(cli_env, home, project, tmp_pat
 
 
 def test_an_existing_home_someone_else_made_is_not_chmodded(cli_env, project, tmp_path):
+    """An existing folder others may enter is refused with the chmod to run (issue 37.8), never chmodded."""
     home = tmp_path / "existing"
     home.mkdir()
     (home / "photo.jpg").write_bytes(b"\xff\xd8")
     os.chmod(home, 0o755)
     done = agentmem(cli_env | {"AGENTMEM_HOME": str(home)}, "save", "Use pnpm, not npm", cwd=project)
-    assert done.returncode == 0, done.stderr
-    assert mode(home) == 0o755 and (home / "photo.jpg").exists()
+    assert done.returncode == 2 and f"chmod 700 {home}" in done.stderr, done.stderr
+    assert mode(home) == 0o755 and sorted(os.listdir(home)) == ["photo.jpg"]
 
 
 def test_a_planted_world_writable_config_is_refused(cli_env, home, project, tmp_path):

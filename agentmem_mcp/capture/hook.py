@@ -136,13 +136,21 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
     if settings.disabled:  # `disabled = true` in config.toml: the same kill switch as AGENTMEM_DISABLE
         return _idle_answer(client, event_name)
     ev = parse_hook_event(client, event_name, decode_payload(raw))
-    from ..db.connection import DatabaseError, connect
+    from ..db.connection import DatabaseError, connect, read_only_reason
     from ..db.migrations import migrate
     from ..project import project_for, worktree_root
     from .observations import ObservationStore, scrub
 
     if ev.extra.get("phase") == "before":  # Cursor's before*Execution, PreToolUse, BeforeTool: the after* records it
         return _output(ev.client, ev.event, ev.raw_event, "")
+    from ..files import home_refusal
+
+    refused = home_refusal(settings)
+    if refused:  # another user's home, a planted link: nothing is written there, the user is told once
+        from .hook_notice import note
+
+        told = note(settings.home, ev.session_id, f"agentmem is not recording: {refused}", lost=False)
+        return _told(_output(ev.client, ev.event, ev.raw_event, ""), ev.client, told)
     if ev.client == "codex" and ev.event == "tool_use" and "exit_code" not in ev.extra:
         from .events_codex_gemini import exit_code_from_log  # Codex sends none; its session log has it
 
@@ -151,33 +159,48 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
             ev.extra["exit_code"] = code
     project = project_for(ev.cwd)
     scrubbed = scrub(ev, settings.max_output_chars)
-    conn = None
+    conn = told = None
     busy_timeout_ms = min(settings.busy_timeout_ms, HOOK_BUSY_TIMEOUT_MS)
+    read_only = read_only_reason(settings.database)  # nothing can be kept; the context can still be read
+    pool = connections if read_only is None else None
     try:
-        if connections is None:
-            conn = connect(settings.database, busy_timeout_ms=busy_timeout_ms, load_vec=False)
+        if pool is None:
+            conn = connect(settings.database, busy_timeout_ms=busy_timeout_ms, load_vec=False, read_only=read_only)
         else:
-            conn = connections.take(settings.database, busy_timeout_ms)
+            conn = pool.take(settings.database, busy_timeout_ms)
         migrate(conn)
         observations = ObservationStore(conn)
-        observations.record(scrubbed, project)
+        if read_only is None:
+            observations.record(scrubbed, project)
+        else:
+            from .hook_notice import note
+
+            told = note(settings.home, ev.session_id, f"agentmem cannot record this session: {read_only}", lost=True)
     except Exception as exc:
         from ..models import AgentmemError  # not at the top: models imports dataclasses (~8 ms)
         from .spool import spool_event
 
-        if conn is not None and connections is not None:
-            connections.give(conn, healthy=False)
-        elif conn is not None and close:
+        if conn is not None and pool is not None:
+            pool.give(conn, healthy=False)
+        elif conn is not None and (close or read_only):
             conn.close()
         if not isinstance(exc, (AgentmemError, DatabaseError, OSError)):
             raise
         # locked past our wait, a full disk, a damaged, missing or unreadable database: keep the event for later
-        where = spool_event(settings.home, scrubbed, project)
+        try:
+            where = spool_event(settings.home, scrubbed, project)
+        except OSError as spool_error:  # nowhere to keep it (a full disk, a read-only one): the user hears of it
+            from .hook_notice import cause, note
+
+            told = note(settings.home, ev.session_id, cause(settings.home, spool_error), lost=True)
+            _log_failure(client, event_name, RuntimeError(f"{exc}; the event could not be spooled either "
+                                                          f"({spool_error}): it is lost"))
+            return _told(_output(ev.client, ev.event, ev.raw_event, ""), ev.client, told)
         _log_failure(client, event_name, RuntimeError(f"{exc}; the event waits in {where}"))
         return _output(ev.client, ev.event, ev.raw_event, "")
     healthy = False
     try:
-        if (settings.home / "spool").is_dir():  # events an earlier hook could not write (see spool.py)
+        if read_only is None and (settings.home / "spool").is_dir():  # events an earlier hook could not write
             from .spool import drain_spool
 
             drain_spool(settings.home, observations)
@@ -196,11 +219,18 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
             context = _prompt_context(conn, settings, ev.prompt, project, worktree_root(ev.cwd))
         healthy = True
     finally:
-        if connections is not None:
-            connections.give(conn, healthy=healthy)
-        elif close:
+        if pool is not None:
+            pool.give(conn, healthy=healthy)
+        elif close or read_only:
             conn.close()
-    return _output(ev.client, ev.event, ev.raw_event, context)
+    return _told(_output(ev.client, ev.event, ev.raw_event, context), ev.client, told)
+
+
+def _told(answer: dict[str, Any] | None, client: str, line: str | None) -> dict[str, Any] | None:
+    """The answer with a line for the user (Claude Code's `systemMessage`; Cursor's hooks have no such field)."""
+    if line is None or client == "cursor":
+        return answer
+    return {**(answer or {}), "systemMessage": line}
 
 
 def _prompt_context(conn: Any, settings: Any, prompt: str, project: str | None, tree: str | None) -> str:
@@ -210,11 +240,17 @@ def _prompt_context(conn: Any, settings: Any, prompt: str, project: str | None, 
     from ..index.fulltext import FulltextIndex
     from .redact import redact
 
-    fulltext = FulltextIndex(settings.fulltext_dir, lock_timeout=1.0)
-    text, ids = prompt_context(conn, fulltext, redact(prompt), project,
-                               budget_tokens=settings.prompt_budget_tokens, min_score=settings.prompt_min_score,
-                               tree=tree)
-    if ids:
+    if conn.read_only is None:
+        fulltext = FulltextIndex(settings.fulltext_dir, lock_timeout=1.0)
+    else:  # tantivy locks a file in the index folder even to read it
+        fulltext = FulltextIndex.private_copy(settings.fulltext_dir)
+    try:
+        text, ids = prompt_context(conn, fulltext, redact(prompt), project,
+                                   budget_tokens=settings.prompt_budget_tokens,
+                                   min_score=settings.prompt_min_score, tree=tree)
+    finally:
+        fulltext.close()
+    if ids and conn.read_only is None:  # a read-only home: the hits are not counted as uses
         import time
 
         from ..db.connection import write_transaction
@@ -275,14 +311,14 @@ def _log_failure(client: str, event_name: str, exc: BaseException, env: dict[str
     try:
         import logging
 
-        from ..config import ConfigError, Settings, default_home, load_settings
+        from ..config import ConfigError, Settings, default_home, load_settings, user_path
         from ..logs import setup_logging
 
         try:
             settings = load_settings(env, on_warning=lambda _: None)
         except ConfigError:  # the failure may be the config itself: log it in the home's log all the same
             home = (os.environ if env is None else env).get("AGENTMEM_HOME")
-            settings = Settings(home=Path(os.path.expanduser(home)).absolute() if home else default_home())
+            settings = Settings(home=user_path(home) if home else default_home())
         setup_logging(settings)
         if isinstance(exc, Warning):  # e.g. an unknown key in config.toml: the hook went on
             logging.getLogger("agentmem.hook").warning("hook %s %s: %s", client, event_name, str(exc)[:500])

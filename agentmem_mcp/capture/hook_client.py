@@ -27,13 +27,20 @@ HANDOFF_TIMEOUT_S = 4.5  # the process waits at most 3 s for SQLite's lock, then
 MAX_STDIN_BYTES = 64 * 1024 * 1024  # as capture/hook.py: larger inputs are cut there, in this process
 PATH_VARIABLES = ("AGENTMEM_HOME", "AGENTMEM_DB", "AGENTMEM_INDEX_DIR", "AGENTMEM_EMBED_MODEL_PATH",
                   "AGENTMEM_CONFIG")
+DATA_VARIABLES = ("AGENTMEM_HOME", "AGENTMEM_DB", "AGENTMEM_INDEX_DIR")  # relative: from ~ (config.user_path)
+
+
+def user_path(text: str) -> str:
+    """`config.user_path` without pathlib: `~` expanded, a relative path taken from the user's home directory."""
+    path = os.path.expanduser(text.strip())
+    return path if os.path.isabs(path) else os.path.normpath(os.path.join(os.path.expanduser("~"), path))
 
 
 def home_dir(env) -> str:
     """agentmem's home as `config.load_settings` finds it (without importing it: pathlib costs a hook ~4 ms)."""
     home = env.get("AGENTMEM_HOME")
     if home:
-        return os.path.abspath(os.path.expanduser(home))
+        return user_path(home)
     if sys.platform == "darwin":
         return os.path.expanduser("~/Library/Application Support/agentmem")
     if os.name == "nt":
@@ -46,7 +53,8 @@ def request_env(env) -> dict:
     sent = {key: value for key, value in env.items() if key.startswith("AGENTMEM_")}
     for key in PATH_VARIABLES:
         if sent.get(key):
-            sent[key] = os.path.abspath(os.path.expanduser(sent[key]))
+            value = sent[key]
+            sent[key] = user_path(value) if key in DATA_VARIABLES else os.path.abspath(os.path.expanduser(value))
     sent["AGENTMEM_HOME"] = home_dir(env)
     return sent
 

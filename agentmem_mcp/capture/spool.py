@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import stat
 import time
 from pathlib import Path
@@ -24,6 +25,15 @@ log = logging.getLogger("agentmem.spool")
 
 DRAIN_LIMIT = 200  # events a single drain moves (the rest wait for the next one)
 STALE_CLAIM_SECONDS = 60.0
+
+
+# the names spool_event and drain_spool give files (a planted file they refused, `*.refused`, is not one of them)
+_SPOOL_FILE = re.compile(r"\.?\d{20}-\d+(?:\.json(?:\.draining-\d+)?|\.tmp|\.bad)")
+
+
+def is_spool_file(name: str) -> bool:
+    """Whether a file of this name in the spool is one agentmem wrote there."""
+    return _SPOOL_FILE.fullmatch(name) is not None
 
 
 def spool_dir(home: Path) -> Path:

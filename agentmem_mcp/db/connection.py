@@ -13,7 +13,8 @@ from pathlib import Path
 
 import sqlean
 
-from ..files import ensure_private_dir, make_private
+from ..files import ensure_private_dir, make_private, why_unwritable
+from .ownership import first_look, refusal
 
 DatabaseError = sqlean.DatabaseError
 OperationalError = sqlean.OperationalError
@@ -31,15 +32,35 @@ def is_damage(exc: BaseException) -> bool:
 
 
 
+def read_only_reason(path: Path) -> str | None:
+    """Why an existing database at `path` can only be read (its file or its folder cannot be written), said with
+    the real cause and what to do; None when it can be written or does not exist yet (then opening creates it)."""
+    if not path.exists():
+        return None
+    for target in (path, path.parent):
+        why = why_unwritable(target)
+        if why is None:
+            continue
+        what = "the database" if target == path else "the folder of the database"
+        if "read-only filesystem" in why:
+            return (f"{what} {target} {why}: remount it read-write, or point AGENTMEM_HOME (or AGENTMEM_DB) at a "
+                    "writable place; reading works meanwhile")
+        return (f"{what} {target} {why}: `chmod u+w {target}` if it is yours (or `chown` it to you); reading works "
+                "meanwhile")
+    return None
+
+
 def marks(values: Sequence[object]) -> str:
     """The placeholders of an `IN (...)` list of these values: "?,?,?"."""
     return ",".join("?" * len(values))
 
 
 class Connection(sqlean.Connection):
-    """A sqlean connection that may carry the `FileWatch` of the process that opened it (see `watch_files`)."""
+    """A sqlean connection that may carry the `FileWatch` of the process that opened it (see `watch_files`), and,
+    opened read-only, why the database cannot be written (`read_only`)."""
 
     watch: FileWatch | None = None
+    read_only: str | None = None
 
 
 FileId = tuple[int, int] | None  # (device, inode) of a file, None: missing
@@ -148,24 +169,35 @@ def vec_extension_path() -> str:
     return os.path.join(os.path.dirname(spec.origin), "vec0")
 
 
-def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True, secure_delete: bool = True
-            ) -> Connection:
+def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True, secure_delete: bool = True,
+            read_only: str | None = None) -> Connection:
     """Open the database at `path` in WAL mode with a busy timeout and SQLite's secure_delete on (what a write
     deletes or replaces is zeroed on disk; secure_delete=False only for measuring what that costs).
 
     The connection is in autocommit mode (isolation_level=None); writes go through `write_transaction`,
-    which takes the write lock up front with BEGIN IMMEDIATE.
+    which takes the write lock up front with BEGIN IMMEDIATE. A database that is not agentmem's raises
+    ForeignDatabaseError before anything in it changes (`ownership`).
+
+    read_only: why the database cannot be written (`files.why_unwritable`); the connection then only reads (and
+    `write_transaction` on it raises StoreReadOnly with that reason), and nothing on disk is created or changed.
     """
-    ensure_private_dir(path.parent)
-    old_umask = os.umask(0o077)
-    try:
-        conn = sqlean.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None,
-                              check_same_thread=False, factory=Connection)
-    finally:
-        os.umask(old_umask)
+    if read_only is not None:
+        conn = _connect_read_only(path, busy_timeout_ms, read_only)
+    else:
+        ensure_private_dir(path.parent)
+        old_umask = os.umask(0o077)
+        try:
+            conn = sqlean.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None,
+                                  check_same_thread=False, factory=Connection)
+        finally:
+            os.umask(old_umask)
     conn.row_factory = sqlean.Row
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+    why = first_look(conn)
+    if why is not None:  # another program's database: refused before its journal mode or file mode changes
+        conn.close()
+        raise refusal(path, why)
+    if read_only is None and conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
@@ -173,8 +205,34 @@ def connect(path: Path, *, busy_timeout_ms: int = 10000, load_vec: bool = True, 
     conn.execute(f"PRAGMA secure_delete = {'ON' if secure_delete else 'OFF'}")
     if load_vec:
         load_vector_extension(conn)
-    make_private(path)
+    if read_only is None:
+        make_private(path)
     return conn
+
+
+def _connect_read_only(path: Path, busy_timeout_ms: int, reason: str) -> Connection:
+    """A connection that only reads. A WAL database needs its shared-memory file, which a folder that cannot be
+    written cannot get: then the file is opened as immutable, which is safe on a read-only filesystem (nobody can
+    change it) and, for a permission, reads what the database file holds (not a WAL another process still writes)."""
+    uri = path.absolute().as_uri()
+    for suffix in ("?mode=ro", "?mode=ro&immutable=1"):
+        try:
+            conn = sqlean.connect(uri + suffix, uri=True, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                                  check_same_thread=False, factory=Connection)
+        except OperationalError:
+            if suffix.endswith("immutable=1"):
+                raise
+            continue
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()  # opening is lazy: this reads the file
+        except OperationalError:
+            conn.close()
+            if suffix.endswith("immutable=1"):
+                raise
+            continue
+        conn.read_only = reason
+        return conn
+    raise AssertionError("unreachable")
 
 
 def load_vector_extension(conn: Connection) -> None:
@@ -209,6 +267,10 @@ def write_transaction(conn: Connection) -> Iterator[Connection]:
     connection (`watch_files`), database files changed under the process raise StoreDamaged, before anything is
     written or, when they changed during the transaction, after its commit (which then went to a file no other
     process sees)."""
+    if getattr(conn, "read_only", None) is not None:
+        from ..models import StoreReadOnly
+
+        raise StoreReadOnly(f"nothing was changed: {conn.read_only}")
     watch = getattr(conn, "watch", None)
     if watch is not None:
         watch.check(conn)

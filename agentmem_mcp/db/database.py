@@ -7,6 +7,7 @@ import logging
 import os
 import threading
 from contextlib import AbstractContextManager
+from pathlib import Path
 
 from ..models import StoreDamaged
 from .connection import (
@@ -17,6 +18,7 @@ from .connection import (
     connect,
     ensure_private_dir,
     make_private,
+    read_only_reason,
     watch_files,
     write_transaction,
 )
@@ -31,7 +33,8 @@ class Database:
     """The SQLite file at `path`, migrated at open; `conn` is the calling thread's connection."""
 
     def __init__(self, path: str, *, busy_timeout_ms: int, home: str | None = None) -> None:
-        if home is not None:
+        self.read_only = read_only_reason(Path(path))
+        if home is not None and self.read_only is None:
             ensure_private_dir(home)
         self.path = path
         self.busy_timeout_ms = busy_timeout_ms
@@ -51,7 +54,7 @@ class Database:
             if self._watch is not None and self._connections:
                 # a connection opened after the WAL was deleted would read the new, empty one: refuse instead
                 self._watch.check(self._connections[0])
-            conn = connect(self.path, busy_timeout_ms=self.busy_timeout_ms)
+            conn = connect(self.path, busy_timeout_ms=self.busy_timeout_ms, read_only=self.read_only)
             if self._watch is not None:
                 watch_files(conn, self._watch)
             self._local.conn = conn
@@ -71,7 +74,7 @@ class Database:
     def checkpoint(self, busy_timeout_ms: int = CHECKPOINT_BUSY_MS) -> bool:
         """Copy the WAL into the database file and empty it, waiting at most `busy_timeout_ms` for other
         processes; not when the files changed under this process (the watch refuses it). Never raises."""
-        if self.files_problem is not None:
+        if self.files_problem is not None or self.read_only is not None:
             return False
         try:
             return checkpoint(self.conn, "TRUNCATE", busy_timeout_ms=busy_timeout_ms)
@@ -122,4 +125,5 @@ class Database:
         if last is not None:
             last.close()
         self._local = threading.local()
-        make_private(self.path)
+        if self.read_only is None:
+            make_private(self.path)

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import cache
+from pathlib import Path
 
 import sqlean
 
+from . import ownership
 from .connection import Connection, write_transaction
 
 
@@ -366,7 +369,14 @@ def migrate(conn: Connection) -> int:
     """Apply the migrations this database has not recorded, in list order, each in its own transaction;
     return the schema version (how many migrations there are). A migration is known by its name (a row
     without one counts by its position, which names the same function), so one inserted into the list later
-    is applied where it is missing; `version` is the order they were applied in."""
+    is applied where it is missing; `version` is the order they were applied in.
+
+    The database is first claimed as agentmem's (`claim`): another program's database raises ForeignDatabaseError
+    and nothing in it changes."""
+    if getattr(conn, "read_only", None) is not None:
+        return _check_read_only(conn)
+    if ownership.application_id(conn) != ownership.APPLICATION_ID:
+        claim(conn)
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at REAL)"
     )
@@ -386,6 +396,21 @@ def migrate(conn: Connection) -> int:
     return len(MIGRATIONS)
 
 
+def _check_read_only(conn: Connection) -> int:
+    """`migrate` for a connection that cannot write: the database must be agentmem's and up to date already."""
+    why = _not_ours(conn)
+    if why is not None:
+        raise ownership.refusal(_path_of(conn), why)
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_migrations'").fetchone()
+    missing = [m.__name__ for m in MIGRATIONS if m.__name__ not in (_applied(conn) if exists else set())]
+    if missing:
+        from ..models import StoreReadOnly
+
+        raise StoreReadOnly(f"the database needs an update to this agentmem's schema ({len(missing)} steps), which "
+                            f"cannot be written: {conn.read_only}")
+    return len(MIGRATIONS)
+
+
 def _applied(conn: Connection) -> set[str]:
     names = {migration.__name__ for migration in MIGRATIONS}
     found = set()
@@ -394,3 +419,58 @@ def _applied(conn: Connection) -> set[str]:
             name = MIGRATIONS[version - 1].__name__
         found.add(name)
     return found
+
+
+def claim(conn: Connection) -> None:
+    """Stamp the database open on `conn` as agentmem's (`ownership`): an empty one (a new database), or one an
+    agentmem from before the stamp made (its tables are all agentmem's). Anything else raises ForeignDatabaseError,
+    untouched."""
+    with write_transaction(conn):
+        why = _not_ours(conn)
+        if why is not None:
+            raise ownership.refusal(_path_of(conn), why)
+        if ownership.application_id(conn) != ownership.APPLICATION_ID:
+            ownership.stamp(conn)
+
+
+def foreign_database(path: Path) -> str | None:
+    """Why the database file at `path` is not agentmem's (None: it is), read without changing it."""
+    from .connection import DatabaseError
+
+    try:
+        conn = sqlean.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, isolation_level=None)
+    except DatabaseError as exc:
+        return f"it cannot be read ({exc})"
+    try:
+        return _not_ours(conn)
+    except DatabaseError as exc:
+        return f"it cannot be read ({exc})"
+    finally:
+        conn.close()
+
+
+def _not_ours(conn: Connection) -> str | None:
+    why = ownership.first_look(conn)
+    if why is not None or ownership.application_id(conn) == ownership.APPLICATION_ID:
+        return why
+    foreign = ownership.foreign_tables(conn, known_tables())
+    return f"it holds tables agentmem does not make ({ownership.shown(foreign)})" if foreign else None
+
+
+@cache
+def known_tables() -> frozenset[str]:
+    """Every table the migrations create (read from an in-memory database they are run on)."""
+    conn = sqlean.connect(":memory:", isolation_level=None)
+    try:
+        for migration in MIGRATIONS:
+            migration(conn)
+        return frozenset([*ownership.tables(conn), "schema_migrations"])
+    finally:
+        conn.close()
+
+
+def _path_of(conn: Connection) -> str:
+    for row in conn.execute("PRAGMA database_list"):
+        if row[1] == "main":
+            return row[2] or "(in memory)"
+    return "(unknown)"

@@ -186,6 +186,12 @@ def status_counts(conn: Connection, project: str | None, *, all_projects: bool =
         f"SELECT status, COUNT(*) FROM observations WHERE {scope} GROUP BY status", args)}
 
 
+def last_recorded_at(conn: Connection) -> float | None:
+    """When the newest observation was recorded (None: none yet)."""
+    row = conn.execute("SELECT created_at FROM observations ORDER BY id DESC LIMIT 1").fetchone()
+    return None if row is None else float(row[0])
+
+
 def failed_count(conn: Connection) -> int:
     """How many rows are parked as failed."""
     return conn.execute("SELECT COUNT(*) FROM observations WHERE status = 'failed'").fetchone()[0]

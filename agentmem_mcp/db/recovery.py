@@ -22,7 +22,7 @@ from pathlib import Path
 
 import sqlean
 
-from ..files import make_private
+from ..files import make_private, why_unwritable
 from .audit import head_path, key_path
 from .connection import DatabaseError, connect
 from .migrations import migrate
@@ -126,10 +126,12 @@ def recover(path: Path, now: float | None = None) -> Recovery:
 
 def _open_read_only(path: Path) -> sqlean.Connection:
     """The database opened read-only (its WAL, if any, is read; nothing is written to the folder but SQLite's
-    shared-memory file); a database SQLite cannot open at all raises DatabaseError."""
+    shared-memory file; in a folder that cannot be written, the database file alone is read, as immutable); a
+    database SQLite cannot open at all raises DatabaseError."""
     if not path.is_file():
         raise DatabaseError(f"{path} does not exist")
-    conn = sqlean.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    immutable = "&immutable=1" if why_unwritable(path.parent) else ""  # no shared-memory file can be made there
+    conn = sqlean.connect(f"file:{path}?mode=ro{immutable}", uri=True, isolation_level=None)
     conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
     return conn
 

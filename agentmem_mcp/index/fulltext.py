@@ -20,7 +20,7 @@ from pathlib import Path
 
 import tantivy
 
-from ..files import MARKER, ForeignFolderError, ensure_private_dir, is_owned, write_marker
+from ..files import MARKER, ForeignFolderError, current_uid, ensure_private_dir, is_owned, write_marker
 from ..pausepoint import pause
 from .tokenize import ANALYZER_NAME, build_analyzer, index_text, terms
 
@@ -34,6 +34,11 @@ WIDE_FACTOR = 3  # hits a filtered search first asks of its terms alone, per hit
 # files and lock files; plus agentmem's schema marker and ownership marker. Nothing else is ever deleted.
 _INDEX_FILE = re.compile(r"[0-9a-f]{32}(?:\.\d+)?\.(?:idx|pos|term|store|fast|fieldnorm|del)|meta\.json|"
                          r"\.managed\.json|\.tantivy-(?:meta|writer)\.lock|" + re.escape(SCHEMA_MARKER))
+
+
+def is_index_file(name: str) -> bool:
+    """Whether a file of this name in an index folder is one tantivy or agentmem writes there."""
+    return _INDEX_FILE.fullmatch(name) is not None
 
 
 _SEGMENT_FILE = re.compile(r"[0-9a-f]{32}(?:\.\d+)?\.(?:idx|pos|term|store|fast|fieldnorm|del)")
@@ -127,7 +132,39 @@ class FulltextIndex:
         self.path = path
         self.lock_timeout = lock_timeout
         self._lock = threading.Lock()
+        self._copy_of: Path | None = None
         self._open()
+
+    @classmethod
+    def private_copy(cls, path: Path) -> FulltextIndex:
+        """The index at `path`, opened from a copy of its files in a new private temporary folder (0700): for a
+        store that cannot write its index folder (a read-only filesystem), since tantivy locks a file there even to
+        read. The copy is deleted at `close`; `path` is only read."""
+        import shutil
+        import tempfile
+
+        copy = Path(tempfile.mkdtemp(prefix="agentmem-index-"))
+        try:
+            for entry in os.scandir(path) if path.is_dir() else ():
+                if _INDEX_FILE.fullmatch(entry.name) and "lock" not in entry.name and entry.is_file(
+                        follow_symlinks=False):
+                    shutil.copyfile(entry.path, copy / entry.name)
+            write_marker(copy)
+            index = cls(copy)
+        except BaseException:
+            shutil.rmtree(copy, ignore_errors=True)  # the folder made just now, with what was copied into it
+            raise
+        index._copy_of = path
+        return index
+
+    def close(self) -> None:
+        """Delete the private copy `private_copy` made (nothing else: an index in place has nothing to close)."""
+        if self._copy_of is not None:
+            import shutil
+
+            self.index = None
+            shutil.rmtree(self.path, ignore_errors=True)  # the temporary folder private_copy made
+            self._copy_of = None
 
     def _open(self) -> None:
         claim_index_dir(self.path)
@@ -180,7 +217,8 @@ class FulltextIndex:
             if not _INDEX_FILE.fullmatch(entry.name):  # only the files tantivy and agentmem wrote
                 continue
             try:
-                if entry.is_file(follow_symlinks=False) and stat.S_IMODE(entry.stat().st_mode) != 0o600:
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != 0o600 and st.st_uid == current_uid():
                     os.chmod(entry.path, 0o600)
             except FileNotFoundError:  # merged away by another process meanwhile
                 pass

@@ -70,6 +70,8 @@ class Indexer:
     def _open_fulltext(self) -> FulltextIndex:
         """Open the BM25 index; if it is missing, corrupt or empty while SQLite holds memories, rebuild it
         from SQLite (it is derived data) before answering anything."""
+        if self.db.read_only is not None:  # tantivy must lock a file in the index folder even to read it
+            return FulltextIndex.private_copy(self.fulltext_dir)
         try:
             index = FulltextIndex(self.fulltext_dir)
             indexed = index.count()
@@ -100,6 +102,8 @@ class Indexer:
             self.drain()
 
     def _queue_every_memory(self) -> None:
+        if self.db.read_only is not None:  # a read-only store searches what is indexed; nothing can be queued
+            return
         with self.db.transaction() as conn:
             index_outbox.queue_every_memory(conn, time.time())
 
@@ -241,6 +245,8 @@ class Indexer:
     def drain(self, limit: int | None = None, stop: threading.Event | None = None) -> int:
         """Apply pending index changes to tantivy, batch by batch, until `limit` rows are applied, the outbox
         is empty or `stop` is set. Safe to run from several processes (idempotent)."""
+        if self.db.read_only is not None:  # nothing can be taken off the outbox: search scans it instead
+            return 0
         with self._drain_lock:
             return self._drain(limit, stop)
 
@@ -316,6 +322,7 @@ class Indexer:
             log.debug("could not update the BM25 index at close: %s", exc)
         except Exception:  # the outbox keeps what is not indexed; the next open drains it
             log.exception("could not update the BM25 index at close")
+        self.fulltext.close()
 
 
 def _documents(conn, rows: list) -> list[FulltextDoc]:
