@@ -148,6 +148,8 @@ def statements(report: str) -> list[tuple[float, int, str]]:
 
     def add(text: str, bonus: float) -> None:
         text = _FILLER_PREFIX.sub("", text).strip()
+        if "…" in text.rstrip(".")[-3:]:
+            return  # cut where the text was stored, not a whole statement
         if text and text not in seen:
             seen.add(text)
             named = len(names(text))
