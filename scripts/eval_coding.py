@@ -115,6 +115,19 @@ NAMED_KINDS = ("command", "error", "file")
 SYSTEMS = {"agentmem": (*CHANNELS, "any"), "raw_last_30": ("briefing",), "no_memory": (*CHANNELS, "any")}
 
 
+def spread(by_project: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per channel: the median project, the worst (and which), the best, and the projects under 60%."""
+    out = {}
+    for key in ("agentmem.briefing", "agentmem.search", "agentmem.prompt", "agentmem.any"):
+        values = {name: g[key] for name, g in by_project.items() if g[key] is not None}
+        worst = min(values, key=values.get) if values else ""
+        out[key] = {"median": statistics.median(values.values()) if values else 0.0,
+                    "worst": values.get(worst, 0.0), "worst_project": worst,
+                    "best": max(values.values(), default=0.0),
+                    "under_60": sorted(name for name, v in values.items() if v is not None and v < 0.6)}
+    return out
+
+
 def aggregate(projects: list[dict[str, Any]]) -> dict[str, Any]:
     """Answer shares per system and channel: overall, per project, per probe kind; irrelevant, contradictions,
     tokens."""
@@ -129,9 +142,11 @@ def aggregate(projects: list[dict[str, Any]]) -> dict[str, Any]:
     injections = [t for p in projects for t in p["prompt_tokens"]]
     irrelevant = [i for p in projects for i in p["irrelevant"]]
     contradictions = [c for p in projects for c in p["contradictions"]]
+    by_project = {p["name"]: shares(p["probes"]) for p in projects}
     return {
         "overall": shares([probe for _, probe in probes]),
-        "by_project": {p["name"]: shares(p["probes"]) for p in projects},
+        "by_project": by_project,
+        "spread": spread(by_project),
         "by_kind": {kind: shares([probe for _, probe in probes if probe["kind"] == kind]) for kind in kinds},
         # the issue's prompt target: probes that name a file, a command or an error
         "named": shares([probe for _, probe in probes if probe["kind"] in NAMED_KINDS]),
@@ -213,6 +228,23 @@ def print_report(summary: dict[str, Any], staleness_figures: dict[str, Any], sup
     print("\n## Probes answered (% of probes; a channel answers when an `any` string appears in it)")
     print_table(["", "n", *(label for _, label in columns)],
                 rows({"overall": summary["overall"]}) + rows(summary["by_project"]))
+    spread = summary["spread"]
+    print("\n## Spread across projects (a rule is judged by the projects it was not written for)")
+    print_table(["channel", "median", "worst", "worst project", "best", "projects under 60%"],
+                [[label, fmt(spread[key]["median"]), fmt(spread[key]["worst"]), spread[key]["worst_project"],
+                  fmt(spread[key]["best"]), ", ".join(spread[key]["under_60"]) or "none"]
+                 for key, label in columns[:4]])
+    if summary.get("held_out"):
+        held = summary["held_out"]
+        print(f"\nprojects held out ({', '.join(held['names'])}): " + ", ".join(
+            f"{label} {fmt(held['shares'][key])}" for key, label in columns[:4])
+              + "; the others: " + ", ".join(f"{label} {fmt(held['others'][key])}" for key, label in columns[:4]))
+    precision = summary.get("precision")
+    if precision:
+        print("\n## Briefing lines against the transcripts (scripts/briefing_checks.py: the mechanical rules)")
+        print_table(["project", "lines", "flagged", "clean tokens %", "misleading"],
+                    [[name, r["lines"], r["flagged"], fmt(r["clean_token_share"] / 100), r["misleading"]]
+                     for name, r in precision.items()])
     print("\n## Per probe kind")
     print_table(["kind", "n", *(label for _, label in columns)],
                 rows(summary["by_kind"]) + rows({"+".join(NAMED_KINDS): summary["named"]}))
@@ -262,6 +294,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model-path", type=Path, default=DEFAULT_MODEL_PATH,
                         help="folder of the all-MiniLM-L6-v2 ONNX model (default: ../shared/models/...)")
     parser.add_argument("--pairs", type=Path, default=PAIRS, help="supersede probe pairs (default: %(default)s)")
+    parser.add_argument("--hold-out", action="append", default=[], metavar="NAME",
+                        help="report this project's figures apart from the others' (repeatable): the projects a "
+                             "change was not written for")
     return parser.parse_args(argv)
 
 
@@ -362,6 +397,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                          "marked_stale": sum(m["stale"] for m in judged), "share": share([m["stale"] for m in judged]),
                          "by_project": {r["name"]: s for r, s in zip(results, stale)}}
     summary = aggregate(results)
+    if args.hold_out:
+        held = [r for r in results if r["name"] in args.hold_out]
+        rest = [r for r in results if r["name"] not in args.hold_out]
+        summary["held_out"] = {"names": [r["name"] for r in held],
+                               "shares": aggregate(held)["overall"] if held else {},
+                               "others": aggregate(rest)["overall"] if rest else {}}
+    from briefing_checks import judge
+
+    summary["precision"] = judge({"projects": results}, spec_path)
     events = sum(sum(s["events"].values()) for s in sessions)
     timing = {"replay_seconds": replay_seconds, "worker_seconds": worker_seconds, "probe_seconds": probe_seconds,
               "wall_seconds": time.perf_counter() - began, "events": events,
