@@ -256,6 +256,17 @@ def _matched_window(text: str, wanted: set[str], analyze: Any, limit: int = PROM
     return clip(("… " if best[0] > 0 else "") + window, limit)
 
 
+RARE_WEIGHT = 0.9  # a term's weight (term_weights) when few memories hold it
+
+
+def _telling(matched: set[str], weights: dict[str, float], named: set[str]) -> bool:
+    """Whether what a memory shares with a prompt says they are about the same thing: two of its words, or a name
+    the prompt spelled out, or the prompt's one word when few memories hold it. One shared common word is a
+    coincidence ("17 times 23" and "the command timed out")."""
+    return len(matched) >= 2 or bool(matched & named) or len(weights) == 1 and all(
+        weights[t] >= RARE_WEIGHT for t in matched) and bool(matched)
+
+
 def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | None, *, budget_tokens: int,
                    min_score: float, max_hits: int = 4, tree: str | None = None) -> tuple[str, list[str]]:
     """Up to `max_hits` memories whose text covers enough of the prompt's terms; '' when none is relevant.
@@ -267,7 +278,7 @@ def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | 
     """
     if not worth_recalling(prompt):
         return "", []
-    query_terms = fulltext.query_terms(prompt)
+    query_terms = fulltext.content_terms(fulltext.query_terms(prompt))
     if len(query_terms) < 1:
         return "", []
     projects = [project, None] if project else [None]
@@ -289,6 +300,7 @@ def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | 
     top = max(hits.values(), default=1.0) or 1.0
     literals = frozenset(m.group(0).lower() for m in _SPECIFIC.finditer(prompt))
     analyze = fulltext.analyzer.analyze
+    named = set(analyze(" ".join(terms(" ".join(literals)))))  # the terms of the names the prompt spells out
     how_to = asks_how_to(prompt)
     scored = []
     for row in rows:
@@ -297,7 +309,7 @@ def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | 
         doc_terms = set(analyze(" ".join(terms(f"{row['title']} {row['content']}"))))
         matched = {t for t in weights if t in doc_terms}
         coverage = sum(weights[t] for t in matched) / total_weight
-        if coverage >= min_score:
+        if coverage >= min_score and _telling(matched, weights, named):
             rank = coverage + 0.15 * hits.get(row["id"], 0.0) / top
             scored.append((rank * (PROCEDURE_BOOST if how_to and row["tier"] == "procedural" else 1.0), coverage,
                            matched, row))

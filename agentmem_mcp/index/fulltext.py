@@ -22,7 +22,7 @@ import tantivy
 
 from ..files import MARKER, ForeignFolderError, current_uid, ensure_private_dir, is_owned, write_marker
 from ..pausepoint import pause
-from .tokenize import ANALYZER_NAME, build_analyzer, index_text, terms
+from .tokenize import ANALYZER_NAME, FUNCTION_WORDS, build_analyzer, index_text, terms
 
 log = logging.getLogger("agentmem.fulltext")
 
@@ -180,6 +180,7 @@ class FulltextIndex:
         self._meta_file = str(self.path / "meta.json")
         self._seen: tuple[int, int, int] | None = None
         self.analyzer = build_analyzer()
+        self._function_terms: frozenset[str] | None = None
         self.index.register_tokenizer(ANALYZER_NAME, self.analyzer)
         if not marker.exists():
             marker.write_text(SCHEMA_VERSION)
@@ -409,6 +410,14 @@ class FulltextIndex:
                     raise
                 self._seen = None
         return []
+
+    def content_terms(self, query_terms: list[str]) -> list[str]:
+        """The terms of a prompt that can say what it is about: not a function word of another language, not a
+        lone letter, not a short bare number ("what's 17 times 23" is about nothing a memory holds)."""
+        if self._function_terms is None:
+            self._function_terms = frozenset(self.analyzer.analyze(" ".join(FUNCTION_WORDS))) | FUNCTION_WORDS
+        return [t for t in query_terms if t not in self._function_terms
+                and not (len(t) == 1 and t.isascii()) and not (t.isdigit() and len(t) < 4)]
 
     def term_weights(self, query_terms: list[str]) -> dict[str, float]:
         """Weight of each analysed term in 0.5..1: 0.5 + half its IDF relative to an unseen term's, so rare

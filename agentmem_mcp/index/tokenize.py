@@ -30,6 +30,28 @@ than that the their theirs them themselves then there these they this those thro
 very was we were what when where which while who whom why will with would you your yours yourself yourselves
 """.split()))
 
+# Function words of other languages (German, French, Spanish, Italian, Portuguese, Dutch) and Chinese/Japanese
+# particles: shared with a memory, they say nothing about what a prompt is about (prompt recall leaves them out;
+# the index keeps them).
+FUNCTION_WORDS = frozenset("""
+der die das den dem des ein eine einen einem einer eines und oder aber ist sind war waren wird werden wurde bin
+bist sein hat haben hatte ich du er sie es wir ihr mir mich dir dich uns euch ihm ihn ihnen mein dein sein unser
+im in am an auf aus bei mit nach von vor zu zum zur für über unter durch gegen ohne um als wie wo was wer wann
+warum welche welcher welches noch schon auch nur nicht kein keine keinen so dann denn doch mal ja nein bitte
+le la les un une des du de et ou mais est sont était être avoir il elle ils elles nous vous je tu me te se ce
+cette ces mon ton son notre votre leur dans sur sous avec pour par pas plus que qui quoi où quand comment
+el los las uno una unos unas y o pero es son era ser estar está están yo él ella nosotros ellos mi tu su en con
+por para sin sobre qué quién dónde cuándo cómo muy más
+il lo gli uno una e o ma è sono era essere io lui lei noi voi loro mio tuo suo nel nella con per tra fra che chi
+dove quando come molto più
+o os as um uma e ou mas é são era ser eu ele ela nós eles meu seu no na com por para sem que quem onde quando
+como muito mais
+de het een en of maar is zijn was ik jij hij zij wij jullie mijn jouw zijn ons in op aan met voor van naar
+wat wie waar wanneer hoe waarom niet geen ook nog al wel
+の は を が に で と も た て し い な か へ や から まで より です ます これ それ あれ この その
+的 了 是 在 我 你 他 她 它 这 那 吗 呢 吧 和 与 也 都 就 有 不 个 们
+""".split())
+
 _STAMP = re.compile(r"\A\s*\[[^\]\n]{1,60}\]\s*")  # a leading "[2023-05-20 14:02]" transcript stamp
 
 
