@@ -148,7 +148,7 @@ def test_forget_by_the_author_is_honoured_by_the_other_machine(machines, pg, tea
     alice.run("team", "sync")
     bob.run("team", "sync")
     assert DEPLOY in bob.briefing()
-    alice.run("forget", memory_id, "--reason", "we deploy on any day now")
+    alice.run("forget", memory_id, "--reason", "we deploy on any day now", "--i-am-the-user")
     assert "forgotten 1" in alice.run("team", "sync").stdout
     bob.run("team", "sync")
     assert DEPLOY not in bob.briefing()
