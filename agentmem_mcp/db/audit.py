@@ -165,8 +165,8 @@ def append(conn: Connection, action: str, memory_id: str | None = None, project:
     if key is None:  # an in-memory database, or a key file that cannot be written: the unkeyed chain
         scheme, digest = UNKEYED, _unkeyed_hash(prev_hash, at, action, memory_id, project, detail_json)
     else:
-        if memory_id is not None and (state := audit_state.state_of(conn, memory_id)) is not None:
-            bound = json.loads(state)["content_hash"]
+        if memory_id is not None:
+            state, bound = audit_state.state_of(conn, memory_id)
         scheme, digest = STATED, _stated_hash(key, prev_hash, at, action, memory_id, project, detail_json, bound,
                                               state)
     seq = conn.execute(
@@ -179,8 +179,9 @@ def append(conn: Connection, action: str, memory_id: str | None = None, project:
 
 
 def _record_head(conn: Connection, database: Path, head: dict[str, Any]) -> None:
+    """Write the head file once the transaction commits: once per transaction, with its last row."""
     if conn.in_transaction:
-        after_commit(conn, lambda: write_head(database, head))
+        after_commit(conn, lambda: write_head(database, head), key=("audit-head", str(database)))
     else:
         write_head(database, head)
 

@@ -51,10 +51,10 @@ def encode(row: Mapping[str, Any] | Any) -> str:
     return json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def state_of(conn: Connection, memory_id: str) -> str | None:
-    """The memory's state now (`encode`), or None when there is no such row."""
+def state_of(conn: Connection, memory_id: str) -> tuple[str | None, str | None]:
+    """The memory's state now (`encode`) and its content hash, or (None, None) when there is no such row."""
     row = conn.execute(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
-    return None if row is None else encode(row)
+    return (None, None) if row is None else (encode(row), row["content_hash"])
 
 
 def check(conn: Connection, bound: Mapping[str, Bound], sealed: bool, limit: int = 20) -> list[str]:
