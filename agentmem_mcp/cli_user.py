@@ -32,8 +32,10 @@ def save_source(args: argparse.Namespace) -> tuple[str, list[str]]:
 def keep_claims(claims: str) -> bool:
     """Asked by `import_` for a file this home did not sign: keep what its records claim only if the user says so
     on a terminal (never from a piped stdin)."""
-    from .confirm_user import ask_on_terminal
+    from .confirm_user import ask_on_terminal, may_ask
 
+    if not may_ask():
+        return False
     answer = ask_on_terminal(f"agentmem: this file is not signed by this home and {claims}. Keep what they "
                              "claim? Type 'keep' to keep it, anything else to import them as imported memories of "
                              "this project: ")

@@ -70,10 +70,9 @@ def require_user(command: str, what: str, *, flag: bool, ask: bool = False, word
     if flag:
         return "flag"
     shell = agent_shell(environ)
-    stdin_tty = _isatty(0)
-    if agent_marker(environ) is None and stdin_tty and not ask:
+    if agent_marker(environ) is None and _isatty(0) and not ask:
         return "terminal"
-    if stdin_tty or shell is None:
+    if may_ask(environ):
         answer = ask_on_terminal(f"agentmem: {what}. Type '{word}' to confirm: ")
         if answer is not None:
             if answer.strip().lower() == word:
@@ -83,6 +82,12 @@ def require_user(command: str, what: str, *, flag: bool, ask: bool = False, word
              else "there is no terminal to confirm it in (stdin is not a terminal)")
     raise NotTheUser(f"refused: `{command}` is for the user to run, and {where}: nothing was changed. The user "
                      "confirms it by running the same command in their own terminal")
+
+
+def may_ask(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a question may be put on a terminal: not in an agent's own shell whose stdin is not a terminal (the
+    question would land in the agent's window, whose keys are the agent's client's)."""
+    return _isatty(0) or agent_shell(environ) is None
 
 
 def ask_on_terminal(question: str, timeout: float = CONFIRM_TIMEOUT_S) -> str | None:

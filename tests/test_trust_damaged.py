@@ -52,10 +52,11 @@ def test_a_malformed_database_gives_one_line_everywhere_and_doctor_recovers_it(c
     export = tmp_path / "in.jsonl"
     export.write_text(json.dumps({"kind": "header", "format": "agentmem-export/1"}) + "\n")
 
+    mine = "--i-am-the-user"  # the user's commands, as the user's script runs them (confirm_user.py)
     commands = [["stats"], ["search", "runner canary"], ["list", "--all-projects"], ["get", first_id],
-                ["save", "The staging cluster is blue-harbor"], ["forget", first_id, "--i-am-the-user"], ["export"],
-                ["import", str(export), "--i-am-the-user"], ["reindex", "--quiet"], ["audit", "--verify"], ["worker", "--once"],
-                ["quarantine", "list"], ["pin", first_id, "--i-am-the-user"], ["forget", "--strategy", "age", "--all-projects"]]
+                ["save", "The staging cluster is blue-harbor"], ["forget", first_id, mine], ["export"],
+                ["import", str(export), mine], ["reindex", "--quiet"], ["audit", "--verify"], ["worker", "--once"],
+                ["quarantine", "list"], ["pin", first_id, mine], ["forget", "--strategy", "age", "--all-projects"]]
     failed = 0
     for command in commands:
         done = run(env, project, *command)

@@ -319,3 +319,14 @@ def test_the_user_keeps_an_unsigned_files_claims_by_confirming_on_a_terminal(env
     assert code == 0 and "not signed by this home" in shown and "imported 1" in shown, shown
     got = memory(env, repo, rule)
     assert (got["source"], got["pinned"], got["priority"]) == ("user", True, "P0")
+
+
+def test_purge_asks_the_user_at_a_terminal(env, repo):
+    """`purge` without --yes at a terminal asks for `purge`, typed on the terminal; anything else changes nothing."""
+    users_memory(env, repo, "The release branch is cut on Thursdays")
+    code, shown = on_terminal(env, repo, "purge", "--project", answer="no", prompt="Type 'purge'")
+    assert code == 2 and "was not confirmed" in shown, shown
+    assert "Thursdays" in agentmem(env, repo, "list").stdout
+    code, shown = on_terminal(env, repo, "purge", "--project", answer="purge", prompt="Type 'purge'")
+    assert code == 0 and "forgot 1 memories" in shown, shown
+    assert "Thursdays" not in agentmem(env, repo, "list").stdout
