@@ -238,7 +238,7 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
     ) -> dict[str, Any]:
         """Save what a later session should know, when you learn it, in 1-2 sentences: a decision and why, a
         preference, a convention, a bug and its fix, how to build/test/deploy. A newer version of a fact
-        supersedes the old. P1 in this project until the user confirms it."""
+        supersedes the old. P1 in this project until the user pins it."""
         def run(store: Any) -> dict[str, Any]:
             if supersedes is not None:
                 try:
@@ -307,8 +307,7 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Forget wrong or obsolete memories (every version) by ids, session_id, or a filter (type,
-        older_than_days) that only previews unless dry_run=false. The user's own, pinned and P0 memories are
-        left (listed in `left`)."""
+        older_than_days) that only previews unless dry_run=false."""
         if sum([ids is not None, session_id is not None, type is not None or older_than_days is not None]) != 1:
             raise ToolError("say what to forget: ids, a session_id, or a filter (type and/or older_than_days), "
                             "exactly one of these")

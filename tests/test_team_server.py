@@ -279,7 +279,7 @@ def test_read_only_members(machines, pg, team_url, tmp_path, model_path):
 def test_team_memories_are_data_never_rules(machines, pg, team_url):
     alice, bob = machines
     alice.save("the widget's release branch is cut every second Tuesday", "--type", "decision",
-               "--priority", "P0", "--pin")
+               "--priority", "P0", "--pin", "--i-am-the-user")
     alice.run("team", "sync")
     # a member writing the server directly cannot make instructions reach bob's agent
     rows(pg, team_url, "INSERT INTO team_memories (gid, project_key, tier, type, title, content, source, confidence, "

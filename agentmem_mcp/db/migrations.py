@@ -358,10 +358,11 @@ def m016_audit_state(conn: Connection) -> None:
     """Audit rows bind the trust state of the memory they are about (db/audit_state.py): `audit.state`. The state
     of every memory already stored is sealed once, a `seal` row each (db/audit.py `seal_all`), so that an existing
     home verifies from then on without false alarms. The name is `audit.SEALING_MIGRATION`."""
-    from . import audit
-
     conn.execute("ALTER TABLE audit ADD COLUMN state TEXT")
-    audit.seal_all(conn, "upgrade: the audit chain binds each memory's trust state from now on")
+    if conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone() is not None:  # a new database (a hook's) has none
+        from . import audit
+
+        audit.seal_all(conn, "upgrade: the audit chain binds each memory's trust state from now on")
 
 
 MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces,
