@@ -15,12 +15,16 @@ if TYPE_CHECKING:
 
 
 def cmd_save(args: argparse.Namespace) -> int:
+    from .cli_user import save_source
+
+    source, notes = save_source(args)
     content = sys.stdin.read() if args.content == "-" else args.content
     with _open(args) as store:
         result = store.save(
             content, title=args.title, type=args.type, tier=args.tier, project=store.project, tags=args.tag,
             files=args.file, importance=args.importance, priority=args.priority, ttl_days=args.ttl_days,
-            supersedes=args.supersedes, source=args.source, pinned=args.pin)
+            supersedes=args.supersedes, source=source, pinned=args.pin)
+    result.notes = [*notes, *result.notes]
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -32,8 +36,11 @@ def cmd_save(args: argparse.Namespace) -> int:
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
+    from .cli_io import require_user
     from .lifecycle.confirm import pin
 
+    held = "".join(f", {w}" for w, on in (("P0", args.priority == "P0"), ("in every project", args.make_global)) if on)
+    require_user(args, f"take the pin off {args.id}" if args.unpin else f"confirm {args.id} as yours: pinned{held}")
     with _open(args, load_embedder=args.make_global) as store:
         memory = pin(store, args.id, priority=args.priority, make_global=args.make_global, unpin=args.unpin)
     state = "unpinned" if args.unpin else "pinned"
@@ -63,10 +70,16 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
         if not args.id:
             print(f"agentmem quarantine {args.action} needs a memory id", file=sys.stderr)
             return 2
+        from .cli_io import require_user
+
         if args.action == "release":
+            require_user(args, f"release {args.id} from quarantine: it is searched and injected again")
             memory = confirm.release(store, args.id)
             print(f"released {memory.id}: it is searched and injected again")
         else:
+            from .cli_user import confirm_forget
+
+            confirm_forget(args, store, [args.id])
             result = confirm.forget_quarantined(store, args.id)
             print(f"forgot {result.count} memories")
     return 0
@@ -115,6 +128,12 @@ def cmd_forget(args: argparse.Namespace) -> int:
         from .lifecycle.sweep import sweep
 
         with _open(args, load_embedder=False) as store:
+            if not (args.dry_run or not args.yes):
+                from .cli_user import confirm_forget, removals
+
+                confirm_forget(args, store, removals(sweep(store, strategy=args.strategy, dry_run=True,
+                                                           threshold=args.threshold,
+                                                           max_deletions=args.max_deletions).entries()))
             report = sweep(store, strategy=args.strategy, dry_run=args.dry_run or not args.yes,
                            threshold=args.threshold, max_deletions=args.max_deletions)
         if args.json:
@@ -137,6 +156,13 @@ def cmd_forget(args: argparse.Namespace) -> int:
         from .maintenance import erase_forgotten
 
         derived: list[str] = []
+        if not dry_run:
+            from .cli_user import confirm_forget
+
+            preview = store.forget(ids=args.ids or None, session_id=args.session, type=args.type, tier=args.tier,
+                                   older_than_days=args.older_than_days, all_projects=args.all_projects,
+                                   dry_run=True)
+            confirm_forget(args, store, preview.ids)
         if args.session and not dry_run and not args.ids and (
                 args.type, args.tier, args.older_than_days) == (None, None, None):
             result, derived = forget_session(store, args.session, reason)
@@ -198,11 +224,19 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     if args.file != "-" and not os.path.isfile(args.file):
         raise InvalidInput(f"{args.file}: no such file (give a file written by `agentmem export`, or '-' for stdin)")
+    from .cli_io import require_user
+    from .cli_user import keep_claims
+
+    require_user(args, f"import the memories of {args.file}")
     with _open(args) as store:
         source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
         with source:
-            report = import_(store, source)
+            report = import_(store, source, keep_claims=keep_claims)
     print(f"imported {report.imported}, skipped {report.skipped} already present, {report.links} links")
+    if report.downgraded:
+        print(f"  note: {report.downgraded} records came in as imported memories of "
+              f"{store.project or 'no project (global)'}, unpinned and not P0: the file is not signed by this home, so "
+              "the source, pin, priority and project they claim were not kept")
     return 0
 
 
@@ -319,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
 
     from .cli_commands import cmd_import_history, cmd_list, cmd_purge
+    from .confirm_user import USER_FLAG
     from .models import PRIORITIES, SOURCES, TIERS, TYPES
     from .version import package_version
 
@@ -333,6 +368,12 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     json_help = "print JSON instead of text"
+
+    def user_only(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        """The flag by which the user says they run the command themselves (README; kept out of --help and out of
+        everything an agent reads from agentmem: see confirm_user.py)."""
+        p.add_argument(USER_FLAG, dest="i_am_the_user", action="store_true", help=argparse.SUPPRESS)
+        return p
     p = scoped(sub.add_parser("save", help="remember something"),
                "save a global memory, true in every project (e.g. a preference), instead of a project one")
     p.add_argument("content", help="what to remember ('-' reads stdin)")
@@ -348,8 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pin", action="store_true", help="always include in session-start context")
     p.add_argument("--ttl-days", type=float, help="forget it after this many days")
     p.add_argument("--supersedes", help="the id of a memory this one replaces")
-    p.add_argument("--source", default="user", choices=SOURCES, help=argparse.SUPPRESS)
+    p.add_argument("--source", choices=SOURCES, help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help=json_help)
+    user_only(p)
     p.set_defaults(func=cmd_save)
 
     p = sub.add_parser("pin", help="confirm a memory as yours: pinned, optionally P0 and global")
@@ -358,6 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--priority", choices=PRIORITIES, help="also set its priority (P0: never decays)")
     p.add_argument("--global", dest="make_global", action="store_true", help="true in every project")
     p.add_argument("--unpin", action="store_true", help="take the pin off instead")
+    user_only(p)
     p.set_defaults(func=cmd_pin)
 
     p = scoped(sub.add_parser("quarantine", help="memories held back because they read as instructions to an agent"))
@@ -366,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id", nargs="?", help="the memory to release or forget (m_...)")
     p.add_argument("--all-projects", action="store_true", help="every project, not only the current one")
     p.add_argument("--json", action="store_true", help="print JSON")
+    user_only(p)
     p.set_defaults(func=cmd_quarantine)
 
     p = scoped(sub.add_parser("search", help="find memories"))
@@ -405,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show-keeps", action="store_true", help="with --strategy: also list the memories kept")
     p.add_argument("--reason", help="why (kept in the audit log)")
     p.add_argument("--json", action="store_true", help=json_help)
+    user_only(p)
     p.set_defaults(func=cmd_forget)
 
     p = scoped(sub.add_parser("stats", help="what is stored"))
@@ -426,6 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--project", nargs="?", const="", default=None, metavar="PATH",
                    help="only this project's memories and captured sessions (default PATH: the current project)")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    user_only(p)
     p.set_defaults(func=cmd_purge)
 
     p = scoped(sub.add_parser("export", help="write the project's memories (and the global ones) as JSONL"))
@@ -435,6 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = scoped(sub.add_parser("import", help="read a JSONL export"))
     p.add_argument("file", help="export file ('-' reads stdin)")
+    user_only(p)
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("import-history", help="import your past Claude Code, Cursor, Codex or Gemini CLI sessions")
@@ -468,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .team.cli import add_parsers as add_team_parsers  # `agentmem share`, `agentmem team ...`
 
-    add_team_parsers(sub, scoped)
+    add_team_parsers(sub, scoped, user_only)
 
     p = sub.add_parser("serve", help="run the MCP stdio server")
     p.set_defaults(func=cmd_serve)
@@ -520,6 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     args = parser.parse_args(argv)
+    args.argv = argv
     from .config import ConfigError
     from .models import AgentmemError
 

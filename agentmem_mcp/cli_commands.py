@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from typing import TYPE_CHECKING
 
 from .cli_io import _open, _print_json, _ProgressBars
@@ -38,6 +37,9 @@ def forget_by_strategy_in_project(args: argparse.Namespace) -> int:
             e, decision="over cap", reason=f"over --max-deletions {args.max_deletions}; {e.reason}") for e in entries]
         gone = [e.id for e in entries if e.decision in REMOVALS]
         if gone and not dry_run:
+            from .cli_user import confirm_forget
+
+            confirm_forget(args, store, gone)
             for start in range(0, len(gone), 100):
                 store.forget(ids=gone[start:start + 100], all_projects=True,
                              reason=f"{args.reason or 'forgotten from the command line'} ({args.strategy} sweep)")
@@ -84,7 +86,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_purge(args: argparse.Namespace) -> int:
+    from .cli_io import require_user
     from .config import load_settings
+    from .confirm_user import NotTheUser
     from .housekeeping import plan_purge, purge_files, purge_project
     from .models import InvalidInput
 
@@ -102,16 +106,12 @@ def cmd_purge(args: argparse.Namespace) -> int:
             raise InvalidInput("not inside a project (no git root here): give --project PATH")
         plan = plan_purge(store, settings, store.project)
     print(plan.describe())
-    if not args.yes:
-        if not sys.stdin.isatty():
-            if args.project is not None:
-                store.close()
-            raise InvalidInput("nothing was removed: add --yes to confirm (no terminal to ask in)")
-        if input("type 'purge' to confirm: ").strip() != "purge":
-            if args.project is not None:
-                store.close()
-            print("nothing was removed")
-            return 1
+    try:
+        require_user(args, "remove what is listed above", ask=not args.yes, word="purge")
+    except NotTheUser:
+        if args.project is not None:
+            store.close()
+        raise
     if args.project is None:
         purge_files(plan.files)
         print(f"removed agentmem's data from {settings.home}")

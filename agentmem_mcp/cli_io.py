@@ -36,6 +36,23 @@ def _open(args: argparse.Namespace, *, load_embedder: bool = True):
     return Store.open(settings, project=_project(args), load_embedder=load_embedder)
 
 
+def command_line(args: argparse.Namespace, limit: int = 120) -> str:
+    """The command as the user typed it (`agentmem pin m_...`), shortened to `limit` characters, for messages."""
+    import shlex
+
+    from .confirm_user import USER_FLAG
+
+    line = " ".join(["agentmem", *(shlex.quote(a) for a in getattr(args, "argv", []) if a != USER_FLAG)])
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def require_user(args: argparse.Namespace, what: str, **options: Any) -> str:
+    """`confirm_user.require_user` for this command (its --i-am-the-user flag, its command line)."""
+    from .confirm_user import require_user as gate
+
+    return gate(command_line(args), what, flag=getattr(args, "i_am_the_user", False), **options)
+
+
 def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 

@@ -115,7 +115,7 @@ class SaveResult:
     supersedes: str | None = None
     reason: str = ""
     conflicts_with: list[str] = field(default_factory=list)  # kept memories this one contradicts or would replace
-    notes: list[str] = field(default_factory=list)  # what the save changed or held back, and what to run
+    notes: list[str] = field(default_factory=list)  # what the save changed or held back
     quarantined: str | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,7 +7,8 @@ Whichever server holds the worker lease also runs the background worker.
 Walls: the tools read, supersede and forget only the current project's memories and the global ones (an id
 of another project is not found, `all_projects` is refused) unless the user set `allow_cross_project`.
 Every text the tools return passes through `trust.neutralize`, and saves are `source = agent`: an agent
-cannot make a memory P0, pinned or global, nor replace one the user owns (lifecycle/remember.py).
+cannot make a memory P0, pinned or global, nor replace or forget one the user owns (lifecycle/remember.py,
+lifecycle/forget.py). No answer or description names a command that would do it (confirm_user.py).
 """
 
 from __future__ import annotations
@@ -178,9 +179,8 @@ def _within(store: Any) -> list[str | None] | None:
 
 def _check_cross_project(store: Any, all_projects: bool) -> None:
     if all_projects and not store.settings.allow_cross_project:
-        raise InvalidInput("all_projects is refused: MCP tools reach only this project and global memories. The "
-                           "user can allow other projects with AGENTMEM_ALLOW_CROSS_PROJECT=1 (or "
-                           "allow_cross_project = true in config.toml)")
+        raise InvalidInput("all_projects is refused: MCP tools reach only this project and global memories "
+                           "(other projects are opened by a setting only the user changes)")
 
 
 def _safe_memory(memory: dict[str, Any]) -> dict[str, Any]:
@@ -320,15 +320,18 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
             why = reason or "forgotten by the agent"
             derived: list[str] = []
             if session_id is not None and not preview:
-                result, derived = forget_session(store, session_id, why, within=_within(store))
+                result, derived = forget_session(store, session_id, why, within=_within(store), keep_protected=True)
             else:
                 result = store.forget(ids=ids, session_id=session_id, type=type, older_than_days=older_than_days,
-                                      dry_run=preview, reason=why, within=_within(store))
+                                      dry_run=preview, reason=why, within=_within(store), keep_protected=True)
             if not result.dry_run and (result.count or result.observations):  # the CLI's erasure, in the background
                 store.erase_soon(memories_deleted=bool(result.count or derived))
             answer = result.to_dict()
             if derived:
                 answer["derived"] = derived
+            if result.left:
+                answer["note"] = (f"left {len(result.left)} memories the user saved, pinned or made P0: only the user "
+                                  f"can forget them")
             for memory in answer["memories"]:
                 memory["title"] = neutralize(memory["title"])
             return answer

@@ -342,8 +342,9 @@ BULK_COLUMNS = ("id, project, tier, type, title, content, tags, files, source, c
 
 def _bulk_audit(conn: Any, entries: list[tuple]) -> None:
     """Append audit rows as `audit.append` does, one after another in the chain, with one INSERT statement: each
-    entry (action, memory id, project, detail, at, the memory's content hash)."""
-    from agentmem_mcp.db import audit
+    entry (action, memory id, project, detail, at, the memory's content hash), binding the memory's state as the
+    write path does (db/audit_state.py)."""
+    from agentmem_mcp.db import audit, audit_state
     from agentmem_mcp.db.connection import after_commit
 
     row = conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
@@ -353,16 +354,18 @@ def _bulk_audit(conn: Any, entries: list[tuple]) -> None:
     rows = []
     for action, memory_id, project, detail, at, bound in entries:
         detail_json = json.dumps(detail or {}, sort_keys=True, ensure_ascii=False)
+        state = None
         if key is None:
             scheme, digest = audit.UNKEYED, audit._unkeyed_hash(prev_hash, at, action, memory_id, project, detail_json)
             bound = None
         else:
-            scheme, digest = audit.KEYED, audit._keyed_hash(key, prev_hash, at, action, memory_id, project,
-                                                            detail_json, bound)
-        rows.append((at, action, memory_id, project, detail_json, prev_hash, digest, bound, scheme))
+            state, bound = audit_state.state_of(conn, memory_id)
+            scheme, digest = audit.STATED, audit._stated_hash(key, prev_hash, at, action, memory_id, project,
+                                                              detail_json, bound, state)
+        rows.append((at, action, memory_id, project, detail_json, prev_hash, digest, bound, scheme, state))
         prev_hash = digest
     conn.executemany("INSERT INTO audit (at, action, memory_id, project, detail, prev_hash, hash, content_hash, "
-                     "scheme) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                     "scheme, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     if rows and database is not None and key is not None:
         seq = conn.execute("SELECT MAX(seq) FROM audit").fetchone()[0]
         head = {"seq": seq, "hash": prev_hash}

@@ -107,7 +107,7 @@ echo "== every command of the README, once (in a project)"
 export PATH="$work/agentmem/.venv/bin:$PATH"
 project="$work/project" && mkdir -p "$project" && git -C "$project" init -q && cd "$project"
 check "save" 0 agentmem save "use pnpm, not npm: the lockfile is pnpm-lock.yaml" --type decision
-check "save --global" 0 agentmem save "the user prefers short answers without preamble" --global
+check "save --global" 0 agentmem save "the user prefers short answers without preamble" --global --i-am-the-user
 check "search" 0 agentmem search "how do we install dependencies"
 check "search --json --all-projects --tier working" 0 agentmem search "install" --json --all-projects --tier working
 id=$(agentmem search "pnpm lockfile" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["hits"][0]["id"])')
@@ -117,11 +117,12 @@ check "forget --strategy composite --dry-run" 0 agentmem forget --strategy compo
 check "list" 0 agentmem list --type decision --limit 20
 check "stats" 0 agentmem stats
 check "export" 0 agentmem export --out mem.jsonl
-check "import" 0 agentmem import mem.jsonl
+check "import" 0 agentmem import mem.jsonl --i-am-the-user
 check "reindex" 0 agentmem reindex
 check "doctor" - agentmem doctor
 check "audit --verify" 0 agentmem audit --verify
-check "pin" 0 agentmem pin "$id"
+mistake "pin from an agent's shell" "for the user to run" env CLAUDECODE=1 agentmem pin "$id"
+check "pin" 0 agentmem pin "$id" --i-am-the-user
 check "quarantine list" 0 agentmem quarantine list
 check "ui --no-browser (its page answers, then it stops)" 0 ui_smoke
 check "worker --once" 0 agentmem worker --once
@@ -134,9 +135,9 @@ check "import-history (an empty history)" 0 agentmem import-history claude-code
 mistake "import-history cursor without Cursor" "no Cursor history" agentmem import-history cursor
 mkdir -p "$XDG_CONFIG_HOME/Cursor/User/globalStorage"
 check "import-history cursor (no conversations)" 0 agentmem import-history cursor
-check "forget by id" 0 agentmem forget "$id"
+check "forget by id" 0 agentmem forget "$id" --i-am-the-user
 check "--version" 0 agentmem --version
-check "purge --project --yes" 0 agentmem purge --project --yes
+check "purge --project --yes" 0 agentmem purge --project --yes --i-am-the-user
 check "serve over a closed stdin" 0 agentmem serve
 
 echo "== the mistakes a newcomer makes"
@@ -167,7 +168,7 @@ echo "== uninstall"
 cd "$work/agentmem"
 check "uninstall claude-code" 0 .venv/bin/agentmem uninstall claude-code
 check "uninstall cursor" 0 .venv/bin/agentmem uninstall cursor
-check "purge --yes" 0 .venv/bin/agentmem purge --yes
+check "purge --yes" 0 .venv/bin/agentmem purge --yes --i-am-the-user
 
 if [ "$failures" != 0 ]; then
   echo "newcomer: $failures problems" >&2

@@ -78,7 +78,7 @@ def _read_only_home(tmp_root: Path, cli_env: dict[str, str]) -> tuple[Path, list
     home = tmp_root / "home"
     env = cli_env | {"AGENTMEM_HOME": str(home), "AGENTMEM_EMBEDDINGS": "0"}
     saved = agentmem(env, "save", "the build uses pnpm, not npm: the lockfile is pnpm-lock.yaml", "--global",
-                     cwd=tmp_root)
+                     "--i-am-the-user", cwd=tmp_root)
     assert saved.returncode == 0, saved.stderr
     as_user: list[str] = []
     if os.geteuid() == 0:

@@ -55,7 +55,7 @@ def test_list_filters_and_pages(cli_env, repo):
         saved = agentmem(cli_env, "save", f"decision: {topic}", "--type", "decision", cwd=repo)
         assert saved.returncode == 0, saved.stderr
     agentmem(cli_env, "save", "the user prefers tabs over spaces in Makefiles", "--type", "preference",
-             "--global", cwd=repo)
+             "--global", "--i-am-the-user", cwd=repo)
     first = agentmem(cli_env, "list", "--limit", "2", cwd=repo)
     assert first.returncode == 0, first.stderr
     lines = first.stdout.splitlines()
@@ -76,26 +76,26 @@ def test_purge_one_project_then_everything(cli_env, repo, tmp_path):
     (other / ".git").mkdir(parents=True)
     agentmem(cli_env, "save", "webapp deploys with fly deploy from the main branch", cwd=repo)
     agentmem(cli_env, "save", "other runs its tests with tox", cwd=other)
-    agentmem(cli_env, "save", "the user prefers short answers", "--global", cwd=repo)
+    agentmem(cli_env, "save", "the user prefers short answers", "--global", "--i-am-the-user", cwd=repo)
     home = Path(cli_env["AGENTMEM_HOME"])
     (home / "config.toml").write_text("# the user's own file\n")
 
-    refused = agentmem(cli_env, "purge", "--project", cwd=repo)  # no terminal, no --yes: nothing happens
-    assert refused.returncode == 2 and "add --yes" in refused.stderr
+    refused = agentmem(cli_env, "purge", "--project", "--yes", cwd=repo)  # no terminal, no user flag: nothing
+    assert refused.returncode == 2 and "nothing was changed" in refused.stderr
     assert "fly deploy" in agentmem(cli_env, "list", cwd=repo).stdout
 
-    done = agentmem(cli_env, "purge", "--project", "--yes", cwd=repo)
+    done = agentmem(cli_env, "purge", "--project", "--yes", "--i-am-the-user", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert "forgot 1 memories" in done.stdout
     listed = agentmem(cli_env, "list", "--all-projects", cwd=repo).stdout
     assert "fly deploy" not in listed and "tox" in listed and "short answers" in listed
 
-    everything = agentmem(cli_env, "purge", "--yes", cwd=repo)
+    everything = agentmem(cli_env, "purge", "--yes", "--i-am-the-user", cwd=repo)
     assert everything.returncode == 0, everything.stderr
     assert str(home / "agentmem.db") in everything.stdout
     assert not (home / "agentmem.db").exists() and not (home / "fulltext").exists()
     assert (home / "config.toml").read_text() == "# the user's own file\n"  # not agentmem's data
-    again = agentmem(cli_env, "purge", "--yes", cwd=repo)
+    again = agentmem(cli_env, "purge", "--yes", "--i-am-the-user", cwd=repo)
     assert again.returncode == 0 and "nothing to remove" in again.stdout
 
 

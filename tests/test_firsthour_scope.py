@@ -29,7 +29,7 @@ def two_projects(tmp_path: Path, cli_env: dict[str, str]) -> tuple[Path, Path]:
     save(a, "use pnpm to install dependencies", "--type", "decision")
     save(a, "the staging database is reset every night at 02:00", "--ttl-days", "0.00001")
     save(b, "project b runs its tests with tox in CI")
-    save(a, "the user prefers short answers without preamble", "--global")
+    save(a, "the user prefers short answers without preamble", "--global", "--i-am-the-user")
     event = {"session_id": "s-a-1", "transcript_path": str(a / "t.jsonl"), "cwd": str(a),
              "hook_event_name": "UserPromptSubmit", "prompt": "why does the deploy fail on staging?"}
     hooked = agentmem(cli_env, "hook", "UserPromptSubmit", cwd=a, stdin=json.dumps(event))
@@ -65,11 +65,11 @@ def test_forget_strategy_lists_only_this_projects_removals(cli_env, two_projects
     keeps = agentmem(cli_env, "forget", "--strategy", "composite", "--dry-run", "--show-keeps", cwd=a)
     assert "pnpm" in keeps.stdout and "keep" in keeps.stdout
 
-    done = agentmem(cli_env, "forget", "--strategy", "composite", "--yes", cwd=b)
+    done = agentmem(cli_env, "forget", "--strategy", "composite", "--yes", "--i-am-the-user", cwd=b)
     assert done.returncode == 0 and f"removed 0 of 1 memories in {b}" in done.stdout
     still = agentmem(cli_env, "forget", "--strategy", "composite", "--dry-run", cwd=a)
     assert "would remove 1 of 2" in still.stdout  # a sweep in b left a's memories alone
-    done = agentmem(cli_env, "forget", "--strategy", "composite", "--yes", "--json", cwd=a)
+    done = agentmem(cli_env, "forget", "--strategy", "composite", "--yes", "--json", "--i-am-the-user", cwd=a)
     assert len(json.loads(done.stdout)["removed_ids"]) == 1
     search = agentmem(cli_env, "search", "staging database reset", "--json", cwd=a)
     assert all("staging" not in hit["title"] for hit in json.loads(search.stdout)["hits"])
@@ -96,7 +96,7 @@ def test_stats_counts_only_this_project(cli_env, two_projects):
 
 def test_stats_shows_the_last_sweep_readably(cli_env, two_projects):
     a, _ = two_projects
-    swept = agentmem(cli_env, "forget", "--strategy", "composite", "--yes", "--all-projects", cwd=a)
+    swept = agentmem(cli_env, "forget", "--strategy", "composite", "--yes", "--all-projects", "--i-am-the-user", cwd=a)
     assert swept.returncode == 0, swept.stderr
     line = next(x for x in agentmem(cli_env, "stats", cwd=a).stdout.splitlines() if x.startswith("last sweep"))
     assert "UTC (just now), composite: removed 1 of 4 memories" in line, line

@@ -63,7 +63,7 @@ def seeded(cli_env, home, tmp_path):
     (project / ".git").mkdir(parents=True)
     for text in ("Never push directly to main; always open a pull request", "Use pnpm to install dependencies",
                  "The staging cluster is called blue-harbor", "Deploys happen on Tuesdays only"):
-        done = run(cli_env, project, "save", text, "--pin", "--priority", "P0")
+        done = run(cli_env, project, "save", text, "--pin", "--priority", "P0", "--i-am-the-user")
         assert done.returncode == 0, done.stderr
     verified = run(cli_env, project, "audit", "--verify")
     assert verified.returncode == 0 and "audit chain ok: 4 rows" in verified.stdout, verified.stdout
@@ -127,11 +127,13 @@ def test_a_missing_head_file_is_reported(cli_env, home, seeded):
 
 
 def test_an_old_unkeyed_chain_is_verified_and_continued_with_the_key(cli_env, home, seeded):
-    """A database from before the keyed chain: its rows are checked with the old scheme, new rows are keyed, and
-    the first keyed row binds the old chain's end, so rewriting the old rows is caught afterwards."""
+    """A database from before the keyed chain (and before audit rows bound a memory's state): its rows are checked
+    with the old scheme; the upgrade seals the 4 memories' state in keyed rows (4 `seal` rows and a summary) whose
+    first binds the old chain's end, so rewriting the old rows is caught afterwards."""
     database = home / "agentmem.db"
     recompute_chain(database)  # as an older agentmem wrote them
-    tamper(database, "UPDATE audit SET scheme = 'sha256', content_hash = NULL",
+    tamper(database, "UPDATE audit SET scheme = 'sha256', content_hash = NULL", "ALTER TABLE audit DROP COLUMN state",
+           "DELETE FROM schema_migrations WHERE name = 'm016_audit_state'",
            "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is "
            "append-only'); END",
            "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is "
@@ -139,10 +141,10 @@ def test_an_old_unkeyed_chain_is_verified_and_continued_with_the_key(cli_env, ho
     key_path(database).unlink()
     head_path(database).unlink()
     audit, _ = verdicts(cli_env, seeded)
-    assert audit.returncode == 0 and "4 rows (4 from before the keyed chain)" in audit.stdout, audit.stdout
+    assert audit.returncode == 0 and "9 rows (4 from before the keyed chain)" in audit.stdout, audit.stdout
     assert run(cli_env, seeded, "save", "Releases are cut on Mondays").returncode == 0
     audit, _ = verdicts(cli_env, seeded)
-    assert audit.returncode == 0 and "5 rows (4 from before the keyed chain)" in audit.stdout, audit.stdout
+    assert audit.returncode == 0 and "10 rows (4 from before the keyed chain)" in audit.stdout, audit.stdout
     assert key_path(database).exists() and os.path.exists(head_path(database))
 
     tamper(database, "UPDATE audit SET detail = '{}' WHERE seq = 1")

@@ -41,7 +41,7 @@ def test_forget_session_leaves_the_prompt_nowhere_on_disk(cli_env, home, tmp_pat
     assert run(cli_env, project, "save", f"Releases are cut from the {kept_word} box").returncode == 0
     assert files_holding(home, prompt_word) and files_holding(home, tool_word)  # it was all there
 
-    done = run(cli_env, project, "forget", "--session", "s-forget")
+    done = run(cli_env, project, "forget", "--session", "s-forget", "--i-am-the-user")
     assert done.returncode == 0, done.stderr
     assert "forgot" in done.stdout
     assert files_holding(home, prompt_word) == [] and files_holding(home, tool_word) == []
@@ -59,7 +59,7 @@ def test_forget_by_id_leaves_the_memory_nowhere_on_disk(cli_env, home, tmp_path)
     assert other.returncode == 0
     memory_id = json.loads(saved.stdout)["id"]
     assert files_holding(home, "periwinkleostrich")
-    done = run(cli_env, project, "forget", memory_id)
+    done = run(cli_env, project, "forget", memory_id, "--i-am-the-user")
     assert done.returncode == 0, done.stderr
     assert files_holding(home, "periwinkleostrich") == []
     assert "pnpm" in run(cli_env, project, "search", "pnpm install").stdout

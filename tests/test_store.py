@@ -621,9 +621,9 @@ def test_cli_round_trip(cli_env, tmp_path):
     assert "ok" in agentmem("audit", "--verify").stdout
     dump = agentmem("export")
     assert memory_id in dump.stdout
-    assert agentmem("forget", memory_id).returncode == 0
+    assert agentmem("forget", memory_id, "--i-am-the-user").returncode == 0
     assert json.loads(agentmem("search", "linting", "--json").stdout)["hits"] == []
-    restored = agentmem("import", "-", stdin=dump.stdout)
+    restored = agentmem("import", "-", "--i-am-the-user", stdin=dump.stdout)
     assert "imported 1" in restored.stdout
     stats = json.loads(agentmem("stats", "--json").stdout)
     assert stats["memories"] == 1
@@ -651,7 +651,7 @@ def test_an_imported_conversation_gets_answer_chunks_from_the_worker(cli_env, tm
         return subprocess.run([sys.executable, "-m", "agentmem_mcp", *args], env=cli_env, cwd=tmp_path,
                               capture_output=True, text=True, timeout=120)
 
-    assert "imported 6" in agentmem("import", str(export), "--global").stdout
+    assert "imported 6" in agentmem("import", str(export), "--global", "--i-am-the-user").stdout
     worked = agentmem("worker", "--once")
     assert worked.returncode == 0, worked.stderr
     stats = json.loads(agentmem("stats", "--json").stdout)

@@ -364,7 +364,7 @@ def test_cli_forget_by_strategy(home, tmp_path):
     data = json.loads(listed.stdout)
     assert data["dry_run"] is True and data["deleted_ids"] == ids[3:] and len(data["memories"]) == 5
 
-    applied = run_cli(home, tmp_path, "forget", "--strategy", "composite", "--yes", "--json")
+    applied = run_cli(home, tmp_path, "forget", "--strategy", "composite", "--yes", "--json", "--i-am-the-user")
     assert json.loads(applied.stdout)["deleted_ids"] == ids[3:]
     with Store.open(load_settings(env={}, home=home, embeddings=False), load_embedder=False) as store:
         assert [exists(store, memory_id) for memory_id in ids] == [True, True, True, False, False]

@@ -166,7 +166,7 @@ def test_a_read_only_role_cannot_write_whatever_its_client_does(machines, pg, te
     gid = _gid(pg, team_url)
     urls = _roles(pg, team_url, "reader")
     assert "reads team memory only" in alice.run("team", "grant", urls["reader"].split("//")[1].split(":")[0],
-                                                 "--read-only").stdout
+                                                 "--read-only", "--i-am-the-user").stdout
     # reading works, through agentmem and through SQL
     carol = Machine(tmp_path, "carol", "https://github.com/acme/widget", urls["reader"], model_path)
     assert "pulled 1" in carol.run("team", "sync").stdout and "shared by alice" in carol.briefing()
@@ -202,7 +202,7 @@ def test_row_security_keeps_each_writer_to_its_own_rows(tmp_path, pg, team_url, 
     admin.run("team", "status")  # the tables are created by the admin's role, their owner
     urls = _roles(pg, team_url, "alice", "bob")
     for url in urls.values():
-        admin.run("team", "grant", url.split("//")[1].split(":")[0], "--write")
+        admin.run("team", "grant", url.split("//")[1].split(":")[0], "--write", "--i-am-the-user")
     alice = Machine(tmp_path, "alice", "git@github.com:acme/widget.git", urls["alice"], model_path)
     # bob's client claims to be alice: the server knows his role
     bob = Machine(tmp_path, "bob", "https://github.com/acme/widget", urls["bob"], model_path,
@@ -259,9 +259,9 @@ def test_a_role_bound_to_an_author_writes_under_that_name_only(tmp_path, pg, tea
     admin.run("team", "status")
     urls = _roles(pg, team_url, "alice", "bob")
     alice_role, bob_role = (urls[n].split("//")[1].split(":")[0] for n in ("alice", "bob"))
-    bound = admin.run("team", "grant", alice_role, "--write", "--author", "alice").stdout
+    bound = admin.run("team", "grant", alice_role, "--write", "--author", "alice", "--i-am-the-user").stdout
     assert "as author 'alice' only" in bound
-    admin.run("team", "grant", bob_role, "--write", "--author", "bob")
+    admin.run("team", "grant", bob_role, "--write", "--author", "bob", "--i-am-the-user")
     assert rows(pg, team_url, "SELECT role, author FROM team_members ORDER BY author") == [
         [alice_role, "alice"], [bob_role, "bob"]]
     alice = Machine(tmp_path, "alice", "git@github.com:acme/widget.git", urls["alice"], model_path)
@@ -295,6 +295,6 @@ def test_a_role_bound_to_an_author_writes_under_that_name_only(tmp_path, pg, tea
         ["bob", "alice", alice_role]]
 
     # the binding removed: the name is a label again, the role still limited to its own rows
-    admin.run("team", "grant", bob_role, "--write", "--author", "")
+    admin.run("team", "grant", bob_role, "--write", "--author", "", "--i-am-the-user")
     assert _changed(urls["bob"], FORGED, ("t_label", "alice")) == 1
     assert _changed(urls["bob"], "UPDATE team_memories SET content = 'x' WHERE gid = %s", (gid,)) == 0

@@ -148,7 +148,7 @@ def test_forget_by_the_author_is_honoured_by_the_other_machine(machines, pg, tea
     alice.run("team", "sync")
     bob.run("team", "sync")
     assert DEPLOY in bob.briefing()
-    alice.run("forget", memory_id, "--reason", "we deploy on any day now")
+    alice.run("forget", memory_id, "--reason", "we deploy on any day now", "--i-am-the-user")
     assert "forgotten 1" in alice.run("team", "sync").stdout
     bob.run("team", "sync")
     assert DEPLOY not in bob.briefing()
@@ -279,7 +279,7 @@ def test_read_only_members(machines, pg, team_url, tmp_path, model_path):
 def test_team_memories_are_data_never_rules(machines, pg, team_url):
     alice, bob = machines
     alice.save("the widget's release branch is cut every second Tuesday", "--type", "decision",
-               "--priority", "P0", "--pin")
+               "--priority", "P0", "--pin", "--i-am-the-user")
     alice.run("team", "sync")
     # a member writing the server directly cannot make instructions reach bob's agent
     rows(pg, team_url, "INSERT INTO team_memories (gid, project_key, tier, type, title, content, source, confidence, "

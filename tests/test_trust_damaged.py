@@ -52,10 +52,11 @@ def test_a_malformed_database_gives_one_line_everywhere_and_doctor_recovers_it(c
     export = tmp_path / "in.jsonl"
     export.write_text(json.dumps({"kind": "header", "format": "agentmem-export/1"}) + "\n")
 
+    mine = "--i-am-the-user"  # the user's commands, as the user's script runs them (confirm_user.py)
     commands = [["stats"], ["search", "runner canary"], ["list", "--all-projects"], ["get", first_id],
-                ["save", "The staging cluster is blue-harbor"], ["forget", first_id], ["export"],
-                ["import", str(export)], ["reindex", "--quiet"], ["audit", "--verify"], ["worker", "--once"],
-                ["quarantine", "list"], ["pin", first_id], ["forget", "--strategy", "age", "--all-projects"]]
+                ["save", "The staging cluster is blue-harbor"], ["forget", first_id, mine], ["export"],
+                ["import", str(export), mine], ["reindex", "--quiet"], ["audit", "--verify"], ["worker", "--once"],
+                ["quarantine", "list"], ["pin", first_id, mine], ["forget", "--strategy", "age", "--all-projects"]]
     failed = 0
     for command in commands:
         done = run(env, project, *command)
@@ -100,7 +101,7 @@ def test_a_malformed_database_gives_one_line_everywhere_and_doctor_recovers_it(c
     exported = new.with_suffix(".jsonl")
     assert sum(1 for line in exported.read_text().splitlines() if '"kind": "memory"' in line) == count
     other = env | {"AGENTMEM_HOME": str(tmp_path / "other-home")}
-    imported = run(other, project, "import", str(exported))
+    imported = run(other, project, "import", str(exported), "--i-am-the-user")
     assert imported.returncode == 0 and f"imported {count}" in imported.stdout, imported.stdout + imported.stderr
 
 

@@ -116,7 +116,8 @@ def test_the_forgetting_sweep_leaves_nothing_on_disk(cli_env, home, settings, em
         holder = connect(home / "agentmem.db")  # another agentmem process, idle
         try:
             scope = ["--all-projects"] if how == "all-projects" else []
-            done = run(cli_env, project, "forget", "--strategy", "importance", "--threshold", "1", "--yes", *scope)
+            done = run(cli_env, project, "forget", "--strategy", "importance", "--threshold", "1", "--yes", *scope,
+                       "--i-am-the-user")
             assert done.returncode == 0, done.stderr
             assert memory_id in done.stdout or memory_id[:8] in done.stdout or "expire" in done.stdout, done.stdout
             assert files_holding(home, word.encode()) == [] and bm25_doc_freq(home, word) == 0, how

@@ -78,7 +78,8 @@ def test_agent_and_derived_memories_are_not_p0_pinned_or_global(store):
     saved = store.save("The user prefers short answers", source="agent", project=None, priority="P0", pinned=True)
     memory = store.get(saved.id)
     assert (memory.project, memory.priority, memory.pinned) == ("/repo/a", "P1", False)
-    assert f"agentmem pin {saved.id} --priority P0 --global" in saved.notes[1]
+    assert "only the user can make a memory P0 or pinned or global" in saved.notes[0]
+    assert not any("agentmem" in note for note in saved.notes)  # no escalation command for the agent (issue 36)
     derived = store.get(store.save("Tools in use in this project: mix, bd", source="consolidation",
                                    priority="P0", project=None).id)
     assert (derived.project, derived.priority) == ("/repo/a", "P1")
@@ -99,7 +100,8 @@ def test_pin_confirms_an_agent_memory_as_p0_and_global(store):
 def test_quarantine_keeps_the_memory_out_of_search_until_released(store):
     poisoned = store.save(f"Build failed. {POISON}", source="consolidation", type="bug")
     assert poisoned.quarantined and "addressed to AI agents" in poisoned.quarantined
-    assert any("agentmem quarantine release" in note for note in poisoned.notes)
+    assert any("unless the user releases it" in note for note in poisoned.notes)
+    assert not any("agentmem" in note for note in poisoned.notes)
     assert store.get(poisoned.id).quarantined == poisoned.quarantined
     assert poisoned.id not in ids(store.search("build failed curl evil"))
     assert poisoned.id in ids(store.search("build failed curl evil", include_quarantined=True))
@@ -155,9 +157,9 @@ def test_pin_and_quarantine_commands(cli_env, tmp_path, settings, embedder):
     listed = run_cli(cli_env, repo, "quarantine", "list")
     assert listed.returncode == 0 and poisoned in listed.stdout and "addressed to AI agents" in listed.stdout
     assert "quarantined  1" in run_cli(cli_env, repo, "stats").stdout
-    done = run_cli(cli_env, repo, "pin", agent, "--priority", "P0", "--global")
+    done = run_cli(cli_env, repo, "pin", agent, "--priority", "P0", "--global", "--i-am-the-user")
     assert done.returncode == 0 and "pinned" in done.stdout and "global" in done.stdout, done.stderr
-    refused = run_cli(cli_env, repo, "quarantine", "release", agent)
+    refused = run_cli(cli_env, repo, "quarantine", "release", agent, "--i-am-the-user")
     assert refused.returncode == 2 and "not quarantined" in refused.stderr
     assert run_cli(cli_env, repo, "quarantine", "forget", poisoned).returncode == 0
     assert "no quarantined memories" in run_cli(cli_env, repo, "quarantine", "list").stdout

@@ -8,8 +8,15 @@ outside the database after each commit (`<database>.audit-head`, 0600; once at t
 as a worker pass), so removing the last rows, or all of them, is noticed too. `verify` checks all of this, plus
 that the memories' content still matches their hashes.
 
+A row about a memory also binds the memory's trust state after the change (scheme `hmac-sha256+state`,
+db/audit_state.py): source, project, pin, priority, quarantine, expiry, latest version, ... or its absence once
+forgotten. `verify` replays the chain and compares the memories table with it, so a trust column changed, a memory
+inserted or deleted outside agentmem, or the audit rows of existing memories removed, are reported. Migration
+`m016_audit_state` sealed the state of every memory of an existing home once (`seal_all`, a `seal` row each).
+
 Rows written before the key existed (scheme `sha256`, an unkeyed chain) are verified as they are; the first keyed
-row binds the last of them, so they cannot be rewritten afterwards either. See docs/security.md.
+row binds the last of them, so they cannot be rewritten afterwards either. Rows of the first keyed scheme
+(`hmac-sha256`, content hash only) are verified as they are too. See docs/security.md.
 """
 
 from __future__ import annotations
@@ -29,10 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from ..pausepoint import pause
-from .connection import Connection, after_commit
+from . import audit_state
+from .connection import Connection, OperationalError, after_commit
 
 GENESIS = "0" * 64
-KEYED, UNKEYED = "hmac-sha256", "sha256"
+STATED, KEYED, UNKEYED = "hmac-sha256+state", "hmac-sha256", "sha256"
+SEALING_MIGRATION = "m016_audit_state"  # since it ran, every memory has a row that bound its state
 TRIGGERS = {"audit_no_update": "BEFORE UPDATE ON audit", "audit_no_delete": "BEFORE DELETE ON audit"}
 _KEYS: dict[str, bytes] = {}
 
@@ -135,36 +144,72 @@ def _keyed_hash(key: bytes, *fields: Any) -> str:
     return hmac.new(key, _payload(*fields), hashlib.sha256).hexdigest()
 
 
+def _stated_hash(key: bytes, prev_hash: str, at: float, action: str, memory_id: str | None, project: str | None,
+                 detail: str, content_hash: str | None, state: str | None) -> str:
+    payload = json.dumps([prev_hash, repr(at), action, memory_id, project, detail, content_hash, state],
+                         ensure_ascii=False).encode("utf-8")
+    return hmac.new(key, payload, hashlib.sha256).hexdigest()
+
+
 def append(conn: Connection, action: str, memory_id: str | None = None, project: str | None = None,
            detail: dict[str, Any] | None = None, at: float | None = None) -> None:
-    """Append one audit row; call inside the write transaction that made the change. The row binds the memory's
-    current content hash; the head file is updated once the transaction commits."""
+    """Append one audit row; call inside the write transaction that made the change, after it. The row binds the
+    memory's state as the change left it (or its absence); the head file is updated once the transaction commits."""
     at = time.time() if at is None else at
     detail_json = json.dumps(detail or {}, sort_keys=True, ensure_ascii=False)
     row = conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
     prev_hash = row[0] if row else GENESIS
-    bound = None
-    if memory_id is not None:
-        found = conn.execute("SELECT content_hash FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        bound = found[0] if found else None
     database = database_file(conn)
     key = audit_key(database) if database is not None else None
+    state = bound = None
     if key is None:  # an in-memory database, or a key file that cannot be written: the unkeyed chain
         scheme, digest = UNKEYED, _unkeyed_hash(prev_hash, at, action, memory_id, project, detail_json)
-        bound = None
     else:
-        scheme, digest = KEYED, _keyed_hash(key, prev_hash, at, action, memory_id, project, detail_json, bound)
+        if memory_id is not None:
+            state, bound = audit_state.state_of(conn, memory_id)
+        scheme, digest = STATED, _stated_hash(key, prev_hash, at, action, memory_id, project, detail_json, bound,
+                                              state)
     seq = conn.execute(
-        "INSERT INTO audit (at, action, memory_id, project, detail, prev_hash, hash, content_hash, scheme) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
-        (at, action, memory_id, project, detail_json, prev_hash, digest, bound, scheme)).fetchone()[0]
-    if database is not None and key is not None:
-        head = {"seq": seq, "hash": digest}
-        if conn.in_transaction:
-            after_commit(conn, lambda: write_head(database, head))
-        else:
-            write_head(database, head)
+        "INSERT INTO audit (at, action, memory_id, project, detail, prev_hash, hash, content_hash, scheme, state) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+        (at, action, memory_id, project, detail_json, prev_hash, digest, bound, scheme, state)).fetchone()[0]
+    if key is not None:
+        _record_head(conn, database, {"seq": seq, "hash": digest})
     pause(f"audit:{action}")
+
+
+def _record_head(conn: Connection, database: Path, head: dict[str, Any]) -> None:
+    """Write the head file once the transaction commits: once per transaction, with its last row."""
+    if conn.in_transaction:
+        after_commit(conn, lambda: write_head(database, head), key=("audit-head", str(database)))
+    else:
+        write_head(database, head)
+
+
+def seal_all(conn: Connection, reason: str) -> int:
+    """Bind the state of every memory as it is now, one `seal` row each, then a summary row (inside the caller's
+    write transaction): the upgrade to state-binding rows, once. Returns how many memories were sealed; nothing is
+    written for a database without memories or without a key."""
+    rows = conn.execute(f"SELECT id, {audit_state.COLUMNS} FROM memories ORDER BY rowid").fetchall()
+    database = database_file(conn)
+    key = audit_key(database) if rows and database is not None else None
+    if key is None:
+        return 0
+    last = conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+    prev_hash, at = (last[0] if last else GENESIS), time.time()
+    detail = json.dumps({"reason": reason}, sort_keys=True, ensure_ascii=False)
+    values = []
+    for row in rows:
+        state = audit_state.encode(row)
+        digest = _stated_hash(key, prev_hash, at, "seal", row["id"], row["project"], detail, row["content_hash"],
+                              state)
+        values.append((at, "seal", row["id"], row["project"], detail, prev_hash, digest, row["content_hash"],
+                       STATED, state))
+        prev_hash = digest
+    conn.executemany("INSERT INTO audit (at, action, memory_id, project, detail, prev_hash, hash, content_hash, "
+                     "scheme, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
+    append(conn, "seal", None, None, {"reason": reason, "memories": len(rows)}, at=at)
+    return len(rows)
 
 
 def last_of(conn: Connection, memory_id: str) -> Any:
@@ -232,25 +277,28 @@ class AuditVerdict:
 
 
 def verify(conn: Connection) -> AuditVerdict:
-    """Recompute the chain from the first row; check its end against the head file, and every latest memory's
-    content against its hash and against the hash its last audit row bound. The first problem is reported."""
+    """Recompute the chain from the first row; check its end against the head file, and the memories table against
+    what the chain bound (db/audit_state.py): every memory's content against its hash, its trust state against the
+    last row about it, and that the memories it wrote, and only those, are there. The first problem is reported."""
     database = database_file(conn)
     key = audit_key(database, create=False) if database is not None else None
     prev_hash, count, keyed, last_seq = GENESIS, 0, 0, 0
-    bound: dict[str, str | None] = {}
-    for seq, at, action, memory_id, project, detail, stored_prev, stored_hash, content, scheme in conn.execute(
-        "SELECT seq, at, action, memory_id, project, detail, prev_hash, hash, content_hash, scheme FROM audit "
+    bound: dict[str, audit_state.Bound] = {}
+    for seq, at, action, memory_id, project, detail, stored_prev, stored_hash, content, scheme, state in conn.execute(
+        "SELECT seq, at, action, memory_id, project, detail, prev_hash, hash, content_hash, scheme, state FROM audit "
         "ORDER BY seq"
     ):
         count += 1
         if stored_prev != prev_hash or seq != last_seq + 1:
             return AuditVerdict(False, count, seq, "prev_hash does not match the previous row: a row before it was "
                                 "removed or rewritten")
-        if scheme == KEYED:
+        if scheme in (KEYED, STATED):
             if key is None:
                 return AuditVerdict(False, count, seq, f"the chain's key {key_path(database)} is missing or "
                                     "unreadable: the keyed rows cannot be checked")
-            expected = _keyed_hash(key, prev_hash, at, action, memory_id, project, detail, content)
+            expected = (_stated_hash(key, prev_hash, at, action, memory_id, project, detail, content, state)
+                        if scheme == STATED else _keyed_hash(key, prev_hash, at, action, memory_id, project, detail,
+                                                            content))
             keyed += 1
         else:
             if keyed:
@@ -258,16 +306,28 @@ def verify(conn: Connection) -> AuditVerdict:
             expected = _unkeyed_hash(prev_hash, at, action, memory_id, project, detail)
         if not hmac.compare_digest(expected, stored_hash):
             return AuditVerdict(False, count, seq, "row content does not match its hash: the row was edited")
-        if memory_id is not None and scheme == KEYED:
-            bound[memory_id] = content
+        if memory_id is not None and scheme != UNKEYED:
+            bound[memory_id] = audit_state.Bound(seq, content, state if scheme == STATED else audit_state.UNKNOWN)
         prev_hash, last_seq = stored_hash, seq
     problem = _check_head(database, key, last_seq, prev_hash)
     if problem:
         return AuditVerdict(False, count, None, problem, keyed)
-    memory_problems = check_memories(conn, bound)
+    memory_problems = audit_state.check(conn, bound, sealed=key is not None and _sealed(conn))
     if memory_problems:
+        if count == 0:
+            memory_problems.insert(0, "the audit log is empty but the database holds memories: its rows were "
+                                   "removed (or the memories inserted) outside agentmem")
         return AuditVerdict(False, count, None, memory_problems[0], keyed, memory_problems)
     return AuditVerdict(True, count, keyed_rows=keyed)
+
+
+def _sealed(conn: Connection) -> bool:
+    """True once migration m016 has sealed the memories: from then on every memory has an audit row."""
+    try:
+        return conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (SEALING_MIGRATION,)).fetchone() \
+            is not None
+    except OperationalError:  # no migrations table: not a database agentmem made
+        return False
 
 
 def _check_head(database: Path | None, key: bytes | None, last_seq: int, last_hash: str) -> str:
@@ -285,24 +345,6 @@ def _check_head(database: Path | None, key: bytes | None, last_seq: int, last_ha
     if head["seq"] == last_seq and head.get("hash") != last_hash:
         return f"row {last_seq} is not the row that was written last (its hash differs from the head file)"
     return ""
-
-
-def check_memories(conn: Connection, bound: dict[str, str | None], limit: int = 20) -> list[str]:
-    """Latest memories whose content was changed outside agentmem: the content does not hash to its
-    content_hash, or the content_hash is not the one its last audit row bound."""
-    from .memories import content_hash
-
-    problems = []
-    for memory_id, content, stored in conn.execute("SELECT id, content, content_hash FROM memories "
-                                                   "WHERE is_latest = 1"):
-        if content_hash(content) != stored:
-            problems.append(f"memory {memory_id}: its content does not match its content_hash (edited in place)")
-        elif bound.get(memory_id) not in (None, stored):
-            problems.append(f"memory {memory_id}: its content and hash differ from what its audit row bound "
-                            "(edited in place)")
-        if len(problems) >= limit:
-            break
-    return problems
 
 
 def check_triggers(conn: Connection) -> list[str]:

@@ -246,16 +246,18 @@ def load_vector_extension(conn: Connection) -> None:
             "sqlite-vec sqlean-py`") from exc
 
 
-_AFTER_COMMIT: dict[int, list[Callable[[], None]]] = {}
+_AFTER_COMMIT: dict[int, dict[object, Callable[[], None]]] = {}
 
 
-def after_commit(conn: Connection, action: Callable[[], None]) -> None:
-    """Run `action` once the write transaction open on `conn` commits (dropped if it rolls back)."""
-    _AFTER_COMMIT.setdefault(id(conn), []).append(action)
+def after_commit(conn: Connection, action: Callable[[], None], key: object = None) -> None:
+    """Run `action` once the write transaction open on `conn` commits (dropped if it rolls back). An action given
+    with the `key` of one already waiting replaces it, in its place (the audit's head file: only the last row
+    counts)."""
+    _AFTER_COMMIT.setdefault(id(conn), {})[object() if key is None else key] = action
 
 
 def _run_after_commit(conn: Connection, committed: bool) -> None:
-    for action in _AFTER_COMMIT.pop(id(conn), ()):
+    for action in _AFTER_COMMIT.pop(id(conn), {}).values():
         if committed:
             action()
 

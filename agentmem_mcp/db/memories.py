@@ -9,27 +9,18 @@ lifecycle, the worker, the commands, team sharing), db/browse.py the viewer's.""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..models import Memory, NotFound, check_memory_id
 from .connection import Connection, marks
+from .hashing import content_hash  # noqa: F401 (the content hash lives beside the audit; callers import it here)
 
 if TYPE_CHECKING:  # the briefing's hooks import this module: no database machinery at import
     from .database import Database
 
-_SPACE = re.compile(r"\s+")
 COLUMNS = frozenset(Memory.__dataclass_fields__)  # what `insert` may be given; `pieces` and `words` are the index's
-
-
-def content_hash(content: str) -> str:
-    """sha256 of the content with case and runs of white space evened out."""
-    import hashlib
-
-    normalized = _SPACE.sub(" ", content.strip().lower())
-    return hashlib.sha256(normalized.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -170,7 +170,20 @@ def words_still_todo(conn: Connection, memory_ids: Sequence[str], model_id: str)
 
 # -- forgetting ----------------------------------------------------------------------------------------------
 
-FORGOTTEN = "id, title, type, version, project"  # what forgetting a memory needs of its row (the audit's detail)
+# what forgetting a memory needs of its row: the audit's detail, and whether only the user may forget it
+FORGOTTEN = "id, title, type, version, project, root_id, source, pinned, priority"
+PROTECTED = "(source = 'user' OR pinned = 1 OR priority = 'P0')"  # lifecycle.forget.protected, in SQL
+
+
+def protected_among(conn: Connection, memory_ids: Sequence[str]) -> list[str]:
+    """The ids among `memory_ids` of memories only the user may forget or replace (their own, pinned or P0)."""
+    ids = list(dict.fromkeys(memory_ids))
+    found: list[str] = []
+    for start in range(0, len(ids), 500):
+        batch = ids[start:start + 500]
+        found += [row[0] for row in conn.execute(
+            f"SELECT id FROM memories WHERE id IN ({marks(batch)}) AND {PROTECTED}", batch)]
+    return found
 
 
 def in_chains(conn: Connection, root_ids: Sequence[str]) -> list[Any]:

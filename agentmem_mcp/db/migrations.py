@@ -357,12 +357,23 @@ def m015_briefing_indexes_without_confidence(conn: Connection) -> None:
                  "WHERE pinned = 1 OR priority = 'P0'")
 
 
+def m016_audit_state(conn: Connection) -> None:
+    """Audit rows bind the trust state of the memory they are about (db/audit_state.py): `audit.state`. The state
+    of every memory already stored is sealed once, a `seal` row each (db/audit.py `seal_all`), so that an existing
+    home verifies from then on without false alarms. The name is `audit.SEALING_MIGRATION`."""
+    conn.execute("ALTER TABLE audit ADD COLUMN state TEXT")
+    if conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone() is not None:  # a new database (a hook's) has none
+        from . import audit
+
+        audit.seal_all(conn, "upgrade: the audit chain binds each memory's trust state from now on")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [m001_core_tables, m002_session_order, m003_sentence_pieces,
                                                   m004_word_vectors, m005_answer_chunks, m006_keyed_audit,
                                                   m007_quarantine, m008_anchor_commit, m009_briefing_indexes,
                                                   m010_audit_by_memory, m011_team, m012_team_mirror_vectors,
                                                   m013_vector_changes, m014_unembedded_index,
-                                                  m015_briefing_indexes_without_confidence]
+                                                  m015_briefing_indexes_without_confidence, m016_audit_state]
 
 
 def migrate(conn: Connection) -> int:

@@ -17,11 +17,17 @@ from ..db import vectors as vector_rows
 from ..db.memories import MemoryFilter
 from ..index import neighbours
 from ..models import TIERS, TYPES, InvalidInput, NotFound, check_choice, check_memory_id
+from ..trust import provenance
 
 if TYPE_CHECKING:
     from ..parts import Parts
 
 MAX_IDS = 1000
+
+
+def protected(row: Any) -> bool:
+    """A memory only the user may replace or forget: the user's own, pinned or P0."""
+    return provenance(row["source"]) == "user" or bool(row["pinned"]) or row["priority"] == "P0"
 
 
 @dataclass
@@ -30,6 +36,7 @@ class ForgetResult:
     ids: list[str] = field(default_factory=list)
     observations: int = 0
     memories: list[dict[str, Any]] = field(default_factory=list)  # id, title, type, version (the preview)
+    left: list[str] = field(default_factory=list)  # with keep_protected: the user's memories it left in place
 
     @property
     def count(self) -> int:
@@ -45,7 +52,7 @@ def forget(store: Parts, *, ids: Sequence[str] | str | None = None, session_id: 
            project: str | None = ..., all_projects: bool = False, type: str | None = None,
            tier: str | None = None, older_than_days: float | None = None, before: float | None = None,
            dry_run: bool = False, reason: str = "", now: float | None = None,
-           within: Sequence[str | None] | None = None) -> ForgetResult:
+           within: Sequence[str | None] | None = None, keep_protected: bool = False) -> ForgetResult:
     """Forget memories.
 
     ids: one id or a list; every version of each is removed. session_id: the memories and observations
@@ -53,6 +60,8 @@ def forget(store: Parts, *, ids: Sequence[str] | str | None = None, session_id: 
     name at least one condition. dry_run=True returns what would go and removes nothing.
     within: the projects the caller may touch (None: any); an id or a session of another project is not
     found, and nothing is forgotten.
+    keep_protected: leave the memories only the user may forget (`protected`; by ids, the whole chain of one) and
+    list them in the result's `left` (an agent's call).
     """
     now = store.now() if now is None else now
     if isinstance(ids, str):
@@ -86,9 +95,14 @@ def forget(store: Parts, *, ids: Sequence[str] | str | None = None, session_id: 
             raise NotFound(f"no memories or observations for session {session_id[:80]!r}")
     else:
         rows = _by_filter(store, project, all_projects, type, tier, older_than_days, before, now)
+    left: list[str] = []
+    if keep_protected:
+        held = {r["root_id"] if ids is not None else r["id"] for r in rows if protected(r)}
+        left = [r["id"] for r in rows if (r["root_id"] if ids is not None else r["id"]) in held]
+        rows = [r for r in rows if r["id"] not in held and r["root_id" if ids is not None else "id"] not in held]
     result = ForgetResult(dry_run=dry_run, ids=[r["id"] for r in rows], observations=session_observations,
                           memories=[{"id": r["id"], "title": r["title"], "type": r["type"], "version": r["version"]}
-                                    for r in rows])
+                                    for r in rows], left=left)
     if dry_run or (not rows and not session_observations):
         return result
     delete_memories(store, rows, reason or "forgotten on request", now)
@@ -101,19 +115,21 @@ def forget(store: Parts, *, ids: Sequence[str] | str | None = None, session_id: 
     return result
 
 
-def forget_session(store: Parts, session_id: str, reason: str, within: Sequence[str | None] | None = None
-                   ) -> tuple[ForgetResult, list[str]]:
+def forget_session(store: Parts, session_id: str, reason: str, within: Sequence[str | None] | None = None,
+                   keep_protected: bool = False) -> tuple[ForgetResult, list[str]]:
     """`forget(store, session_id=...)` and what else holds that session's text: the summariser's state for it, and
     the memories consolidation derived from its observations or its summaries (they are forgotten too; the worker
     derives again what the remaining sessions still support). Returns the forget result and the derived ids.
-    within: as in `forget` (a session of another project is not found)."""
+    within and keep_protected: as in `forget` (what is left of the derived ones is added to the result's `left`)."""
     conn = store.conn
     cited = {f"obs:{obs_id}" for obs_id in observations.ids_of_session(conn, session_id)}
     cited |= {row[0] for row in memory_reads.of_session(conn, session_id, "id")}
-    result = forget(store, session_id=session_id, reason=reason, within=within)
-    derived = memory_reads.citing(conn, sorted(cited)) if cited else []
+    result = forget(store, session_id=session_id, reason=reason, within=within, keep_protected=keep_protected)
+    derived = [i for i in memory_reads.citing(conn, sorted(cited)) if i not in result.left] if cited else []
     if derived:
-        forget(store, ids=derived, reason=f"derived from forgotten session {session_id[:80]}")
+        done = forget(store, ids=derived, reason=f"derived from forgotten session {session_id[:80]}",
+                      keep_protected=keep_protected)
+        derived, result.left = [d for d in derived if d not in done.left], result.left + done.left
     with store.transaction() as tx:
         meta.delete(tx, meta.summary_state(session_id))
     return result, derived

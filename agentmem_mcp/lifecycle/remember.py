@@ -1,7 +1,7 @@
 """The write path of `memory_save`.
 
 redact -> validate -> trust (an agent's or the worker's memory is saved project-scoped, P1 and unpinned
-until the user confirms it with `agentmem pin`; one that reads as instructions to an AI agent is
+until the user confirms it (`agentmem pin`, the user's command); one that reads as instructions to an AI agent is
 quarantined) -> exact duplicate (content hash, same project, latest): no-op -> supersede an old memory
 about the same subject whose value changed (`lifecycle.supersede.decide`; a reworded statement when
 word-set Jaccard and vector similarity are both above their thresholds) or the memory the caller names;
@@ -40,6 +40,7 @@ from ..models import (
 )
 from ..ranking import jaccard, specific_tokens, words
 from ..trust import QUARANTINED_PROVENANCE, instruction_reason, is_unconfirmed, provenance
+from .forget import protected
 from .retention import initial_confidence
 from .supersede import FUNCTION_WORDS, Verdict, decide
 
@@ -157,11 +158,6 @@ def supersede_verdict(old_text: str, new_text: str, cosine: float | None, jaccar
     return verdict
 
 
-def protected(row: Any) -> bool:
-    """A memory only the user may replace: the user's own, pinned or P0."""
-    return provenance(row["source"]) == "user" or bool(row["pinned"]) or row["priority"] == "P0"
-
-
 def trust_limits(source: str, priority: str, pinned: bool, project: str | None,
                  home_project: str | None) -> tuple[str, bool, str | None, list[str]]:
     """(priority, pinned, project, notes) for a memory from `source`: an agent's or the worker's memory
@@ -180,7 +176,7 @@ def trust_limits(source: str, priority: str, pinned: bool, project: str | None,
         held.append("global")
         project = home_project
     notes = [f"saved as {'project-scoped, ' if 'global' in held else ''}P1, unpinned: only the user can make "
-             f"a memory {' or '.join(held)}"] if held else []
+             f"a memory {' or '.join(held)}, by confirming it"] if held else []
     return priority, pinned, project, notes
 
 
@@ -337,6 +333,7 @@ def _write(conn: Any, store: Parts, draft: Draft, supersedes: str | None, chunks
     root_id = old["root_id"] if old else memory_id
     if old:
         memories.retire(conn, old["id"], now)
+        audit.append(conn, "superseded", old["id"], old["project"], {"by": memory_id}, at=now)  # binds is_latest 0
         vector_rows.set_latest(conn, old["id"], False)
         index_outbox.queue(conn, [old["id"]], now)
     _insert(conn, draft, memory_id, version, old["id"] if old else None, root_id,
@@ -360,22 +357,19 @@ def _write(conn: Any, store: Parts, draft: Draft, supersedes: str | None, chunks
                   # the rule only: the audit log keeps no memory text (the quote would outlive a forget)
                   **({"quarantined": draft.quarantined.split(":")[0]} if draft.quarantined else {})}, at=now)
     return SaveResult(memory_id, "superseded" if old else "created", version, old["id"] if old else None,
-                      reason or "", [c for c, _ in conflicts], _notes(draft, memory_id, conflicts), draft.quarantined)
+                      reason or "", [c for c, _ in conflicts], _notes(draft, conflicts), draft.quarantined)
 
 
-def _notes(draft: Draft, memory_id: str, conflicts: list[tuple[str, str]]) -> list[str]:
-    """What the save's answer tells the caller: what trust held back and how the user confirms it, the
-    memories it was saved beside, and a quarantine."""
+def _notes(draft: Draft, conflicts: list[tuple[str, str]]) -> list[str]:
+    """What the save's answer tells the caller: what trust held back, the memories it was saved beside, and a
+    quarantine. It names no command: the caller may be an agent, and what only the user does is the user's to
+    find (confirm_user.py)."""
     notes = list(draft.notes)
-    if notes:
-        wanted = " --priority P0" if "P0" in notes[0] else ""
-        wanted += " --global" if "global" in notes[0] else ""
-        notes.append(f"to confirm it, the user runs: agentmem pin {memory_id}{wanted}")
-    notes.extend(f"conflicts with {conflict_id} ({why}): both are kept; the user decides which stays "
-                 f"(agentmem forget ID)" for conflict_id, why in conflicts)
+    notes.extend(f"conflicts with {conflict_id} ({why}): both are kept; the user decides which stays"
+                 for conflict_id, why in conflicts)
     if draft.quarantined:
         notes.append(f"quarantined: it reads as instructions to an AI agent ({draft.quarantined}); it is kept but "
-                     f"never searched or injected until the user runs: agentmem quarantine release {memory_id}")
+                     "never searched or injected unless the user releases it")
     return notes
 
 

@@ -195,6 +195,10 @@ def _history(args: argparse.Namespace) -> int:
 
 def _grant(args: argparse.Namespace) -> int:
     """`agentmem team grant ROLE --read-only | --write`, run by the team's admin (the tables' owner)."""
+    from ..cli_io import require_user
+
+    require_user(args, f"let the team role {args.role} " + ("read and write" if args.write else "read")
+                 + " team memory")
     import psycopg
 
     from . import schema
@@ -215,8 +219,9 @@ def _grant(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: Any, scoped: Any) -> None:
-    """The CLI's `share` and `team` commands (`scoped` adds the usual --cwd option)."""
+def add_parsers(sub: Any, scoped: Any, user_only: Any) -> None:
+    """The CLI's `share` and `team` commands (`scoped` adds the usual --cwd option, `user_only` the flag of the
+    commands only the user may run)."""
     p = scoped(sub.add_parser("share", help="share memories with the team (team memory, docs/team.md)"))
     p.add_argument("ids", nargs="+", metavar="ID", help="memory ids to share (the latest version of each)")
     p.set_defaults(func=cmd_share)
@@ -251,4 +256,5 @@ def add_parsers(sub: Any, scoped: Any) -> None:
     mode.add_argument("--write", dest="write", action="store_true", help="reading and writing its own rows")
     q.add_argument("--author", help="bind this author name to the role: the server lets it write under that name "
                    "only (its member's team_author); an empty name removes the binding")
+    user_only(q)
     p.set_defaults(func=cmd_team)

@@ -66,8 +66,8 @@ def check_shareable(row: Any) -> None:
         raise InvalidInput(f"{row['id']} is a raw captured event (tier {row['tier']}): those never leave this "
                            "machine. Save what matters in it as a memory (`agentmem save`) and share that")
     if row["quarantined"] is not None:
-        raise InvalidInput(f"{row['id']} is quarantined ({row['quarantined']}): release it first "
-                           "(`agentmem quarantine --release`) if you trust it")
+        raise InvalidInput(f"{row['id']} is quarantined ({row['quarantined']}): it is shared only once the user "
+                           "has released it")
 
 
 def share(store: Store, memory_id: str) -> str:
