@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from .db import memories as memory_rows
-from .db import memory_reads, meta, observations
+from .db import memory_reads, meta, observations, sessions
 from .db.audit import check_triggers, head_path, key_path, verify
 
 if TYPE_CHECKING:
@@ -203,8 +203,30 @@ def doctor(store: Parts) -> list[Check]:
     checks.append(Check("worker", failed == 0, f"{failed} observations parked as failed",
                         "see the log under the home directory; `agentmem worker --retry-failed` retries them"
                         if failed else ""))
+    checks.append(hooks_check(store.settings.home, sessions.last_event_at(conn)))
     if store.settings.team_url:  # team memory (docs/team.md): the server, its password hidden
         from .team.health import team_check
 
         checks.append(Check(*team_check(store)))
     return checks
+
+
+def hooks_check(home: Any, last_event_at: float | None) -> Check:
+    """The last time the hooks could not work (capture/notices.py), for a store doctor has just opened and checked:
+    what the hooks met then (config, home, database) works from here now."""
+    import time
+
+    from .capture.notices import last
+
+    def when(at: float) -> str:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
+
+    found = last(home)
+    if found is None:
+        return Check("hooks", True, "no failure recorded")
+    at = float(found.get("at") or 0)
+    detail = f"last failure {when(at)} ({found.get('client')} {found.get('event')}): {found['problem'].rstrip('.')}"
+    if last_event_at is not None and last_event_at > at:
+        return Check("hooks", True, f"{detail}; events recorded since (the last {when(last_event_at)})")
+    return Check("hooks", True, f"{detail}; no event recorded since. It works from here now: the next agent session "
+                 "records again, or tells you what still stops it")

@@ -543,8 +543,10 @@ async def disk_full(run: Run) -> str | None:
                                          run.project)
             problem = hook_output_problem("PostToolUse", code, out, err)
             expect(problem is None, f"hook on the full disk: {problem}")
-            run.note(f"a hook on the full disk exited 0 silently in {time.monotonic() - started:.2f} s "
-                     "(its event is dropped: there is no room to keep it)")
+            told = json.loads(out).get("systemMessage", "") if out.strip() else ""
+            expect("full" in told, f"the hook on the full disk did not tell the user: {out[:200]!r}")
+            run.note(f"a hook on the full disk exited 0 in {time.monotonic() - started:.2f} s, telling the user "
+                     f"'{told[:100]}' (its event is dropped: there is no room to keep it)")
             filler.unlink()
             await save_kept(run, serve, 77)
             await check_ledger(run, serve)

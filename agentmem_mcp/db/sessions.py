@@ -90,3 +90,8 @@ def known(conn: Connection, session_id: str) -> bool:
     """Whether anything of the session is stored: its row or an observation."""
     return conn.execute("SELECT 1 FROM observations WHERE session_id = ? UNION ALL "
                         "SELECT 1 FROM sessions WHERE id = ? LIMIT 1", (session_id, session_id)).fetchone() is not None
+
+
+def last_event_at(conn: Connection) -> float | None:
+    """When the newest event of any session was recorded (None: no session yet)."""
+    return conn.execute("SELECT max(last_event_at) FROM sessions").fetchone()[0]
