@@ -169,7 +169,7 @@ case $mode in
     --hook)
         client=${2:-} event=${3:-} message=
         case "$client:$event" in
-            claude-code:SessionStart | cursor:sessionStart)
+            claude-code:SessionStart | codex:SessionStart | gemini:SessionStart | cursor:sessionStart)
                 if [ ! -f "$agentmem_env/ready" ]; then
                     if ! start; then
                         message=$(cannot_create)

@@ -123,6 +123,9 @@ def test_the_hook_wrapper_without_agentmem_tells_the_user_and_never_blocks(tmp_p
     assert json.loads(prompt.stdout) == {"continue": True}
     cursor = run_hook(env, "cursor", "sessionStart", {"conversation_id": "c1"})
     assert "uv is not installed" in json.loads(cursor.stdout)["additional_context"]
+    for client in ("codex", "gemini"):  # their templates run this wrapper too, and read the same field
+        other = run_hook(env, client, "SessionStart", {**start, "session_id": f"s-{client}"})
+        assert "uv is not installed" in json.loads(other.stdout)["systemMessage"]
     wait_unlocked(env_dir)
     assert subprocess.run(["sh", str(RUN_HOOK)], env=env, input=b"{}", timeout=30).returncode == 0
 
