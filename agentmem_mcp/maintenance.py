@@ -212,20 +212,20 @@ def doctor(store: Parts) -> list[Check]:
 
 
 def hooks_check(home: Any, last_event_at: float | None) -> Check:
-    """The last time the hooks could not work (capture/notices.py), for a store doctor has just opened and checked:
-    what the hooks met then (config, home, database) works from here now."""
+    """The last time the hooks could not work (capture/hook_notice.py), for a store doctor has just opened and
+    checked: what the hooks met then (config, home, database) works from here now."""
     import time
 
-    from .capture.notices import last
+    from .capture.hook_notice import last_failure
 
     def when(at: float) -> str:
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
 
-    found = last(home)
-    if found is None:
+    found = last_failure(home)
+    if not found or not found.get("message"):
         return Check("hooks", True, "no failure recorded")
-    at = float(found.get("at") or 0)
-    detail = f"last failure {when(at)} ({found.get('client')} {found.get('event')}): {found['problem'].rstrip('.')}"
+    at = float(found.get("last_at") or 0)
+    detail = f"last failure {when(at)}: {str(found['message']).rstrip('.')}"
     if last_event_at is not None and last_event_at > at:
         return Check("hooks", True, f"{detail}; events recorded since (the last {when(last_event_at)})")
     return Check("hooks", True, f"{detail}; no event recorded since. It works from here now: the next agent session "

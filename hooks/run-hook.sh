@@ -32,4 +32,4 @@ if [ -x "${HOME:-/nonexistent}/.local/bin/agentmem" ]; then
     exec "$HOME/.local/bin/agentmem" hook --client "$client" "$event"
 fi
 cat >/dev/null 2>&1
-exec sh "$agentmem_root/hooks/setup-env.sh" --hook "$client" "$event"
+exec /bin/sh "$agentmem_root/hooks/setup-env.sh" --hook "$client" "$event"

@@ -19,5 +19,5 @@ fi
 if [ -x "${HOME:-/nonexistent}/.local/bin/agentmem" ]; then
     exec "$HOME/.local/bin/agentmem" serve "$@"
 fi
-sh "$agentmem_root/hooks/setup-env.sh" --wait </dev/null >&2 || exit 1
+/bin/sh "$agentmem_root/hooks/setup-env.sh" --wait </dev/null >&2 || exit 1
 exec "$agentmem_env/venv/bin/agentmem" serve "$@"

@@ -26,6 +26,11 @@ lock=$agentmem_env/lock
 log=$agentmem_env/setup.log
 uv_help="https://docs.astral.sh/uv/getting-started/installation/"
 retry="run: sh $agentmem_root/hooks/setup-env.sh"
+lacking=
+for tool in cat cp cut date find grep head mkdir mktemp rm sed sleep tail tr wc; do
+    command -v "$tool" >/dev/null 2>&1 || lacking="$lacking $tool"
+done
+[ -z "$lacking" ] || lacking="agentmem: cannot set up its environment: the PATH ($PATH) lacks the command(s)$lacking"
 
 running() {  # a setup holds the lock; a lock whose process is gone is removed
     [ -d "$lock" ] || return 1
@@ -145,8 +150,17 @@ show_log() {  # print the log's lines after the first $1 (to stderr); echo how m
     echo "${total:-0}"
 }
 
-json_string() {
-    printf '"%s"' "$(printf '%s' "$1" | tr -d '\r\n\t' | sed 's/\\/\\\\/g; s/"/\\"/g')"
+json_string() {  # $1 (one line) as a JSON string, with builtins only
+    rest=$1 out=
+    while [ -n "$rest" ]; do
+        c=${rest%"${rest#?}"}
+        rest=${rest#?}
+        case $c in
+            '\' | '"') out="$out\\$c" ;;
+            *) out="$out$c" ;;
+        esac
+    done
+    printf '"%s"' "$out"
 }
 
 hook_answer() {  # the answer a hook prints while agentmem is not set up: $1 client, $2 event, $3 message or ""
@@ -170,7 +184,9 @@ case $mode in
         client=${2:-} event=${3:-} message=
         case "$client:$event" in
             claude-code:SessionStart | codex:SessionStart | gemini:SessionStart | cursor:sessionStart)
-                if [ ! -f "$agentmem_env/ready" ]; then
+                if [ -n "$lacking" ]; then
+                    message=$lacking
+                elif [ ! -f "$agentmem_env/ready" ]; then
                     if ! start; then
                         message=$(cannot_create)
                     else
@@ -198,6 +214,7 @@ case $mode in
             [ -z "$mode" ] && echo "agentmem's environment is ready: $agentmem_env/venv (delete it to make it again)"
             exit 0
         fi
+        [ -z "$lacking" ] || { echo "$lacking" >&2; exit 1; }
         start || { cannot_create >&2; exit 1; }
         echo "agentmem: setting up its environment with uv in $agentmem_env (first start of agentmem" \
              "$agentmem_version; about a minute) ..." >&2

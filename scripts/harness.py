@@ -108,8 +108,8 @@ def run_hook(env: dict[str, str], event: str, payload: dict[str, Any], cwd: Path
 
 def hook_output_problem(event: str, code: int, out: bytes, err: bytes) -> str | None:
     """What is wrong with a hook run from the agent's side, or None: exit 0, nothing on stderr, and on stdout
-    nothing (PostToolUse, Stop) or one JSON object of Claude Code's hook output shape (its event's
-    `hookSpecificOutput`, and/or a `systemMessage` telling the user that agentmem cannot work)."""
+    nothing (PostToolUse, Stop) or one JSON object of Claude Code's hook output shape (a `systemMessage` for the
+    user included)."""
     if code != 0:
         return f"exit code {code}"
     if err.strip():
@@ -120,12 +120,10 @@ def hook_output_problem(event: str, code: int, out: bytes, err: bytes) -> str | 
         answer = json.loads(out)
     except ValueError:
         return f"stdout is not JSON: {out[:200]!r}"
-    if not isinstance(answer, dict) or not answer or set(answer) - {"hookSpecificOutput", "systemMessage"}:
-        return f"unexpected hook output: {out[:200]!r}"
-    specific = answer.get("hookSpecificOutput")
-    if specific is not None and (not isinstance(specific, dict) or specific.get("hookEventName") != event):
-        return f"unexpected hook output: {out[:200]!r}"
-    if "systemMessage" in answer and not isinstance(answer["systemMessage"], str):
+    if isinstance(answer, dict) and set(answer) == {"systemMessage"} and isinstance(answer["systemMessage"], str):
+        return None  # a line for the user alone: the hook could not do its work (capture/hook_notice.py)
+    specific = answer.get("hookSpecificOutput") if isinstance(answer, dict) else None
+    if not isinstance(specific, dict) or specific.get("hookEventName") != event:
         return f"unexpected hook output: {out[:200]!r}"
     return None
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import agentmem_mcp
 from agentmem_mcp.install import (
     CLIENT_EVENTS,
     CLIENTS,
@@ -384,6 +385,37 @@ def test_cursor_template_covers_every_event():
         assert entry["command"].endswith(f"/hooks/run-hook.sh cursor {event}")
 
 
+def test_plugin_manifest_and_marketplace():
+    plugin = load(REPO / ".claude-plugin" / "plugin.json")
+    assert plugin["name"] == "agentmem" and plugin["version"] == agentmem_mcp.__version__
+    assert "hooks" not in plugin  # hooks/hooks.json is loaded by convention; naming it loads it twice
+    marketplace = load(REPO / ".claude-plugin" / "marketplace.json")
+    assert marketplace["owner"]["name"]
+    (entry,) = marketplace["plugins"]
+    assert entry["name"] == "agentmem"
+    assert (REPO / entry["source"] / ".claude-plugin" / "plugin.json").is_file()
+    server = plugin["mcpServers"]["agentmem"]  # in the manifest: a .mcp.json at the root is the checkout's own
+    assert server["command"] == "sh" and server["args"] == ["${CLAUDE_PLUGIN_ROOT}/hooks/run-server.sh"]
+    assert not (REPO / ".mcp.json").exists()
+    assert (REPO / "hooks" / "README.md").is_file()
+
+
+def test_plugin_server_launcher_finds_agentmem_off_the_path(tmp_path):
+    """As a plugin, the server starts without agentmem on the PATH (AGENTMEM_BIN, as for the hooks), and says
+    what to do when agentmem is nowhere and cannot be set up (tests/test_plugin.py: the setup itself)."""
+    launcher = REPO / "hooks" / "run-server.sh"
+    fake = tmp_path / "agentmem"
+    fake.write_text("#!/bin/sh\necho \"started: $*\"\n")
+    fake.chmod(0o755)
+    bare = {"PATH": "/nonexistent", "HOME": str(tmp_path), "AGENTMEM_BIN": str(fake)}
+    found = subprocess.run(["/bin/sh", str(launcher)], env=bare, capture_output=True, text=True, timeout=30)
+    assert found.returncode == 0 and found.stdout.strip() == "started: serve"
+    missing = subprocess.run(["/bin/sh", str(launcher)], env={"PATH": "/nonexistent", "HOME": str(tmp_path)},
+                             capture_output=True, text=True, timeout=30)
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr
+    assert missing.stderr.startswith("agentmem: cannot set up its environment") and missing.stderr.count("\n") == 1
+
+
 def _run_hook(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["sh", str(REPO / "hooks" / "run-hook.sh"), *args],
@@ -394,6 +426,17 @@ def _run_hook(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Com
         timeout=30,
         check=False,
     )
+
+
+def test_run_hook_without_agentmem_exits_zero(tmp_path):
+    assert os.access(REPO / "hooks" / "run-hook.sh", os.X_OK)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONNOUSERSITE": "1"}
+    result = _run_hook(["claude-code", "PostToolUse"], env, tmp_path)  # not a session's start: nothing is set up
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == b""
+    cursor = _run_hook(["cursor", "beforeSubmitPrompt"], env, tmp_path)
+    assert cursor.returncode == 0 and json.loads(cursor.stdout) == {"continue": True}
+    assert _run_hook([], env, tmp_path).returncode == 0
 
 
 def test_run_hook_execs_agentmem_bin_with_stdin(tmp_path):

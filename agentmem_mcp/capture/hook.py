@@ -280,34 +280,35 @@ def _home_advice(exc: BaseException, env: dict[str, str] | None) -> str:
 
 def tell_user_once(client: str, raw_event: str, session_id: str | None, problem: str,
                    answer: dict[str, Any] | None, env: dict[str, str] | None = None) -> dict[str, Any] | None:
-    """`answer` (what this hook prints) with `problem` told to the user, if this session was not told yet; the
-    problem is recorded for `agentmem doctor` either way (capture/notices.py).
+    """`answer` (what this hook prints) with `problem` told to the user, if this session was not told it yet; the
+    problem is noted for `agentmem doctor` either way (capture/hook_notice.py).
 
     For failures that stop agentmem from working (`hook_problem`). The user hears it in the client's own channel:
-    Claude Code shows a hook's `systemMessage` at any event but SessionEnd. Cursor shows a hook's `user_message`
-    only at preCompact (at beforeSubmitPrompt only when the prompt is blocked, which agentmem never does), so at
-    sessionStart the notice goes into the conversation's context (`additional_context`) for the agent to pass on."""
+    Claude Code, Codex and Gemini CLI show a hook's `systemMessage`. Cursor shows a hook's `user_message` only at
+    preCompact (at beforeSubmitPrompt only when the prompt is blocked, which agentmem never does), so at sessionStart,
+    a conversation's first event, the notice goes into its context (`additional_context`) for the agent to pass on."""
     from ..config import default_home
-    from .notices import note
+    from .hook_notice import note
 
     if client == "cursor":
         channel = {"sessionStart": "additional_context", "preCompact": "user_message"}.get(raw_event)
     else:
         channel = None if raw_event == "SessionEnd" else "systemMessage"
-    try:
+    session = session_id or "?"
+    try:  # an event that cannot carry the line is noted without counting as told
         home = (os.environ if env is None else env).get("AGENTMEM_HOME")
-        first = note(Path(os.path.expanduser(home)).absolute() if home else default_home(), problem, client=client,
-                     event=raw_event, session=session_id or "?", telling=channel is not None)
+        line = note(Path(os.path.expanduser(home)).absolute() if home else default_home(),
+                    session if channel else f"{session} (not told)", problem, lost=False)
     except Exception:
-        first = True
-    if channel is None or not first:
+        line = problem
+    if line is None or channel is None:
         return answer
     told = dict(answer or {})
     if channel == "additional_context":
-        note_text = f"A note from agentmem, the memory tool, for the user: {problem}"
+        note_text = f"A note from agentmem, the memory tool, for the user: {line}"
         told[channel] = "\n\n".join(p for p in (told.get(channel), note_text) if p)
     else:
-        told[channel] = problem
+        told[channel] = line
     return told
 
 
