@@ -237,7 +237,7 @@ def storage_checks(store: Parts) -> list[Check]:
         return checks
     since = time.strftime("%Y-%m-%d %H:%M", time.localtime(failure.get("first_at", 0)))
     lost = int(failure.get("lost", 0))
-    what = f"{lost} events lost since {since}" if lost else f"hooks refused the home since {since}"
+    what = f"{lost} events lost since {since}" if lost else f"hooks could not work since {since}"
     still = not (checks[0].ok and checks[1].ok)  # the home still cannot be written, or has no room
     recorded = observations.last_recorded_at(store.conn) or 0.0
     again = " (recorded again since)" if recorded > failure.get("last_at", 0) else ""

@@ -1,22 +1,23 @@
 #!/bin/sh
-# Start the agentmem MCP server for a client that loads this repository as a plugin (.mcp.json).
-# Finds agentmem as run-hook.sh does: $AGENTMEM_BIN, then PATH, then ~/.local/bin (pipx / uv tool), then
-# `python3 -m agentmem_mcp`. When none is there it says so on stderr (the client shows it) and exits 1.
+# Start the agentmem MCP server for the Claude Code plugin (.claude-plugin/plugin.json, `mcpServers`). Runs agentmem
+# as run-hook.sh does: $AGENTMEM_BIN, the plugin's own environment, the PATH, ~/.local/bin. With none of them it
+# makes the environment first (setup-env.sh --wait: progress on stderr, which Claude Code keeps in its MCP log);
+# if that fails it says why and what to run in one line on stderr, and exits 1.
+
+case $0 in */*) agentmem_root=${0%/*}/.. ;; *) agentmem_root=.. ;; esac
 
 if [ -n "${AGENTMEM_BIN:-}" ] && [ -x "$AGENTMEM_BIN" ]; then
     exec "$AGENTMEM_BIN" serve "$@"
 fi
+. "$agentmem_root/hooks/env.sh"
+if [ -f "$agentmem_env/ready" ] && [ -x "$agentmem_env/venv/bin/agentmem" ]; then
+    exec "$agentmem_env/venv/bin/agentmem" serve "$@"
+fi
 if found="$(command -v agentmem 2>/dev/null)" && [ -n "$found" ]; then
     exec "$found" serve "$@"
 fi
-if [ -n "${HOME:-}" ] && [ -x "$HOME/.local/bin/agentmem" ]; then
+if [ -x "${HOME:-/nonexistent}/.local/bin/agentmem" ]; then
     exec "$HOME/.local/bin/agentmem" serve "$@"
 fi
-if command -v python3 >/dev/null 2>&1 && python3 -c \
-    'import importlib.util, sys; sys.exit(importlib.util.find_spec("agentmem_mcp") is None)' \
-    >/dev/null 2>&1; then
-    exec python3 -m agentmem_mcp serve "$@"
-fi
-echo "agentmem: the agentmem command was not found. Install it (pipx install /path/to/agentmem, or" \
-     "pip install it into a venv) and set AGENTMEM_BIN to its path, or put it on the PATH." >&2
-exit 1
+/bin/sh "$agentmem_root/hooks/setup-env.sh" --wait </dev/null >&2 || exit 1
+exec "$agentmem_env/venv/bin/agentmem" serve "$@"

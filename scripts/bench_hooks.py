@@ -8,7 +8,9 @@
   console script; series `post_tool_use_8kb`), `<python> -c "from agentmem_mcp.capture.hook_client import run;
   run()" hook` (what `agentmem install` writes; `*_direct`), and the same with AGENTMEM_HOOK_HANDOFF=0 (the hook
   records the event itself, as when no shared process runs; `*_alone`); the console form again with a config.toml
-  (AGENTMEM_CONFIG);
+  (AGENTMEM_CONFIG); and as the Claude Code plugin runs it, `sh hooks/run-hook.sh claude-code PostToolUse`, the
+  wrapper finding the plugin's own environment (hooks/setup-env.sh; here a `ready` one made of this Python's
+  environment) and running the same hook client (`*_plugin`: what the wrapper's check costs over `*_direct`);
 - SessionStart hook with N memories in the project (context built and printed), direct and alone;
 - UserPromptSubmit hook (BM25 search) with the same store, direct and alone;
 - with --hold-db, a connection to the database stays open through the loop, as a running server's does;
@@ -39,6 +41,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 from bench_core import DEFAULT_MODEL, MODEL_NAME, build, percentile  # noqa: E402
 from machine import describe_machine  # noqa: E402
 
+import agentmem_mcp  # noqa: E402
 from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.db.connection import connect  # noqa: E402
 from agentmem_mcp.index.embedder import Embedder  # noqa: E402
@@ -190,6 +193,12 @@ def main(argv: list[str] | None = None) -> int:
         config.write_text("max_output_chars = 12000\nprompt_budget_tokens = 300\n")
         config.chmod(0o600)
         with_config = dict(env, AGENTMEM_CONFIG=str(config))
+        plugin_env = Path(tmp) / "data" / "agentmem-env" / agentmem_mcp.__version__  # as setup-env.sh leaves it
+        plugin_env.mkdir(parents=True)
+        (plugin_env / "venv").symlink_to(sys.prefix)
+        (plugin_env / "ready").write_text(f"{sys.prefix}/bin/agentmem\n")
+        as_plugin = dict(env, XDG_DATA_HOME=str(Path(tmp) / "data"), CLAUDE_PLUGIN_ROOT=str(REPO))
+        wrapper = ["sh", str(REPO / "hooks" / "run-hook.sh"), "claude-code"]
         console = [*agentmem_bin(), "hook", "--client", "claude-code"]
         direct = [sys.executable, "-c", HOOK_ENTRY, "hook", "--client", "claude-code"]  # as `agentmem install` writes
         alone = dict(env, AGENTMEM_HOOK_HANDOFF="0")
@@ -214,10 +223,11 @@ def main(argv: list[str] | None = None) -> int:
                                         "hook_event_name": "SessionStart"}).encode()
             prompt_payload = json.dumps({"session_id": f"s{n}", "cwd": str(project), "hook_event_name":
                                          "UserPromptSubmit", "prompt": "how do I run the api tests?"}).encode()
-            post = [payload_8k(n * 8 + k, project) for k in range(5)].__getitem__  # a new tool call every time
+            post = [payload_8k(n * 8 + k, project) for k in range(6)].__getitem__  # a new tool call every time
             run("post_tool_use_8kb", [*console, "PostToolUse"], post(0), env)
             run("post_tool_use_8kb_direct", [*direct, "PostToolUse"], post(1), env)
             run("post_tool_use_8kb_alone", [*direct, "PostToolUse"], post(2), alone)
+            run("post_tool_use_8kb_plugin", [*wrapper, "PostToolUse"], post(5), as_plugin)
             run("post_tool_use_8kb_with_config", [*console, "PostToolUse"], post(3), with_config)
             out = run("session_start_direct", [*direct, "SessionStart"], start_payload, env)
             if n == 0:
@@ -240,11 +250,15 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = {**stats(values), "memories": args.memories} if "session_start" in name else stats(values)
         bare, bare_cpu = results["bare_python"]["p50_ms"], results["bare_python_cpu"]["p50_ms"]
         for name in ("post_tool_use_8kb", "post_tool_use_8kb_direct", "post_tool_use_8kb_alone",
-                     "baseline_post_tool_use_8kb"):
+                     "post_tool_use_8kb_plugin", "baseline_post_tool_use_8kb"):
             if name in results:
                 results[f"{name}_minus_bare_p50_ms"] = round(results[name]["p50_ms"] - bare, 1)
                 results[f"{name}_over_bare_p50"] = round(results[name]["p50_ms"] / bare, 2)
                 results[f"{name}_minus_bare_cpu_p50_ms"] = round(results[f"{name}_cpu"]["p50_ms"] - bare_cpu, 1)
+        results["plugin_wrapper_over_direct_p50_ms"] = round(
+            results["post_tool_use_8kb_plugin"]["p50_ms"] - results["post_tool_use_8kb_direct"]["p50_ms"], 1)
+        results["plugin_wrapper_over_direct_cpu_p50_ms"] = round(
+            results["post_tool_use_8kb_plugin_cpu"]["p50_ms"] - results["post_tool_use_8kb_direct_cpu"]["p50_ms"], 1)
         results["serve"] = bench_serve(env, project, args.serve_runs) if args.serve_runs else None
     print(json.dumps(results, indent=2))
     if args.json:

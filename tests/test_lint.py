@@ -23,8 +23,8 @@ def test_ruff_is_clean():
 
 
 def test_every_package_the_code_imports_is_declared():
-    """A third-party module agentmem imports itself is a dependency in pyproject.toml (or its `llm` extra), not
-    something another dependency happens to bring."""
+    """A third-party module agentmem imports itself is a dependency in pyproject.toml (or its `llm` or `team`
+    extra), not something another dependency happens to bring."""
     import ast
     import re
     from importlib.metadata import packages_distributions
@@ -36,7 +36,8 @@ def test_every_package_the_code_imports_is_declared():
         return re.sub(r"[-_.]+", "-", name).lower()
 
     declared = {canonical(re.split(r"[<>=!~;\[ ]", spec, maxsplit=1)[0])
-                for spec in [*project["dependencies"], *project["optional-dependencies"]["llm"]]}
+                for spec in [*project["dependencies"], *project["optional-dependencies"]["llm"],
+                             *project["optional-dependencies"]["team"]]}
     imported: dict[str, str] = {}
     for path in (REPO / "agentmem_mcp").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -170,7 +170,8 @@ def test_a_planted_world_writable_config_is_refused(cli_env, home, project, tmp_
     assert (victim / "keep.txt").read_text() == "mine"
 
     answer = hook(cli_env, "UserPromptSubmit", prompt_event(project, "how do we install?"), project)
-    assert answer.returncode == 0 and answer.stdout == "" and answer.stderr == ""
+    assert answer.returncode == 0 and answer.stderr == ""
+    assert "chmod 600" in json.loads(answer.stdout)["systemMessage"]  # the user is told (issue 37.5)
     log = (home / "logs" / "agentmem.log").read_text()
     assert "not private" in log and "chmod 600" in log
 
@@ -260,7 +261,8 @@ def test_a_bad_config_makes_hooks_log_instead_of_failing_silently(cli_env, home,
     (home / "config.toml").write_text('embeddings = "maybe"\n')
     os.chmod(home / "config.toml", 0o600)
     answer = hook(cli_env, "UserPromptSubmit", prompt_event(project, "how do we deploy?"), project)
-    assert answer.returncode == 0 and answer.stdout == "" and answer.stderr == ""
+    assert answer.returncode == 0 and answer.stderr == ""
+    assert "`embeddings` in" in json.loads(answer.stdout)["systemMessage"]  # the user is told (issue 37.5)
     log = (home / "logs" / "agentmem.log").read_text()
     assert "`embeddings` in" in log and "maybe" in log
     done = agentmem(cli_env, "stats", cwd=project)
@@ -279,7 +281,8 @@ def test_a_damaged_database_gives_one_clear_line_and_hooks_spool(cli_env, home, 
     assert done.returncode == 3 and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "agentmem doctor --recover" in done.stderr
     answer = hook(cli_env, "UserPromptSubmit", prompt_event(project, "remember the deploy window"), project)
-    assert answer.returncode == 0 and answer.stdout == "" and answer.stderr == ""
+    assert answer.returncode == 0 and answer.stderr == ""
+    assert "agentmem doctor" in json.loads(answer.stdout)["systemMessage"]  # the user is told (issue 37.5)
     spooled = list((home / "spool").glob("*.json"))
     assert len(spooled) == 1 and "remember the deploy window" in spooled[0].read_text()
 

@@ -197,7 +197,9 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
                                                           f"({spool_error}): it is lost"))
             return _told(_output(ev.client, ev.event, ev.raw_event, ""), ev.client, told)
         _log_failure(client, event_name, RuntimeError(f"{exc}; the event waits in {where}"))
-        return _output(ev.client, ev.event, ev.raw_event, "")
+        answer = _output(ev.client, ev.event, ev.raw_event, "")
+        problem = hook_problem(exc, env, spooled=True)
+        return tell_user_once(ev.client, ev.raw_event, ev.session_id, problem, answer, env) if problem else answer
     healthy = False
     try:
         if read_only is None and (settings.home / "spool").is_dir():  # events an earlier hook could not write
@@ -273,9 +275,96 @@ def respond(client: str, event_name: str, raw: bytes, env: dict[str, str] | None
         return _answer_text(_idle_answer(client, event_name))
     try:
         return _answer_text(handle(client, event_name, raw, env, close=close, connections=connections))
-    except BaseException as exc:  # the agent must never see our failure
+    except BaseException as exc:  # the agent must never see our failure; the user hears of one that lasts
         _log_failure(client, event_name, exc, env)
-        return _answer_text(_idle_answer(client, event_name))
+        answer = _idle_answer(client, event_name)
+        problem = hook_problem(exc, env)
+        if problem:
+            answer = tell_user_once(client, event_name, _session_of(client, event_name, raw), problem, answer, env)
+        return _answer_text(answer)
+
+
+def hook_problem(exc: BaseException, env: dict[str, str] | None = None, *, spooled: bool = False) -> str | None:
+    """What a user must be told of a hook's failure, in one line that says what to do; None for a failure that
+    passes (a lock held past the hook's wait: the event waits in the spool) or is no fault of agentmem's setup (an
+    input that is not a hook event). spooled: the event was kept in the spool, to be recorded once this is fixed."""
+    import errno
+
+    from ..db.connection import OperationalError, is_damage
+    from ..files import ConfigError
+    from ..models import StoreBusy, StoreDamaged, StoreFull
+
+    kept = " (this session's events wait in the spool until then)" if spooled else ""
+    text = str(exc)
+    if isinstance(exc, ConfigError):
+        return f"agentmem is not recording: {exc}"
+    if isinstance(exc, StoreBusy) or "database is locked" in text:
+        return None
+    if isinstance(exc, StoreFull) or getattr(exc, "errno", None) == errno.ENOSPC or "disk is full" in text:
+        return f"agentmem is not recording: the disk holding its home is full. Free some space{kept}"
+    if isinstance(exc, StoreDamaged) or is_damage(exc):
+        return f"agentmem is not recording: its database cannot be used ({exc}). Run `agentmem doctor`{kept}"
+    if isinstance(exc, OSError) or (isinstance(exc, OperationalError) and ("readonly" in text
+                                                                          or "unable to open" in text)):
+        return f"agentmem is not recording: {_home_advice(exc, env)}{kept}"
+    if isinstance(exc, ImportError):
+        return f"agentmem is not recording: its installation is broken ({exc}). Install agentmem again"
+    return None
+
+
+def _home_advice(exc: BaseException, env: dict[str, str] | None) -> str:
+    """One line on the home's files (preflight.explain), or the error itself."""
+    try:
+        from ..config import load_settings
+        from ..preflight import explain
+
+        return explain(exc, load_settings(env, on_warning=lambda _: None)) or str(exc)
+    except Exception:
+        return f"its home cannot be written ({exc})"
+
+
+def tell_user_once(client: str, raw_event: str, session_id: str | None, problem: str,
+                   answer: dict[str, Any] | None, env: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """`answer` (what this hook prints) with `problem` told to the user, if this session was not told it yet; the
+    problem is noted for `agentmem doctor` either way (capture/hook_notice.py).
+
+    For failures that stop agentmem from working (`hook_problem`). The user hears it in the client's own channel:
+    Claude Code, Codex and Gemini CLI show a hook's `systemMessage`. Cursor shows a hook's `user_message` only at
+    preCompact (at beforeSubmitPrompt only when the prompt is blocked, which agentmem never does), so at sessionStart,
+    a conversation's first event, the notice goes into its context (`additional_context`) for the agent to pass on."""
+    from ..config import default_home
+    from .hook_notice import note
+
+    if client == "cursor":
+        channel = {"sessionStart": "additional_context", "preCompact": "user_message"}.get(raw_event)
+    else:
+        channel = None if raw_event == "SessionEnd" else "systemMessage"
+    session = session_id or "?"
+    try:  # an event that cannot carry the line is noted without counting as told
+        home = (os.environ if env is None else env).get("AGENTMEM_HOME")
+        line = note(Path(os.path.expanduser(home)).absolute() if home else default_home(),
+                    session if channel else f"{session} (not told)", problem, lost=False)
+    except Exception:
+        line = problem
+    if line is None or channel is None:
+        return answer
+    told = dict(answer or {})
+    if channel == "additional_context":
+        note_text = f"A note from agentmem, the memory tool, for the user: {line}"
+        told[channel] = "\n\n".join(p for p in (told.get(channel), note_text) if p)
+    else:
+        told[channel] = line
+    return told
+
+
+def _session_of(client: str, event_name: str, raw: bytes) -> str | None:
+    """The session id of a hook's input, or None when it cannot be read."""
+    try:
+        from .events import decode_payload, parse_hook_event
+
+        return parse_hook_event(client, event_name, decode_payload(raw)).session_id
+    except Exception:
+        return None
 
 
 def _idle_answer(client: str, event_name: str) -> dict[str, Any] | None:

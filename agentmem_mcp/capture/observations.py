@@ -35,6 +35,7 @@ _CONTENT_KEYS = ("content", "new_string", "old_string", "edits", "new_source", "
 MAX_INPUT_CHARS = 8000
 MAX_PROMPT_CHARS = 8000
 EDIT_TWIN_SECONDS = 120
+MARKER_EVENTS = ("session_end", "stop", "pre_compact")  # they neither open a session nor carry work of their own
 _EDIT_TOOL = lazy(r"edit|write|replace|patch|apply", re.IGNORECASE)
 
 
@@ -99,12 +100,16 @@ class ObservationStore:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
-    def record(self, ev: HookEvent, project: str | None, now: float | None = None) -> int:
-        """Store a scrubbed event; returns the observation id (an identical repeat bumps its count)."""
+    def record(self, ev: HookEvent, project: str | None, now: float | None = None) -> int | None:
+        """Store a scrubbed event; returns the observation id (an identical repeat bumps its count), or None for a
+        marker (SessionEnd, Stop, PreCompact) of a session nothing else is stored of: `claude mcp list` ends a
+        session it never started, and that would be an empty "ended" session in stats and the viewer."""
         now = time.time() if now is None else now
         fingerprint = event_fingerprint(ev)
         input_json = json.dumps(ev.tool_input, ensure_ascii=False, default=str) if ev.tool_input is not None else None
         with write_transaction(self.conn) as conn:
+            if ev.event in MARKER_EVENTS and not sessions.known(conn, ev.session_id):
+                return None
             self._touch_session(conn, ev, project, now)
             merged = self._merge_edit_twin(conn, ev, input_json, now)
             if merged is not None:

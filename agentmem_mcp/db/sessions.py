@@ -97,3 +97,5 @@ def known(conn: Connection, session_id: str) -> bool:
     """Whether anything of the session is stored: its row or an observation."""
     return conn.execute("SELECT 1 FROM observations WHERE session_id = ? UNION ALL "
                         "SELECT 1 FROM sessions WHERE id = ? LIMIT 1", (session_id, session_id)).fetchone() is not None
+
+

@@ -42,8 +42,25 @@ def author(settings: Settings) -> str:
     return settings.team_author.strip() or default_author()
 
 
+NO_DRIVER = ("team_url is set, but this agentmem was installed without team memory's PostgreSQL driver: "
+             "pip install 'agentmem-mcp[team]' (pipx: pipx install --force 'agentmem-mcp[team]'), or unset team_url")
+
+
+def require_driver() -> None:
+    """Raise TeamConfigError (NO_DRIVER) when psycopg or psycopg_pool, the `[team]` extra, is not installed."""
+    from .credentials import TeamConfigError
+
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        raise TeamConfigError(NO_DRIVER) from None
+
+
 def server(settings: Settings, *, pooled: bool = False) -> TeamServer:
-    """The team server of these settings (one per URL and process; pooled for long-running processes)."""
+    """The team server of these settings (one per URL and process; pooled for long-running processes). Raises
+    TeamConfigError when the `[team]` extra is not installed."""
+    require_driver()
     from .credentials import TeamCredentials
     from .remote import TeamServer
     from .search import VectorScan

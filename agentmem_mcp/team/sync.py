@@ -21,6 +21,7 @@ from ..db import audit, memory_reads
 from ..db.connection import write_transaction
 from . import NEVER_SHARED_TIERS, SHARED_TIERS, TEAM_WIDE, author, mirror, outbox, reach
 from . import server as team_server
+from .credentials import TeamConfigError
 from .identity import project_key
 from .remote import TeamPermissionError, TeamUnreachable
 
@@ -273,7 +274,7 @@ def sync(store: Store, *, publish: bool = True, pull_changes: bool = True, force
     except TeamUnreachable as exc:
         report.error = str(exc)
         reach.mark_unreachable(home, str(exc))
-    except TeamPermissionError as exc:
+    except (TeamPermissionError, TeamConfigError) as exc:  # a role without rights, no driver: the outbox waits
         report.error = str(exc)
     report.waiting = outbox.pending(store.conn)["waiting"]
     return report
