@@ -138,13 +138,17 @@ def handoff_lines(row: Any, tree_state: TreeState | None, tree: str | None, proj
     return [line for line in out if not line.endswith(": ")]
 
 
-def _asked(row: Any, parts: dict[str, str]) -> str:
-    """What the session was asked, in the user's words, whole ('' when it was too long to show whole)."""
-    asked = parts.get("Asked", "")
-    if asked and not asked.endswith("…"):
-        return "\"" + "\" / \"".join(asked.split(" / ")[:2]) + "\""
+ASKED_CHARS = 160
+
+
+def _asked(row: Any, parts: dict[str, str], prompts: int = 2) -> str:
+    """What the session was asked, in the user's words: its first prompts that are short enough to show whole
+    ('' when none is)."""
+    asked = [a for a in parts.get("Asked", "").split(" / ") if a and len(a) <= ASKED_CHARS and not a.endswith("…")]
+    if asked:
+        return "\"" + "\" / \"".join(asked[:prompts]) + "\""
     title = row["title"].removeprefix("Session: ")
-    return f"\"{title}\"" if not title.endswith("…") else ""
+    return f"\"{title}\"" if not title.endswith("…") and len(title) <= ASKED_CHARS else ""
 
 
 _ASKED = re.compile(r'^The agent asked: "(.*)" The user decided: "(.*)"$', re.DOTALL)
@@ -159,6 +163,8 @@ def _decision(row: Any) -> str | None:
         text = " ".join(row["content"].split())
         return text if len(text) <= DECISION_CHARS and not text.endswith("…") else None
     question, answer = (" ".join(g.split()) for g in found.groups())
+    if answer.rstrip().endswith("?"):
+        return None  # the user asked back: no choice was made
     if answer.endswith("…") or len(answer) > DECISION_CHARS - 40:
         answer = re.split(r"(?<=[.!?])\s+", answer, maxsplit=1)[0]
         if answer.endswith("…") or len(answer) > DECISION_CHARS - 40:
@@ -206,7 +212,7 @@ def tree_line(state: TreeState | None, tree: str | None, project: str | None) ->
 def _session_line(row: Any, now: float, chars: int, last: bool) -> str:
     """One earlier session: when, what was asked, the lead of what came of it, its commits."""
     parts = summary_parts(row["content"])
-    asked = _asked(row, parts)
+    asked = _asked(row, parts, prompts=1)
     head = f"- ({_client(row)}{humanize_age(now - _ended(row))})" + (f" asked {asked}" if asked else "") \
         + (" (the last session)" if last else "")
     pieces = outcome_pieces(parts.get(OUTCOME, ""))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -97,17 +98,23 @@ def check_project(spec: dict[str, Any], spec_dir: Path, sessions: int, product: 
 
 
 def judge(product: Agentmem, result: dict[str, Any], briefing: str) -> dict[str, Any]:
-    """Which clients the briefing's sessions are named with, and whether each replayed session shows (its
-    summary's title)."""
-    recent = briefing.split("## Recent sessions", 1)[1] if "## Recent sessions" in briefing else ""
+    """Which clients the briefing's sessions (the last session's handoff and the earlier sessions) are named with,
+    and whether each replayed session shows (its summary's title)."""
+    sessions = re.findall(r"## (?:Where the last session left off|Earlier sessions[^\n]*)\n(.*?)(?=\n## |\Z)", briefing,
+                          re.DOTALL)
+    recent = "\n".join(sessions)
     named = [client for client in ROTATION if f"({NAMES[client]}, " in recent]
     flat = " ".join(recent.split())
     for session in result["sessions"]:
-        found = product.rows("SELECT m.title FROM sessions s JOIN memories m ON m.id = s.summary_memory_id "
+        found = product.rows("SELECT m.title, m.content FROM sessions s JOIN memories m ON m.id = s.summary_memory_id "
                              "WHERE s.id = ?", [session["session_id"]])
         title = " ".join(found[0]["title"].removeprefix("Session: ").split())[:50] if found else ""
         session["summary_title"] = title
-        session["shown"] = bool(title) and title in flat
+        # shown: its request, or the first statement of what came of it (a long request is not shown whole)
+        lines = dict(line.split(": ", 1) for line in (found[0]["content"] if found else "").split("\n") if ": " in line)
+        marks = [title[:40], *(asked[:40] for asked in lines.get("Asked", "").split(" / ")),
+                 lines.get("Outcome (the agent's reports)", "").split(" · ")[0][:40]]
+        session["shown"] = any(mark and " ".join(mark.split()) in flat for mark in marks)
     clients = sorted({s["client"] for s in result["sessions"]}, key=ROTATION.index)
     return {"name": result["name"], "clients": clients, "named": named, "sessions": result["sessions"],
             "one_briefing_holds_all": set(clients) <= set(named)}

@@ -105,7 +105,8 @@ def test_narrative_summary_keeps_the_rules_facts(store):
     assert summarize.summarize_due(store, llm=llm) == 1
     summary = store.conn.execute("SELECT * FROM memories WHERE type = 'summary'").fetchone()
     assert summary["title"] == "Session: Bumped the handler constants"
-    assert summary["content"].startswith("Changed x in two handlers.\nFiles changed: ")
+    assert summary["content"].startswith("Changed x in two handlers.\n")  # the narrative, then the rules' facts
+    assert "\nFiles changed: src/handler_0.py, src/handler_1.py" in summary["content"]
     assert json.loads(summary["source_ids"]) == [f"obs:{i}" for i in ids]
     assert "Files changed" in provider.calls[0]["prompt"]
 
