@@ -130,6 +130,12 @@ def cmd_forget(args: argparse.Namespace) -> int:
                 print("nothing was deleted; add --yes to run this sweep")
         return 0
     by_filter = not args.ids and not args.session
+    if sum([bool(args.ids), args.session is not None,
+            any(value is not None for value in (args.type, args.tier, args.older_than_days))]) != 1:
+        from .models import InvalidInput
+
+        raise InvalidInput("say what to forget, one of: memory ids, --session ID, a filter (--type, --tier, "
+                           "--older-than-days), or --strategy NAME")
     dry_run = args.dry_run or (by_filter and not args.yes)
     reason = args.reason or "forgotten from the command line"
     with _open(args, load_embedder=False) as store:
@@ -422,7 +428,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = scoped(sub.add_parser("list", help="list memories, newest first"))
     p.add_argument("--type", action="append", choices=TYPES, help="only this type (repeat for more)")
-    p.add_argument("--tier", action="append", choices=TIERS, help="only this tier (repeat for more)")
+    p.add_argument("--tier", action="append", choices=TIERS,
+                   help="only this tier (repeat for more; default: what search shows, all but working, the raw "
+                        "captured prompts and tool calls)")
     p.add_argument("--all-projects", action="store_true", help="every project, not only the current one")
     p.add_argument("--history", action="store_true", help="include superseded versions")
     p.add_argument("--limit", type=int, default=20, help="memories per page (default: 20)")
@@ -476,7 +484,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_team_parsers(sub, scoped)
 
-    p = sub.add_parser("serve", help="run the MCP stdio server")
+    p = sub.add_parser("serve", help="run the MCP stdio server",
+                       description="Run agentmem's MCP server on stdin and stdout. An MCP client (Claude Code, Cursor) "
+                                   "starts it for each agent session, from the entry `agentmem install` wrote; you do "
+                                   "not run it by hand. It gives the agent memory_save, memory_search, memory_get, "
+                                   "memory_forget, memory_context and memory_stats.")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("ui", help="open the local web viewer (127.0.0.1 only, with a per-run token)")
@@ -506,6 +518,9 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "install":
             p.add_argument("--command", help="the agentmem command to write (default: this installation's path)")
         p.set_defaults(func=cmd_install)
+    for choice in sub._choices_actions:  # `agentmem COMMAND --help` opens with what the command does
+        if sub.choices[choice.dest].description is None and choice.help:
+            sub.choices[choice.dest].description = choice.help[0].upper() + choice.help[1:] + "."
     return parser
 
 
@@ -534,7 +549,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe fails here, inside the try, not at interpreter exit
         return code
     except (AgentmemError, ConfigError) as exc:
-        print(f"agentmem: {exc}", file=sys.stderr)
+        from .cli_io import in_cli_words
+
+        print(f"agentmem: {in_cli_words(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

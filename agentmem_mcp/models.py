@@ -8,6 +8,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 TIERS = ("working", "episodic", "semantic", "procedural")
+# What search, `agentmem list` and the viewer show unless asked for more: the working tier holds the raw captured
+# events (prompts, tool calls), the material of the others.
+SHOWN_TIERS = ("episodic", "semantic", "procedural")
 EXPORT_FORMAT = "agentmem-export/1"  # the header of `agentmem export` files (transfer.py) and recovery's copy
 TYPES = ("pattern", "preference", "architecture", "bug", "workflow", "fact", "decision", "context", "summary")
 SOURCES = ("user", "agent", "hook", "consolidation", "import")

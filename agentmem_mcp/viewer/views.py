@@ -97,13 +97,16 @@ def pager(path: str, page: int, total: int, per_page: int, **params: Any) -> Mar
     return tag("p", prev, " ", tag("span", f"{shown} (page {page} of {pages})"), " ", nxt, class_="pager")
 
 
-def memory_rows(rows: Sequence[dict[str, Any]], now: float) -> Markup:
-    """The memory list table (also the one the live feed prepends to)."""
+def memory_rows(rows: Sequence[dict[str, Any]], now: float, *, tiers: Sequence[str] = (), kind: str | None = None,
+                project: str | None = None) -> Markup:
+    """The memory list table (also the one the live feed prepends to: only memories of `tiers`, of type `kind` and
+    of `project` when given, as the page's filters chose)."""
     body = [(memory_link(r["id"], r["title"]), Markup(esc(r["type"]) + " · " + esc(r["tier"])),
              short_project(r["project"]), r["source"], f"{r['confidence']:.2f}", r["priority"],
              badges(r), ago(r["created_at"], now)) for r in rows]
     return table(("title", "type · tier", "project", "source", "confidence", "priority", "", "created"), body,
-                 class_="list memories", id="memory-list")
+                 class_="list memories", id="memory-list", data_tiers=" ".join(tiers) or None, data_type=kind,
+                 data_project=project)
 
 
 def session_rows(rows: Sequence[dict[str, Any]], now: float, *, project: str | None) -> Markup:
