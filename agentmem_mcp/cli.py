@@ -73,21 +73,32 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with _open(args) as store:
-        result = store.search(args.query, all_projects=args.all_projects, types=args.type, tiers=args.tier,
-                              limit=args.limit, budget_tokens=args.budget, include_history=args.history,
-                              min_confidence=args.min_confidence)
+    from .search_client import remote_search
+
+    search = {"query": args.query, "all_projects": args.all_projects, "types": args.type, "tiers": args.tier,
+              "limit": args.limit, "budget_tokens": args.budget, "include_history": args.history,
+              "min_confidence": args.min_confidence}
+    answer = remote_search(search, project=args.project, global_=args.global_)  # the shared process's model
+    if answer is None:
+        with _open(args) as store:
+            result = store.search(**search).to_dict()
+    elif not answer["ok"]:
+        from .models import InvalidInput
+
+        raise InvalidInput(answer["error"])
+    else:
+        result = answer["result"]
     if args.json:
-        _print_json(result.to_dict())
+        _print_json(result)
         return 0
-    for note in result.notes:
+    for note in result["notes"]:
         print(f"note: {note}", file=sys.stderr)
-    if not result.hits:
+    if not result["hits"]:
         print("no matching memories")
-    for hit in result.hits:
-        print(f"{hit.id}  [{hit.type}] {hit.title}  ({hit.age}, score {hit.score:.2f})")
-        print(f"    {hit.snippet}")
-        print(f"    why: {hit.why}")
+    for hit in result["hits"]:
+        print(f"{hit['id']}  [{hit['type']}] {hit['title']}  ({hit['age']}, score {hit['score']:.2f})")
+        print(f"    {hit['snippet']}")
+        print(f"    why: {hit['why']}")
     return 0
 
 
@@ -334,10 +345,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .cli_commands import cmd_import_history, cmd_list, cmd_purge
     from .models import PRIORITIES, SOURCES, TIERS, TYPES
-    from .version import package_version
+
+    class Version(argparse.Action):  # the version is read when asked for: importlib.metadata costs every command
+        def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+            from .version import package_version
+
+            print(f"agentmem {package_version()}")
+            parser.exit()
 
     parser = argparse.ArgumentParser(prog="agentmem", description="Long-term memory for coding agents.")
-    parser.add_argument("--version", action="version", version=f"agentmem {package_version()}")
+    parser.add_argument("--version", action=Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command_name", required=True)
 
     def scoped(p: argparse.ArgumentParser, global_help: str = "the global memories instead of the current "
@@ -541,7 +558,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     args = parser.parse_args(argv)
-    from .config import ConfigError
+    from .files import ConfigError  # not from .config: loading the settings module costs a command that needs none
     from .models import AgentmemError
 
     try:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from .cli_io import _open, _print_json, _ProgressBars
 
+TYPE_CHECKING = False  # importing typing costs every command that does not need it
 if TYPE_CHECKING:
     import argparse
     from pathlib import Path
