@@ -17,7 +17,7 @@ from ..models import SHOWN_TIERS, TIERS, TYPES, InvalidInput, NotFound, check_me
 from ..ranking import estimate_tokens
 from . import params as arg
 from . import views
-from .html import Markup, join, table, tag
+from .html import Markup, href, join, table, tag
 from .state import viewer
 
 
@@ -50,6 +50,8 @@ async def search(request: Request) -> Response:
                       " quarantined too"),
                   tag("button", "Search", type="submit"), method="get", action="/search", class_="filters")
     body = [filters]
+    if not query:
+        body.append(await _search_start(v))
     if query:
         store = v.store
         since = time.time() - since_days * 86400 if since_days else None
@@ -65,6 +67,24 @@ async def search(request: Request) -> Response:
         body.append(views.search_hits(answer["hits"]) if answer["hits"] else tag("p", "No matching memories.",
                                                                                  id="no-hits"))
     return await v.page(request, page="/search", title="Search", body=join(body))
+
+
+EXAMPLES = ("how are the tests run", "why did the build fail", "what did we decide about dependencies")
+
+
+async def _search_start(v: Any) -> Markup:
+    """What the search page shows before a query: example searches and the memories stored last."""
+    examples = tag("p", "Ask in words or by an identifier (a file, a function, a command), e.g. ",
+                   join((tag("a", example, href=href("/search", q=example)) for example in EXAMPLES), " · "),
+                   class_="muted", id="examples")
+    rows, total = await browse.memory_page(v.db, project=None, everywhere=True, types=[], tiers=list(SHOWN_TIERS),
+                                          history=False, quarantined=False, limit=8, offset=0)
+    if not rows:
+        return join([examples, tag("p", "No memories yet: they come from your agent's sessions (its hooks and "
+                                        "memory_save) and from `agentmem save`.", class_="muted", id="recent")])
+    recent = tag("section", tag("h2", "Stored last"), views.memory_rows(rows, time.time()),
+                 tag("p", tag("a", f"all {total} memories", href="/memories"), class_="muted"), id="recent")
+    return join([examples, recent])
 
 
 async def memories(request: Request) -> Response:

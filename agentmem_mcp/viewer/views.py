@@ -122,7 +122,8 @@ def session_rows(rows: Sequence[dict[str, Any]], now: float, *, project: str | N
             else tag("span", "not summarised yet", class_="muted")
         cells = (session_link(r["id"], r["id"][:18]), short_project(r["project"]), r["client"],
                  ago(r["started_at"], now), r["status"], captured, summary)
-        body.append(tag("tr", *(tag("td", cell) for cell in cells), data_session=r["id"]))
+        body.append(tag("tr", *(tag("td", cell, class_="text" if cell is summary else None) for cell in cells),
+                        data_session=r["id"]))
     return tag("table", head, tag("tbody", *body), class_="list", id="sessions",
                data_project=project if project is not None else "")
 
