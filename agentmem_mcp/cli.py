@@ -344,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
 
     from .cli_commands import cmd_import_history, cmd_list, cmd_purge
-    from .models import PRIORITIES, SOURCES, TIERS, TYPES
+    from .kinds import PRIORITIES, SOURCES, TIERS, TYPES
 
     class Version(argparse.Action):  # the version is read when asked for: importlib.metadata costs every command
         def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
@@ -558,23 +558,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     args = parser.parse_args(argv)
-    from .files import ConfigError  # not from .config: loading the settings module costs a command that needs none
-    from .models import AgentmemError
-
     try:
         code = args.func(args) or 0
         sys.stdout.flush()  # a closed pipe fails here, inside the try, not at interpreter exit
         return code
-    except (AgentmemError, ConfigError) as exc:
-        from .cli_io import in_cli_words
-
-        print(f"agentmem: {in_cli_words(str(exc))}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return _reader_went_away()
     except Exception as exc:
+        # imported here: a command that succeeds (a search the shared process answered) never loads them
+        from .files import ConfigError
+        from .models import AgentmemError
+
+        if isinstance(exc, (AgentmemError, ConfigError)):
+            from .cli_io import in_cli_words
+
+            print(f"agentmem: {in_cli_words(str(exc))}", file=sys.stderr)
+            return 2
         from .db.connection import DatabaseError
 
         if isinstance(exc, DatabaseError):
