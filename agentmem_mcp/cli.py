@@ -340,11 +340,42 @@ def cmd_install(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    import argparse
+JSON_HELP = "print JSON instead of text"
 
-    from .cli_commands import cmd_import_history, cmd_list, cmd_purge
-    from .kinds import PRIORITIES, SOURCES, TIERS, TYPES
+
+def _scoped(p: argparse.ArgumentParser, global_help: str = "the global memories instead of the current "
+            "project's") -> argparse.ArgumentParser:
+    p.add_argument("--project", help="project id (default: the git root of the current directory)")
+    p.add_argument("--global", dest="global_", action="store_true", help=global_help)
+    return p
+
+
+def _add_search(sub: argparse._SubParsersAction) -> None:
+    from .kinds import TIERS, TYPES
+
+    p = _scoped(sub.add_parser("search", help="find memories"))
+    p.add_argument("query", help="what you are looking for, in words or identifiers")
+    p.add_argument("--type", action="append", choices=TYPES, help="only this type (repeat for more)")
+    p.add_argument("--tier", action="append", choices=TIERS,
+                   help="only this tier (repeat for more; default: all but working, the raw captured events)")
+    p.add_argument("--all-projects", action="store_true", help="search every project, not only the current one")
+    p.add_argument("--limit", type=int, default=10, help="at most this many hits (default: 10)")
+    p.add_argument("--budget", type=int, help="token budget of the answer (default: AGENTMEM_SEARCH_BUDGET)")
+    p.add_argument("--history", action="store_true", help="include superseded versions")
+    p.add_argument("--min-confidence", type=float, help="leave out memories with a lower confidence (0..1)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(func=cmd_search)
+
+
+def _describe(sub: argparse._SubParsersAction) -> None:
+    """`agentmem COMMAND --help` opens with what the command does (its help in the list, unless it has more)."""
+    for choice in sub._choices_actions:
+        if sub.choices[choice.dest].description is None and choice.help:
+            sub.choices[choice.dest].description = choice.help[0].upper() + choice.help[1:] + "."
+
+
+def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    import argparse
 
     class Version(argparse.Action):  # the version is read when asked for: importlib.metadata costs every command
         def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
@@ -355,15 +386,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="agentmem", description="Long-term memory for coding agents.")
     parser.add_argument("--version", action=Version, nargs=0, help="show the version and exit")
-    sub = parser.add_subparsers(dest="command_name", required=True)
+    return parser, parser.add_subparsers(dest="command_name", required=True)
 
-    def scoped(p: argparse.ArgumentParser, global_help: str = "the global memories instead of the current "
-               "project's") -> argparse.ArgumentParser:
-        p.add_argument("--project", help="project id (default: the git root of the current directory)")
-        p.add_argument("--global", dest="global_", action="store_true", help=global_help)
-        return p
 
-    json_help = "print JSON instead of text"
+def search_parser() -> argparse.ArgumentParser:
+    """The parser of `agentmem search` alone: what main() builds for a search (the whole parser costs it more than
+    the search takes when the shared process answers); its usage, help and errors are the same."""
+    parser, sub = _top_parser()
+    _add_search(sub)
+    _describe(sub)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from .cli_commands import cmd_import_history, cmd_list, cmd_purge
+    from .kinds import PRIORITIES, SOURCES, TIERS, TYPES
+
+    parser, sub = _top_parser()
+    scoped = _scoped
+    json_help = JSON_HELP
     p = scoped(sub.add_parser("save", help="remember something"),
                "save a global memory, true in every project (e.g. a preference), instead of a project one")
     p.add_argument("content", help="what to remember ('-' reads stdin)")
@@ -399,18 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_quarantine)
 
-    p = scoped(sub.add_parser("search", help="find memories"))
-    p.add_argument("query", help="what you are looking for, in words or identifiers")
-    p.add_argument("--type", action="append", choices=TYPES, help="only this type (repeat for more)")
-    p.add_argument("--tier", action="append", choices=TIERS,
-                   help="only this tier (repeat for more; default: all but working, the raw captured events)")
-    p.add_argument("--all-projects", action="store_true", help="search every project, not only the current one")
-    p.add_argument("--limit", type=int, default=10, help="at most this many hits (default: 10)")
-    p.add_argument("--budget", type=int, help="token budget of the answer (default: AGENTMEM_SEARCH_BUDGET)")
-    p.add_argument("--history", action="store_true", help="include superseded versions")
-    p.add_argument("--min-confidence", type=float, help="leave out memories with a lower confidence (0..1)")
-    p.add_argument("--json", action="store_true", help=json_help)
-    p.set_defaults(func=cmd_search)
+    _add_search(sub)
 
     p = scoped(sub.add_parser("get", help="show a memory"))
     p.add_argument("id", help="a memory id (m_...)")
@@ -535,9 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "install":
             p.add_argument("--command", help="the agentmem command to write (default: this installation's path)")
         p.set_defaults(func=cmd_install)
-    for choice in sub._choices_actions:  # `agentmem COMMAND --help` opens with what the command does
-        if sub.choices[choice.dest].description is None and choice.help:
-            sub.choices[choice.dest].description = choice.help[0].upper() + choice.help[1:] + "."
+    _describe(sub)
     return parser
 
 
@@ -553,7 +583,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         relayed = relay()
         if relayed is not None:
             return relayed
-    parser = build_parser()
+    parser = search_parser() if argv[:1] == ["search"] else build_parser()
     if not argv:
         parser.print_help()
         return 0
