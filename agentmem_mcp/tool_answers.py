@@ -1,6 +1,7 @@
 """What each MCP tool answers, as types: the SDK turns a tool's return type into its `outputSchema`, and checks each
 structuredContent against it. Every answer may also carry what its size cap left out (`Capped`, answer_cap.py).
-A key not named here is allowed, so an answer can grow without breaking a client that checks the schema."""
+A key not named here is allowed, and the keys a tool may leave out are NotRequired, so an answer can change
+without breaking a client that checks the schema."""
 
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ class Capped(TypedDict):
 
 class SaveAnswer(Capped):
     id: str
-    action: str
-    version: int
-    supersedes: str | None
-    reason: str
-    conflicts_with: list[str]
-    notes: list[str]
-    quarantined: str | None
+    action: str  # created | duplicate | superseded
+    version: NotRequired[int]
+    supersedes: NotRequired[str | None]
+    reason: NotRequired[str]
+    conflicts_with: NotRequired[list[str]]
+    notes: NotRequired[list[str]]
+    quarantined: NotRequired[str | None]
 
 
 class SearchHitAnswer(TypedDict):
@@ -92,9 +93,9 @@ class ForgottenMemory(TypedDict):
 class ForgetAnswer(Capped):
     dry_run: bool
     count: int
-    ids: list[str]
-    observations: int
-    memories: list[ForgottenMemory]
+    ids: NotRequired[list[str]]
+    observations: NotRequired[int]
+    memories: NotRequired[list[ForgottenMemory]]
     derived: NotRequired[list[str]]
 
 
