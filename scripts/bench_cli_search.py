@@ -33,6 +33,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import anyio  # noqa: E402
 from bench_core import DEFAULT_MODEL, MODEL_NAME, QUERIES, build, percentile  # noqa: E402
+from harness import processes_of  # noqa: E402
 from machine import describe_machine  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
@@ -109,6 +110,9 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
         env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(model))
         runs = anyio.run(measure, env, repo, args.searches)
+        deadline = time.monotonic() + 60  # the shared process leaves 5 s after the session: then the home can go
+        while processes_of(home) and time.monotonic() < deadline:
+            time.sleep(0.5)
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine,
               "load_after": describe_machine().split("load average ")[-1], "memories": args.memories,
               "searches": args.searches,
