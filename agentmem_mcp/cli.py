@@ -86,21 +86,32 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with _open(args) as store:
-        result = store.search(args.query, all_projects=args.all_projects, types=args.type, tiers=args.tier,
-                              limit=args.limit, budget_tokens=args.budget, include_history=args.history,
-                              min_confidence=args.min_confidence)
+    from .search_client import remote_search
+
+    search = {"query": args.query, "all_projects": args.all_projects, "types": args.type, "tiers": args.tier,
+              "limit": args.limit, "budget_tokens": args.budget, "include_history": args.history,
+              "min_confidence": args.min_confidence}
+    answer = remote_search(search, project=args.project, global_=args.global_)  # the shared process's model
+    if answer is None:
+        with _open(args) as store:
+            result = store.search(**search).to_dict()
+    elif not answer["ok"]:
+        from .models import InvalidInput
+
+        raise InvalidInput(answer["error"])
+    else:
+        result = answer["result"]
     if args.json:
-        _print_json(result.to_dict())
+        _print_json(result)
         return 0
-    for note in result.notes:
+    for note in result["notes"]:
         print(f"note: {note}", file=sys.stderr)
-    if not result.hits:
+    if not result["hits"]:
         print("no matching memories")
-    for hit in result.hits:
-        print(f"{hit.id}  [{hit.type}] {hit.title}  ({hit.age}, score {hit.score:.2f})")
-        print(f"    {hit.snippet}")
-        print(f"    why: {hit.why}")
+    for hit in result["hits"]:
+        print(f"{hit['id']}  [{hit['type']}] {hit['title']}  ({hit['age']}, score {hit['score']:.2f})")
+        print(f"    {hit['snippet']}")
+        print(f"    why: {hit['why']}")
     return 0
 
 
@@ -149,6 +160,12 @@ def cmd_forget(args: argparse.Namespace) -> int:
                 print("nothing was deleted; add --yes to run this sweep")
         return 0
     by_filter = not args.ids and not args.session
+    if sum([bool(args.ids), args.session is not None,
+            any(value is not None for value in (args.type, args.tier, args.older_than_days))]) != 1:
+        from .models import InvalidInput
+
+        raise InvalidInput("say what to forget, one of: memory ids, --session ID, a filter (--type, --tier, "
+                           "--older-than-days), or --strategy NAME")
     dry_run = args.dry_run or (by_filter and not args.yes)
     reason = args.reason or "forgotten from the command line"
     with _open(args, load_embedder=False) as store:
@@ -349,25 +366,74 @@ def cmd_install(args: argparse.Namespace) -> int:
     return 0
 
 
+JSON_HELP = "print JSON instead of text"
+
+
+def _scoped(p: argparse.ArgumentParser, global_help: str = "the global memories instead of the current "
+            "project's") -> argparse.ArgumentParser:
+    p.add_argument("--project", help="project id (default: the git root of the current directory)")
+    p.add_argument("--global", dest="global_", action="store_true", help=global_help)
+    return p
+
+
+def _add_search(sub: argparse._SubParsersAction) -> None:
+    from .kinds import TIERS, TYPES
+
+    p = _scoped(sub.add_parser("search", help="find memories"))
+    p.add_argument("query", help="what you are looking for, in words or identifiers")
+    p.add_argument("--type", action="append", choices=TYPES, help="only this type (repeat for more)")
+    p.add_argument("--tier", action="append", choices=TIERS,
+                   help="only this tier (repeat for more; default: all but working, the raw captured events)")
+    p.add_argument("--all-projects", action="store_true", help="search every project, not only the current one")
+    p.add_argument("--limit", type=int, default=10, help="at most this many hits (default: 10)")
+    p.add_argument("--budget", type=int, help="token budget of the answer (default: AGENTMEM_SEARCH_BUDGET)")
+    p.add_argument("--history", action="store_true", help="include superseded versions")
+    p.add_argument("--min-confidence", type=float, help="leave out memories with a lower confidence (0..1)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(func=cmd_search)
+
+
+def _describe(sub: argparse._SubParsersAction) -> None:
+    """`agentmem COMMAND --help` opens with what the command does (its help in the list, unless it has more)."""
+    for choice in sub._choices_actions:
+        if sub.choices[choice.dest].description is None and choice.help:
+            sub.choices[choice.dest].description = choice.help[0].upper() + choice.help[1:] + "."
+
+
+def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    import argparse
+
+    class Version(argparse.Action):  # the version is read when asked for: importlib.metadata costs every command
+        def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+            from .version import package_version
+
+            print(f"agentmem {package_version()}")
+            parser.exit()
+
+    parser = argparse.ArgumentParser(prog="agentmem", description="Long-term memory for coding agents.")
+    parser.add_argument("--version", action=Version, nargs=0, help="show the version and exit")
+    return parser, parser.add_subparsers(dest="command_name", required=True)
+
+
+def search_parser() -> argparse.ArgumentParser:
+    """The parser of `agentmem search` alone: what main() builds for a search (the whole parser costs it more than
+    the search takes when the shared process answers); its usage, help and errors are the same."""
+    parser, sub = _top_parser()
+    _add_search(sub)
+    _describe(sub)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     import argparse
 
     from .cli_commands import cmd_import_history, cmd_list, cmd_purge
     from .confirm_user import USER_FLAG
-    from .models import PRIORITIES, SOURCES, TIERS, TYPES
-    from .version import package_version
+    from .kinds import PRIORITIES, SOURCES, TIERS, TYPES
 
-    parser = argparse.ArgumentParser(prog="agentmem", description="Long-term memory for coding agents.")
-    parser.add_argument("--version", action="version", version=f"agentmem {package_version()}")
-    sub = parser.add_subparsers(dest="command_name", required=True)
-
-    def scoped(p: argparse.ArgumentParser, global_help: str = "the global memories instead of the current "
-               "project's") -> argparse.ArgumentParser:
-        p.add_argument("--project", help="project id (default: the git root of the current directory)")
-        p.add_argument("--global", dest="global_", action="store_true", help=global_help)
-        return p
-
-    json_help = "print JSON instead of text"
+    parser, sub = _top_parser()
+    scoped = _scoped
+    json_help = JSON_HELP
 
     def user_only(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         """The flag by which the user says they run the command themselves (README; kept out of --help and out of
@@ -412,18 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     user_only(p)
     p.set_defaults(func=cmd_quarantine)
 
-    p = scoped(sub.add_parser("search", help="find memories"))
-    p.add_argument("query", help="what you are looking for, in words or identifiers")
-    p.add_argument("--type", action="append", choices=TYPES, help="only this type (repeat for more)")
-    p.add_argument("--tier", action="append", choices=TIERS,
-                   help="only this tier (repeat for more; default: all but working, the raw captured events)")
-    p.add_argument("--all-projects", action="store_true", help="search every project, not only the current one")
-    p.add_argument("--limit", type=int, default=10, help="at most this many hits (default: 10)")
-    p.add_argument("--budget", type=int, help="token budget of the answer (default: AGENTMEM_SEARCH_BUDGET)")
-    p.add_argument("--history", action="store_true", help="include superseded versions")
-    p.add_argument("--min-confidence", type=float, help="leave out memories with a lower confidence (0..1)")
-    p.add_argument("--json", action="store_true", help=json_help)
-    p.set_defaults(func=cmd_search)
+    _add_search(sub)
 
     p = scoped(sub.add_parser("get", help="show a memory"))
     p.add_argument("id", help="a memory id (m_...)")
@@ -459,7 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = scoped(sub.add_parser("list", help="list memories, newest first"))
     p.add_argument("--type", action="append", choices=TYPES, help="only this type (repeat for more)")
-    p.add_argument("--tier", action="append", choices=TIERS, help="only this tier (repeat for more)")
+    p.add_argument("--tier", action="append", choices=TIERS,
+                   help="only this tier (repeat for more; default: what search shows, all but working, the raw "
+                        "captured prompts and tool calls)")
     p.add_argument("--all-projects", action="store_true", help="every project, not only the current one")
     p.add_argument("--history", action="store_true", help="include superseded versions")
     p.add_argument("--limit", type=int, default=20, help="memories per page (default: 20)")
@@ -517,7 +574,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_team_parsers(sub, scoped, user_only)
 
-    p = sub.add_parser("serve", help="run the MCP stdio server")
+    p = sub.add_parser("serve", help="run the MCP stdio server",
+                       description="Run agentmem's MCP server on stdin and stdout. An MCP client (Claude Code, Cursor) "
+                                   "starts it for each agent session, from the entry `agentmem install` wrote; you do "
+                                   "not run it by hand. It gives the agent memory_save, memory_search, memory_get, "
+                                   "memory_forget, memory_context and memory_stats.")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("ui", help="open the local web viewer (127.0.0.1 only, with a per-run token)")
@@ -547,6 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "install":
             p.add_argument("--command", help="the agentmem command to write (default: this installation's path)")
         p.set_defaults(func=cmd_install)
+    _describe(sub)
     return parser
 
 
@@ -562,27 +624,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         relayed = relay()
         if relayed is not None:
             return relayed
-    parser = build_parser()
+    parser = search_parser() if argv[:1] == ["search"] else build_parser()
     if not argv:
         parser.print_help()
         return 0
     args = parser.parse_args(argv)
     args.argv = argv
-    from .config import ConfigError
-    from .models import AgentmemError
-
     try:
         code = args.func(args) or 0
         sys.stdout.flush()  # a closed pipe fails here, inside the try, not at interpreter exit
         return code
-    except (AgentmemError, ConfigError) as exc:
-        print(f"agentmem: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return _reader_went_away()
     except Exception as exc:
+        # imported here: a command that succeeds (a search the shared process answered) never loads them
+        from .files import ConfigError
+        from .models import AgentmemError
+
+        if isinstance(exc, (AgentmemError, ConfigError)):
+            from .cli_io import in_cli_words
+
+            print(f"agentmem: {in_cli_words(str(exc))}", file=sys.stderr)
+            return 2
         from .db.connection import DatabaseError
 
         if isinstance(exc, DatabaseError):

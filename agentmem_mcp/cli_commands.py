@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from .cli_io import _open, _print_json, _ProgressBars
 
+TYPE_CHECKING = False  # importing typing costs every command that does not need it
 if TYPE_CHECKING:
     import argparse
     from pathlib import Path
@@ -66,23 +66,40 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     if args.limit < 1 or args.page < 1:
         raise InvalidInput("--limit and --page must be 1 or more")
+    from .models import SHOWN_TIERS
+
+    tiers = tuple(args.tier or SHOWN_TIERS)
     with _open(args, load_embedder=False) as store:
         rows, total = list_memories(store.conn, project=store.project, all_projects=args.all_projects,
-                                    types=args.type or (), tiers=args.tier or (), history=args.history,
+                                    types=args.type or (), tiers=tiers, history=args.history,
                                     limit=args.limit, offset=(args.page - 1) * args.limit)
+        raw = 0 if args.tier else list_memories(store.conn, project=store.project, all_projects=args.all_projects,
+                                                types=args.type or (), tiers=("working",), history=args.history,
+                                                limit=0)[1]
     if args.json:
-        _print_json({"total": total, "page": args.page, "limit": args.limit, "memories": rows})
+        _print_json({"total": total, "page": args.page, "limit": args.limit, "tiers": list(tiers), "memories": rows})
         return 0
     for row in rows:
         print(memory_line(row))
-    first = (args.page - 1) * args.limit
-    pages = max(1, -(-total // args.limit))
-    if not rows:
-        print("no memories" + (f" on page {args.page} (there are {pages})" if total else " here yet"))
-    else:
-        more = f"; --page {args.page + 1} for more" if args.page < pages else ""
-        print(f"-- {first + 1}-{first + len(rows)} of {total} (page {args.page} of {pages}{more})")
+    print(list_footer(args.page, args.limit, len(rows), total, raw))
     return 0
+
+
+def list_footer(page: int, limit: int, shown: int, total: int, raw: int) -> str:
+    """The last line of `agentmem list`: which memories of how many, the pages, and the raw events left out."""
+    pages = max(1, -(-total // limit))
+    first = (page - 1) * limit
+    if shown:
+        more = f"; --page {page + 1} for more" if page < pages else ""
+        line = f"-- {first + 1}-{first + shown} of {total} (page {page} of {pages}{more})"
+    elif total:
+        line = f"no memories on page {page}: there {'is 1 page' if pages == 1 else f'are {pages} pages'} of " \
+               f"{limit} (--page 1 to {pages})"
+    else:
+        line = "no memories here yet"
+    if raw:
+        line += f"; {raw} raw captured events (prompts, tool calls) not listed: --tier working shows them"
+    return line
 
 
 def cmd_purge(args: argparse.Namespace) -> int:

@@ -90,6 +90,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Search leaves out hits scoring under this (0..1, 1 = the best possible match): noise, not memories."),
     Setting("context_budget_tokens", "int", 1500, "AGENTMEM_CONTEXT_BUDGET",
             "Hard token budget of the session-start context."),
+    Setting("tool_answer_items", "int", 10, "AGENTMEM_TOOL_ANSWER_ITEMS",
+            "The most entries of a list an MCP tool's answer carries (the ids `memory_forget` previews, the versions "
+            "of `memory_get`): the count stays whole and the answer says how to see the rest."),
+    Setting("tool_answer_chars", "int", 8000, "AGENTMEM_TOOL_ANSWER_CHARS",
+            "The size cap of an MCP tool's answer, in characters of JSON (search and the briefing have their token "
+            "budgets instead): past it the longest texts are cut, and the answer says so."),
     Setting("prompt_budget_tokens", "int", 400, "AGENTMEM_PROMPT_BUDGET",
             "Token budget of memories injected for a user prompt."),
     Setting("prompt_min_score", "float", 0.35, "AGENTMEM_PROMPT_MIN_SCORE",
@@ -173,6 +179,8 @@ class Settings:
     search_budget_tokens: int
     search_min_score: float
     context_budget_tokens: int
+    tool_answer_items: int
+    tool_answer_chars: int
     prompt_budget_tokens: int
     prompt_min_score: float
     supersede_jaccard: float
@@ -250,7 +258,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "rrf_k": (1, None), "search_budget_tokens": (1, None), "context_budget_tokens": (0, None),
     "prompt_budget_tokens": (0, None), "prompt_min_score": (0, 1), "supersede_jaccard": (0, 1),
     "supersede_cosine": (0, 1), "busy_timeout_ms": (0, 3_600_000), "sweep_lock_ms": (1, 60_000),
-    "max_output_chars": (100, None),
+    "max_output_chars": (100, None), "tool_answer_items": (1, 1000), "tool_answer_chars": (1000, None),
     "llm_daily_tokens": (0, None), "embed_idle_seconds": (1, 7 * 86400), "team_refresh_seconds": (1, 86400),
     "team_ef_search": (1, 1000), "team_max_scan_tuples": (1, 2_147_483_647), "team_exact_scan_max": (0, 10_000_000),
 }  # fmt: skip

@@ -4,8 +4,11 @@ observations with the time they happened), then handed to the background worker,
 and writes the session summaries and learned knowledge as it does for live sessions.
 
 How a transcript becomes hook events is a copy of `tests/transcript_replay.py` (which the tests use to drive
-the real hook command), reduced to Claude Code and given each event's time. A session already in the store
-(captured live, or imported before) is skipped: a second import adds nothing.
+the real hook command), reduced to Claude Code and given each event's time: the same events as the hooks record,
+so a session counts the same whichever way it arrives. A session resumed with `claude --resume` starts with copies
+of the earlier session's records (same `uuid`): Claude Code fired no hook for them, so they are left out here too
+(the transcripts are read oldest first, each one's uuids remembered). A session already in the store (captured
+live, or imported before) is skipped: a second import adds nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from typing import Any
 
 from .db import sessions
 
-_NOT_TYPED = ("<command-", "<local-command", "<task-notification>", "<system-reminder>", "Caveat:")
+# user records Claude Code wrote itself, for which it fired no UserPromptSubmit
+_NOT_TYPED = ("<command-", "<local-command", "<task-notification>", "<system-reminder>", "Caveat:",
+              "[Request interrupted")
 
 
 def read_transcript(path: str | Path) -> list[dict]:
@@ -37,9 +42,15 @@ def read_transcript(path: str | Path) -> list[dict]:
     return records
 
 
-def _steps(path: str | Path) -> tuple[dict, list[tuple[str, dict]]]:
-    """Client-neutral steps: ("prompt", {text}), ("tool", {...}), ("compact", {trigger}), ("stop", {})."""
+def _steps(path: str | Path, seen_uuids: set[str] | None = None) -> tuple[dict, list[tuple[str, dict]]]:
+    """Client-neutral steps: ("prompt", {text}), ("tool", {...}), ("compact", {trigger}), ("stop", {}). With
+    `seen_uuids`, records whose uuid is in it are left out (a resumed session's copies of an earlier one) and this
+    file's uuids added."""
     records = [r for r in read_transcript(path) if not r.get("isSidechain")]
+    if seen_uuids is not None:
+        fresh = [r for r in records if not (isinstance(r.get("uuid"), str) and r["uuid"] in seen_uuids)]
+        seen_uuids.update(r["uuid"] for r in records if isinstance(r.get("uuid"), str))
+        records = fresh
     session = {
         "session_id": next((r["sessionId"] for r in records if isinstance(r.get("sessionId"), str)), ""),
         "cwd": next((r["cwd"] for r in records if isinstance(r.get("cwd"), str)), ""),
@@ -105,9 +116,10 @@ def _tool_step(use: dict, result: dict, record: dict) -> dict:
     }
 
 
-def claude_code_events(path: str | Path) -> list[tuple[str, dict, float | None]]:
-    """The ordered (hook event name, stdin payload, when: unix time or None) Claude Code would have sent."""
-    session, steps = _steps(path)
+def claude_code_events(path: str | Path, seen_uuids: set[str] | None = None) -> list[tuple[str, dict, float | None]]:
+    """The ordered (hook event name, stdin payload, when: unix time or None) Claude Code would have sent; with
+    `seen_uuids`, as `_steps` leaves out the records of earlier sessions."""
+    session, steps = _steps(path, seen_uuids)
     stamps = [t for t in (_epoch(s) for s in session["timestamps"]) if t is not None]
     first, last = (min(stamps), max(stamps)) if stamps else (None, None)
 
@@ -227,8 +239,11 @@ Events = list[tuple[str, dict, float | None]]
 
 
 def import_transcripts(settings: Any, paths: Sequence[Path], progress: Progress | None = None) -> ImportSummary:
-    """Replay each Claude Code transcript's events through the hooks' capture path into the store of `settings`."""
-    return import_sessions(settings, "claude-code", paths, claude_code_events, progress=progress)
+    """Replay each Claude Code transcript's events through the hooks' capture path into the store of `settings`
+    (`paths` oldest first: a resumed session's copies of an earlier one are then left out)."""
+    seen: set[str] = set()
+    return import_sessions(settings, "claude-code", paths, lambda path: claude_code_events(path, seen),
+                           progress=progress)
 
 
 def import_sessions(settings: Any, client: str, sources: Sequence[Any], events_of: Callable[[Any], Events],

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .db import memory_reads
 from .db import sessions as session_rows
+from .models import SHOWN_TIERS
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -21,11 +22,12 @@ def list_memories(conn: Any, *, project: str | None, all_projects: bool = False,
                   tiers: Sequence[str] = (), history: bool = False, limit: int = 20,
                   offset: int = 0) -> tuple[list[dict[str, Any]], int]:
     """One page of memories, newest first, and how many match in all. By default the latest version of
-    each memory of `project` and the global ones; all_projects widens, history adds superseded versions."""
+    each memory of `project` and the global ones, of the tiers search shows (`SHOWN_TIERS`: not the raw captured
+    events of the working tier); all_projects widens, history adds superseded versions."""
     from .db.memories import MemoryFilter
 
     chosen = MemoryFilter(projects=None if all_projects else (project, None), latest_only=not history,
-                          types=tuple(types), tiers=tuple(tiers))
+                          types=tuple(types), tiers=tuple(tiers) or SHOWN_TIERS)
     rows, total = memory_reads.page(conn, chosen, LIST_COLUMNS, limit, offset)
     return [dict(row) for row in rows], total
 

@@ -7,11 +7,9 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-TIERS = ("working", "episodic", "semantic", "procedural")
+from .kinds import PRIORITIES, SHOWN_TIERS, SOURCES, TIERS, TYPES  # noqa: F401 (this module's API too)
+
 EXPORT_FORMAT = "agentmem-export/1"  # the header of `agentmem export` files (transfer.py) and recovery's copy
-TYPES = ("pattern", "preference", "architecture", "bug", "workflow", "fact", "decision", "context", "summary")
-SOURCES = ("user", "agent", "hook", "consolidation", "import")
-PRIORITIES = ("P0", "P1", "P2")
 
 MEMORY_ID = re.compile(r"^m_[0-9a-f]{16}$")
 

@@ -31,7 +31,7 @@ from .index.document import memory_text
 from .index.tokenize import index_text
 from .lifecycle.access import note_access
 from .lifecycle.retention import retention
-from .models import TIERS, TYPES, AgentmemError, InvalidInput, SearchHit, SearchResult, check_choice
+from .models import SHOWN_TIERS, TIERS, TYPES, AgentmemError, InvalidInput, SearchHit, SearchResult, check_choice
 from .project import project_for, worktree_root
 from .ranking import (
     Fused,
@@ -58,8 +58,7 @@ MAX_QUERY_CHARS = 20000
 HIT_OVERHEAD_TOKENS = 24
 RETRIEVER_DEPTH = RankingSettings.retriever_depth  # scripts/eval_ablation.py reads these two
 TIME_WINDOW_BOOST = RankingSettings.time_window_boost
-# Raw captured tool calls (working tier) are searched only when asked for by name.
-DEFAULT_TIERS = ("episodic", "semantic", "procedural")
+DEFAULT_TIERS = SHOWN_TIERS  # raw captured events (working tier) are searched only when asked for by name
 ACCESS_BUSY_TIMEOUT_MS = 300
 
 

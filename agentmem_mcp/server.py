@@ -30,10 +30,12 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
+from .answer_cap import Cap, cap_answer
 from .config import Settings, load_settings
 from .models import AgentmemError, InvalidInput
 from .project import project_for, project_from_uri
-from .tool_output import compact_json, compact_schema, compact_search, get_answer
+from .tool_answers import ContextAnswer, ForgetAnswer, GetAnswer, SaveAnswer, SearchAnswer, StatsAnswer
+from .tool_output import compact_json, compact_schema, compact_search, get_answer, output_schema
 from .trust import neutralize
 
 log = logging.getLogger("agentmem.server")
@@ -218,8 +220,10 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
         await anyio.to_thread.run_sync(state.close)
 
     tools: list[Tool] = []
+    tool = functools.partial(_tool, cap=Cap(items=state.settings.tool_answer_items,
+                                            chars=state.settings.tool_answer_chars, keep_end=("history",)))
 
-    @_tool(tools, read_only=False, idempotent=True)
+    @tool(tools, read_only=False, idempotent=True)
     async def memory_save(
         content: Annotated[str, Field(description="Self-contained, with the why")],
         type: Literal["decision", "preference", "pattern", "architecture", "bug", "workflow", "fact",
@@ -235,7 +239,7 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
         supersedes: Annotated[str | None, Field(description="Id it replaces")] = None,
         share: Annotated[bool, Field(description="Also share with the team (team memory)")] = False,
         ctx: Context | None = None,
-    ) -> dict[str, Any]:
+    ) -> SaveAnswer:
         """Save what a later session should know, when you learn it, in 1-2 sentences: a decision and why, a
         preference, a convention, a bug and its fix, how to build/test/deploy. A newer version of a fact
         supersedes the old. P1 in this project until the user pins it."""
@@ -258,7 +262,7 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
             return answer
         return await _call(state, ctx, run)
 
-    @_tool(tools, read_only=True, idempotent=True, shape=compact_search)
+    @tool(tools, read_only=True, idempotent=True, shape=compact_search, capped=False)  # limit and budget_tokens cap it
     async def memory_search(
         query: str,
         limit: Annotated[int, Field(ge=1, le=50)] = 8,
@@ -271,7 +275,7 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
         since_days: Annotated[float | None, Field(gt=0, description="Last N days only")] = None,
         budget_tokens: Annotated[int | None, Field(ge=50, le=20000)] = None,
         ctx: Context | None = None,
-    ) -> dict[str, Any]:
+    ) -> SearchAnswer:
         """Search long-term memory. Call it before starting a task, when something looks familiar (an error,
         a file, a tool) or when the user refers to earlier work."""
         def run(store: Any) -> dict[str, Any]:
@@ -282,12 +286,14 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
                                              since=since, budget_tokens=budget_tokens).to_dict())
         return await _call(state, ctx, run)
 
-    @_tool(tools, read_only=True, idempotent=True)
+    @tool(tools, read_only=True, idempotent=True,
+          more="the newest versions and the start of each long text are shown: `agentmem get <id> --history` in a "
+               "terminal prints them whole")
     async def memory_get(
         id: str,
         history: bool = False,
         ctx: Context | None = None,
-    ) -> dict[str, Any]:
+    ) -> GetAnswer:
         """A whole memory (from a search hit's id); history=true: every version, oldest first."""
         def run(store: Any) -> dict[str, Any]:
             memory = _safe_memory(store.get(id, within=_within(store)).to_dict())
@@ -296,7 +302,7 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
             return get_answer(memory, versions, store.now())
         return await _call(state, ctx, run)
 
-    @_tool(tools, read_only=False, destructive=True, idempotent=True)
+    @tool(tools, read_only=False, destructive=True, idempotent=True, more=_forget_more)
     async def memory_forget(
         ids: list[str] | None = None,
         session_id: str | None = None,
@@ -305,7 +311,7 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
         dry_run: Annotated[bool | None, Field(description="Default: true for a filter")] = None,
         reason: Annotated[str, Field(description="For the audit log")] = "",
         ctx: Context | None = None,
-    ) -> dict[str, Any]:
+    ) -> ForgetAnswer:
         """Forget wrong or obsolete memories (every version) by ids, session_id, or a filter (type,
         older_than_days) that only previews unless dry_run=false."""
         if sum([ids is not None, session_id is not None, type is not None or older_than_days is not None]) != 1:
@@ -337,11 +343,11 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
             return answer
         return await _call(state, ctx, run)
 
-    @_tool(tools, read_only=True, idempotent=True)
+    @tool(tools, read_only=True, idempotent=True, capped=False)  # budget_tokens caps it
     async def memory_context(
         budget_tokens: Annotated[int | None, Field(ge=100, le=20000)] = None,
         ctx: Context | None = None,
-    ) -> dict[str, Any]:
+    ) -> ContextAnswer:
         """The session-start briefing: pinned memories, project knowledge, last sessions. Call it if you did
         not get it (no hooks) or after compaction."""
         def run(store: Any) -> dict[str, Any]:
@@ -355,11 +361,12 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
                     "memory_ids": used}
         return await _call(state, ctx, run)
 
-    @_tool(tools, read_only=True, idempotent=True)
+    @tool(tools, read_only=True, idempotent=True, more="the soonest to expire are listed: `agentmem stats` in a "
+                                                      "terminal counts them all")
     async def memory_stats(
         all_projects: bool = False,
         ctx: Context | None = None,
-    ) -> dict[str, Any]:
+    ) -> StatsAnswer:
         """Counts by tier, type and source, what expires soon, the last sweep, backlogs, today's LLM spend."""
         def run(store: Any) -> dict[str, Any]:
             _check_cross_project(store, all_projects)
@@ -368,30 +375,52 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
 
     from .team.tools import register_team_tools  # team memory (docs/team.md): the share tool, or no `share`
 
-    register_team_tools(tools, state, _tool, _call)
+    register_team_tools(tools, state, tool, _call)
     from .version import package_version
 
     return MCPServer(name="agentmem", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING",
                      version=package_version(), tools=tools)
 
 
+TOO_LONG = "this answer was shortened to fit its size cap: ask for less (a narrower filter) to see the rest"
+
+
+def _forget_more(answer: dict[str, Any]) -> str:
+    if answer.get("dry_run"):
+        return (f"{answer.get('count')} would be forgotten; only the first are listed: narrow the filter (type, "
+                "older_than_days) to list the others")
+    return f"all {answer.get('count')} were forgotten; only the first are listed"
+
+
 def _tool(registry: list[Tool], *, read_only: bool, destructive: bool = False, idempotent: bool = False,
-          shape: Any = None) -> Any:
+          shape: Any = None, cap: Cap | None = None, capped: bool = True, more: Any = TOO_LONG) -> Any:
     """Register an agentmem tool in `registry`: its docstring as one paragraph (without the source's
-    indentation and line breaks) as the description, its annotations, a compact input schema, and an answer
-    whose text is compact JSON (of `shape(answer)` when given) with the whole answer in structuredContent."""
+    indentation and line breaks) as the description, its annotations, a compact input schema, the output schema
+    of its return type (tool_answers.py), and an answer whose text is compact JSON (of `shape(answer)` when given)
+    with the whole answer in structuredContent. Unless capped=False (a tool whose arguments bound its answer), the
+    answer is first held within `cap` (answer_cap.py), `more` (a text, or a function of the answer) saying how to
+    see what was left out."""
+    cap = cap or Cap(items=10, chars=8000)
+
     def register(fn: Any) -> Any:
         @functools.wraps(fn)
         async def answered(*args: Any, **kwargs: Any) -> CallToolResult:
             data = await fn(*args, **kwargs)
+            if capped:
+                data = cap_answer(data, cap, more(data) if callable(more) else more)
             text = compact_json(shape(data) if shape else data)
             return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
+        signature = inspect.signature(fn, eval_str=True)
+        answered.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            return_annotation=Annotated[CallToolResult, signature.return_annotation])
         hints = ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent)
         description = " ".join(inspect.cleandoc(fn.__doc__ or "").split())
         tool = Tool.from_function(answered, name=fn.__name__, description=description, annotations=hints,
-                                  structured_output=False)
-        registry.append(tool.model_copy(update={"parameters": compact_schema(tool.parameters)}))
+                                  structured_output=True)
+        schemas = {"parameters": compact_schema(tool.parameters)}
+        tool.fn_metadata.output_schema = output_schema(tool.fn_metadata.output_schema)
+        registry.append(tool.model_copy(update=schemas))
         return fn
     return register
 

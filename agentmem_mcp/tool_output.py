@@ -100,3 +100,14 @@ def compact_schema(schema: Any) -> Any:
         if out.get("default", ...) is None:
             del out["default"]
     return out
+
+
+def output_schema(schema: Any) -> Any:
+    """A tool's output schema without pydantic's generated titles (a property named `title` stays)."""
+    if isinstance(schema, list):
+        return [output_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {key: ({name: output_schema(prop) for name, prop in value.items()}
+                  if key in ("properties", "$defs") and isinstance(value, dict) else output_schema(value))
+            for key, value in schema.items() if not (key == "title" and isinstance(value, str))}

@@ -32,7 +32,8 @@ MEMORIES = [
                      "imports stripe directly"),
 ]
 SESSION = "demo-session-1"
-PAGES = [("search", "/search?q=how+do+we+run+the+tests"), ("memories", "/memories"), ("memory", None),
+PAGES = [("search", "/search?q=how+do+we+run+the+tests"), ("search-start", "/search"), ("memories", "/memories"),
+         ("memory", None),
          ("sessions", "/sessions"), ("session", f"/session/{SESSION}"),
          ("knowledge", "/knowledge?prompt=why+is+the+checkout+button+grey"), ("lifecycle", "/lifecycle"),
          ("quarantine", "/quarantine"), ("audit", "/audit"), ("health", "/health")]

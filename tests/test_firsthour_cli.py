@@ -102,9 +102,26 @@ def test_purge_one_project_then_everything(cli_env, repo, tmp_path):
 def test_reindex_ends_every_progress_bar_with_a_newline(cli_env, repo):
     for n in range(3):
         agentmem(cli_env, "save", f"fact {n}: the nightly job rebuilds the search index", cwd=repo)
-    done = subprocess.run([sys.executable, "-m", "agentmem_mcp", "reindex"], env=cli_env, cwd=repo,
-                          capture_output=True, timeout=300)  # bytes: text mode would turn each \r into \n
-    stderr = done.stderr.decode()
+    import os
+    import pty
+
+    main, terminal = pty.openpty()  # bars are drawn on a terminal (plain lines elsewhere: test_cli_output.py)
+    try:
+        done = subprocess.run([sys.executable, "-m", "agentmem_mcp", "reindex"], env=cli_env, cwd=repo,
+                              stdout=subprocess.PIPE, stderr=terminal, timeout=300)
+        os.close(terminal)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # the terminal's other end is closed: all was read
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(main)
+    stderr = shown.decode().replace("\r\n", "\n")  # the terminal writes each newline as \r\n
     assert done.returncode == 0, stderr
     assert stderr.endswith("\n"), repr(stderr[-80:])
     bars = [line.split("\r")[-1] for line in stderr.split("\n")[:-1]]  # what a terminal shows
@@ -138,12 +155,20 @@ def test_install_keeps_compact_json_names_backups_and_asks_for_a_restart(cli_env
 
 
 def test_a_stage_that_stops_short_still_ends_its_line(capsys):
+    import io
+
     from agentmem_mcp.cli import _ProgressBars
 
-    bars = _ProgressBars()
-    bars("pieces", 1, 3)  # a stage whose work ran out before its total (nothing more needed it)
-    bars("words", 2, 3)
-    bars.close()
-    shown = capsys.readouterr().err
-    assert shown.endswith("2/3\n") and shown.count("\n") == 2, repr(shown)
-    assert shown.split("\n")[0].endswith("pieces   [##########....................] 1/3")
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream in (Terminal(), None):  # redrawn bars on a terminal; plain lines elsewhere (stderr under pytest)
+        bars = _ProgressBars(stream)
+        bars("pieces", 1, 3)  # a stage whose work ran out before its total (nothing more needed it)
+        bars("words", 2, 3)
+        bars.close()
+        shown = stream.getvalue() if stream else capsys.readouterr().err
+        assert shown.endswith("2/3\n") and shown.count("\n") == 2, repr(shown)
+        first = "pieces   [##########....................] 1/3" if stream else "pieces: 1/3"
+        assert shown.split("\n")[0].endswith(first) and ("\r" in shown) == bool(stream), repr(shown)

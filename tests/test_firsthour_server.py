@@ -40,8 +40,12 @@ def run_session(env: dict[str, str], cwd: Path, scenario) -> None:
 def test_tools_list_is_compact_annotated_and_under_1000_tokens(cli_env, project):
     async def scenario(session: ClientSession) -> None:
         tools = (await session.list_tools()).tools
-        dumped = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
+        # what a model reads of a tool: its name, description, annotations and input schema (a client keeps the
+        # output schema to check structuredContent with: tests/test_tool_answers.py)
+        dumped = [tool.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"output_schema"})
+                  for tool in tools]
         assert len(json.dumps(dumped)) / 4 <= 1000, len(json.dumps(dumped)) / 4
+        assert all(len(json.dumps(tool.output_schema)) <= 2000 for tool in tools)
         by_name = {tool.name: tool for tool in tools}
         for tool in tools:
             assert "\n" not in tool.description and "  " not in tool.description, tool.description

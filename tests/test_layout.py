@@ -81,12 +81,14 @@ def test_no_import_circles():
 
 def test_operations_do_not_import_the_store():
     """remember, forget, search and the other operations are given the store's parts (`parts.Parts`); only the
-    edges (CLI, server, worker loop, viewer) and the Store itself import `store`."""
+    edges (CLI, server, worker loop, viewer, the CLI's searches in the shared process) and the Store itself import
+    `store`."""
     edges = module_imports()
     importers = {name for name, targets in edges.items() if "agentmem_mcp.store" in targets}
     assert importers <= {"agentmem_mcp.cli", "agentmem_mcp.cli_io", "agentmem_mcp.cli_commands",
                          "agentmem_mcp.server", "agentmem_mcp.worker", "agentmem_mcp.viewer.actions",
-                         "agentmem_mcp.viewer.state", "agentmem_mcp.team.cli", "agentmem_mcp.team.tools"}, importers
+                         "agentmem_mcp.viewer.state", "agentmem_mcp.team.cli", "agentmem_mcp.team.tools",
+                         "agentmem_mcp.search_service"}, importers
 
 
 def test_circles_are_found():

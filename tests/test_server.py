@@ -150,9 +150,9 @@ def test_the_server_worker_embeds_words_and_search_credits_similar_ones(cli_env,
         async with stdio_client(server_params(cli_env, project)) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                error, trip = await call(session, "memory_save", {
-                    "content": "Last year I took a solo trip to Spain and loved the food there."})
-                assert not error, trip
+                error, lint = await call(session, "memory_save", {
+                    "content": "The configuration of the linter lives in pyproject.toml under tool.ruff."})
+                assert not error, lint
                 await call(session, "memory_save", {"content": "The release checklist lives in docs/release.md."})
                 for _ in range(120):  # the worker's first pass comes a few seconds after start-up
                     error, stats = await call(session, "memory_stats", {})
@@ -160,11 +160,10 @@ def test_the_server_worker_embeds_words_and_search_credits_similar_ones(cli_env,
                         break
                     await anyio.sleep(0.5)
                 assert stats["vector_backlog"]["words"] == 0, stats
-                error, found = await call(session, "memory_search",
-                                          {"query": "In which countries did I love the food?"})
+                error, found = await call(session, "memory_search", {"query": "where is the lint config"})
                 assert not error
-                hit = next(h for h in found["hits"] if h["id"] == trip["id"])
-                assert "similar words: " in hit["why"], hit
+                hit = next(h for h in found["hits"] if h["id"] == lint["id"])
+                assert "similar words: config~configuration" in hit["why"], hit
 
     anyio.run(scenario)
 

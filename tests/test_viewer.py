@@ -274,7 +274,8 @@ def test_every_page_renders_without_errors(browser, viewer):
                           (f"/memory/{viewer['ids']['pnpm']}", "We install")):
         _open(browser, viewer, path)
         assert browser.find_element(*_by("h1")).text.startswith(heading), path
-        assert "BM25 + vectors + the entity graph" in browser.find_element(*_by("#mode")).text
+        banner = browser.find_element(*_by("#mode")).text  # the detail is Health's; elsewhere none while it all works
+        assert ("BM25 + vectors + the entity graph" in banner) if path == "/health" else banner == "", (path, banner)
     assert _console_errors(browser) == []
 
 
@@ -301,7 +302,8 @@ def test_search_finds_by_meaning_with_the_shared_model_and_no_copy_of_its_own(br
     first = browser.find_elements(*_by("#hits li.hit"))[0]
     assert first.find_element(*_by(".hit-head a")).get_attribute("href").endswith(f"/memory/{viewer['ids']['retry']}")
     assert "meaning #1" in first.find_element(*_by(".why")).text
-    # the model is the shared process's (named on the page), never loaded in the viewer's own process
+    # the model is the shared process's (named on the Health page), never loaded in the viewer's own process
+    _open(browser, viewer, "/health")
     pid = int(re.search(r"pid (\d+)", browser.find_element(*_by("#mode")).text).group(1))
     assert "agentmem_mcp.shared_process" in Path(f"/proc/{pid}/cmdline").read_bytes().decode()
     viewer_maps = Path(f"/proc/{viewer['proc'].pid}/maps").read_text()
@@ -355,10 +357,11 @@ def test_search_goes_on_when_the_shared_process_dies(viewer):
         status, _, body = _request(viewer["port"], "GET", "/search?q=" + MEANING_ONLY.replace(" ", "+"),
                                    headers=cookie)
         assert status == 200
-        now = re.search(r"shared embedding process \(pid (\d+)\)", body)
+        _, _, health = _request(viewer["port"], "GET", "/health", headers=cookie)
+        now = re.search(r"shared embedding process \(pid (\d+)\)", health)
         if now and int(now.group(1)) != first and "meaning #1" in body:
             break
-        assert time.monotonic() < deadline, re.search(r'<p class="mode".*?</p>', body).group(0)
+        assert time.monotonic() < deadline, re.search(r'<p class="mode".*?</p>', health).group(0)
         time.sleep(0.5)
     assert "(hybrid)" in body and f"/memory/{viewer['ids']['retry']}" in body
     assert "onnxruntime" not in Path(f"/proc/{viewer['proc'].pid}/maps").read_text()
@@ -419,7 +422,9 @@ def test_without_the_shared_model_search_says_it_runs_on_bm25_and_graph(world, t
     try:
         status, _, body = _request(port, "GET", "/search?q=" + MEANING_ONLY.replace(" ", "+"), headers=cookie)
         assert status == 200 and 'data-search="bm25"' in body
-        assert "BM25 + the entity graph: the shared embedding process is turned off" in body
+        assert "matches memories by their words only" in body  # every page says what search cannot do now
+        _, _, health = _request(port, "GET", "/health", headers=cookie)  # and Health says why
+        assert "BM25 + the entity graph: the shared embedding process is turned off" in health
         assert "(bm25+graph)" in body and world["ids"]["retry"] not in body  # found by meaning alone: not here
         assert "onnxruntime" not in Path(f"/proc/{proc.pid}/maps").read_text()
     finally:

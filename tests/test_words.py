@@ -43,7 +43,8 @@ def test_soft_scores_take_the_closest_other_word_above_the_threshold():
     def scaled(a: np.ndarray, b: np.ndarray) -> float:
         return (float(a @ b) - 0.4) / 0.6
 
-    assert found["trip"] == (pytest.approx(2.0 * scaled(cities, chicago), abs=1e-5), "cities~chicago")
+    # cities~chicago counts but is not named (two words, not one in two spellings: index/words.same_stem)
+    assert found["trip"] == (pytest.approx(2.0 * scaled(cities, chicago), abs=1e-5), "")
     assert found["both"] == (pytest.approx(2.0 * scaled(cities, city), abs=1e-5), "cities~city")
     # each query word counts its own best word, weighted by its IDF
     two = words.soft_scores(["cities", "weekend"], [cities, weekend], [2.0, 1.0], {"m": ["chicago", "weekend"],
@@ -51,7 +52,7 @@ def test_soft_scores_take_the_closest_other_word_above_the_threshold():
                             words.Vocabulary.from_vectors({**vectors, "saturday": unit(0.1, 0.2, 0.97)}))
     assert two["n"][0] == pytest.approx(2.0 * scaled(cities, city) + 1.0 * scaled(unit(0.1, 0.2, 0.97), weekend),
                                         abs=1e-5)
-    assert two["m"][1] == "cities~chicago"
+    assert two["m"][1] == ""
     assert words.soft_scores([], [], [], {"m": ["city"]}, words.Vocabulary.from_vectors(vectors)) == {}
     # stored vectors give the same scores as the floats they were packed from
     packed = words.Vocabulary.from_blobs({w: words.pack(v) for w, v in vectors.items()})
@@ -117,8 +118,8 @@ def test_search_credits_similar_words_and_says_which(settings, embedder, monkeyp
         store.add_word_vectors()
         after = {h.id: h for h in store.search(query, record_access=False).hits}
         trip = after[saved[0]]
-        assert "similar words: countries~spain" in trip.why or "similar words: visited~trip" in trip.why
         assert trip.score > before[saved[0]].score  # it had no keyword at all before
+        assert "similar words" not in trip.why  # countries~spain counts, but it is not one word: nothing to name
         off = Store.open(settings.replace(soft_match_weight=0.0), project="/repo/a", embedder=embedder)
         with off:
             assert {h.id: h.score for h in off.search(query, record_access=False).hits} == {
@@ -190,13 +191,13 @@ def test_the_word_matrix_scores_as_the_vocabulary_does_and_keeps_rows_across_sea
     assert set(matrix.memory_rows) == set(candidates)
 
     # a memory whose words changed is read again; a word without a vector yet is not cached as missing
-    changed = {"m0": "worddb newword", "m1": candidates["m1"]}
+    changed = {"m0": "worddb queryas", "m1": candidates["m1"]}
     again = matrix.soft_scores(conn, query, query_vectors, idf, changed)
     assert matrix.memory_rows["m0"][0] == candidates["m0"] and set(again) <= {"m0", "m1"}
-    conn.execute(f"INSERT INTO {word_vectors.TABLE} (word, uses, vector) VALUES ('newword', 1, ?)",
+    conn.execute(f"INSERT INTO {word_vectors.TABLE} (word, uses, vector) VALUES ('queryas', 1, ?)",
                  (words.pack(base),))
     third = matrix.soft_scores(conn, query, query_vectors, idf, changed)
-    assert third["m0"][1] == "querya~newword" and matrix.memory_rows["m0"][0] == "worddb newword"
+    assert third["m0"][1] == "querya~queryas" and matrix.memory_rows["m0"][0] == "worddb queryas"
     # a query word that is itself among a memory's words leaves that word to BM25
     assert "querya~worddb" not in {p for _, p in matrix.soft_scores(
         conn, ["worddb"], [vectors["worddb"]], [1.0], {"x": "worddb"}).values()}
@@ -215,9 +216,9 @@ def test_the_word_matrix_scores_as_the_vocabulary_does_and_keeps_rows_across_sea
 def test_a_model_change_empties_the_word_matrix(store):
     """Word vectors of two models are never compared: when the vector table is made again for another
     model, the words the store's searches have met are forgotten with the table's."""
-    store.save("Last year I took a solo trip to Spain and loved the food there.")
+    store.save("The configuration of the linter lives in pyproject.toml under tool.ruff.")
     store.add_word_vectors()
-    assert "similar words" in store.search("Which countries have I visited?").hits[0].why
+    assert "similar words" in store.search("where is the lint config").hits[0].why
     assert store.word_matrix.words and store.word_matrix.memory_rows
     with store.transaction() as conn:  # as a change of AGENTMEM_EMBED_MODEL leaves it at the next start
         conn.execute("UPDATE meta SET value = 'another/model|384|bit+f32' WHERE key = 'embedding_model'")
@@ -225,4 +226,4 @@ def test_a_model_change_empties_the_word_matrix(store):
     assert not store.word_matrix.words and not store.word_matrix.memory_rows
     assert store.conn.execute(f"SELECT COUNT(*) FROM {word_vectors.TABLE}").fetchone()[0] == 0
     store.add_word_vectors()
-    assert "similar words" in store.search("Which countries have I visited?").hits[0].why
+    assert "similar words" in store.search("where is the lint config").hits[0].why

@@ -201,6 +201,17 @@ def count_of_session(conn: Connection, session_id: str) -> int:
     return conn.execute("SELECT COUNT(*) FROM observations WHERE session_id = ?", (session_id,)).fetchone()[0]
 
 
+def times_of(conn: Connection, ids: Sequence[int]) -> dict[int, float]:
+    """When each of these observations happened (an id no longer stored is left out)."""
+    found: dict[int, float] = {}
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start:start + 500]
+        found.update(conn.execute(f"SELECT id, created_at FROM observations WHERE id IN ({','.join('?' * len(chunk))})",
+                                  chunk).fetchall())
+    return found
+
+
 def ids_of_session(conn: Connection, session_id: str) -> list[int]:
     return [row[0] for row in conn.execute("SELECT id FROM observations WHERE session_id = ?", (session_id,))]
 

@@ -404,11 +404,14 @@ class EmbedService:
                     self.embedder = None  # the sessions go on, on BM25 + graph, as a server of their own would
                 listener = self._listen()
                 hooks = self._take_hooks()
+                searches = self._take_searches()
                 try:
                     (log.info if self.embedder is not None else log.debug)(
                         "shared process %d serving %s on %s", os.getpid(), self.model_name, self.path)
                     self._accept_until_idle(listener)
                 finally:
+                    if searches is not None:
+                        searches.stop()
                     if hooks is not None:
                         hooks.stop()
                     self._remove_socket(listener)
@@ -453,6 +456,22 @@ class EmbedService:
             log.warning("shared embedding process: hooks not taken (%s)", exc)
             return None
         return hooks
+
+    def _take_searches(self) -> Any:
+        """Also take the `agentmem search` command's searches over `<home>/search.sock` (search_service.py): this
+        process has the model the command would otherwise load. None without a model, or if the socket cannot be
+        made (the command then searches in its own process)."""
+        if self.embedder is None:
+            return None
+        from ..search_service import SearchListener
+
+        searches = SearchListener(self.home, self.shared_embedder_for)
+        try:
+            searches.start()
+        except OSError as exc:
+            log.warning("shared process: searches not taken (%s)", exc)
+            return None
+        return searches
 
     def _listen(self) -> socket.socket:
         from ..files import listen_private_socket

@@ -7,9 +7,14 @@ model puts "cities" and "Chicago" at 0.56, "countries" and "England" at 0.64, "p
 "exercises" and "weekend" at 0.17. Search then gives every candidate, for each query word, the similarity of
 its closest other word from SIMILAR_FROM up, scaled to 0..1 and weighted by the query word's BM25 IDF, and
 adds `soft_match_weight` (0.5: at most half a keyword match per query word) times the sum to the candidate's
-BM25 score (LoCoMo turn recall@10 +0.5, LongMemEval turn recall_all@5 +2.4: docs/evaluation.md). A hit's
-`why` names the pair that weighed most, and only a pair from SHOWN_FROM up: a weaker one counts, but names
-no shared meaning a reader would see.
+BM25 score (LoCoMo turn recall@10 +0.5, LongMemEval turn recall_all@5 +2.4: docs/evaluation.md).
+
+A hit's `why` names a pair only when it is one word in two spellings (`same_stem`: "config~configuration",
+"fails~failure", "repo~repository") at a cosine from SHOWN_FROM up, the pair of those that weighed most. The
+model's cosine alone cannot tell a shared meaning from a shared topic: an antonym or a word of the same register
+is as close as a synonym or an instance ("fails~successfully" 0.62, "add~available" 0.62, "slow~fast" 0.75,
+"enable~disable" 0.73, against "countries~england" 0.64, "error~exception" 0.70). Such pairs still count in the
+score, where a shared topic helps; they are not offered to a reader as an explanation.
 
 Only candidates that BM25, the vectors or the graph found are rescored: the words reorder them, they do not
 find new ones (in the evaluation, scoring every memory instead found nothing more). `uses` counts the
@@ -27,11 +32,12 @@ from ..db.connection import Connection
 from .tokenize import STOPWORDS, terms, without_stamp
 
 SIMILAR_FROM = 0.4  # cosine of two words below which they are not similar at all
-# cosine from which a pair is named in a hit's `why`. Below it the model pairs words that share a register
-# more than a meaning ("failure~answers" 0.40, "hook~catches" 0.43, "project~request" 0.47, "hook~pull" 0.52):
-# they count a little in the score but explain nothing. "cities~chicago" 0.56, "bug~defect" 0.56,
-# "countries~england" 0.64 are named; "cities~paris" 0.54 is not (there is no clean gap between the two kinds)
+# cosine from which a pair of one stem is named in a hit's `why`: below it a shared beginning is chance
+# ("cat~category" 0.53, "log~login" 0.52, "pass~password" 0.50), above it a variant ("args~arguments" 0.57,
+# "use~user" 0.61, "fails~failure" 0.78, "config~configuration" 0.88)
 SHOWN_FROM = 0.55
+STEM_MIN_CHARS = 3  # the shortest shared beginning that makes two words one stem
+STEM_ENDING_CHARS = 2  # how many last letters of the shorter word may differ (fails~failure, fixes~fixing)
 MIN_CHARS, MAX_CHARS = 3, 24
 SCALE = 127.0  # vectors are stored as int8: 384 bytes a word, cosines off by about 0.005
 MAX_CACHED = 100_000  # word vectors a store's WordMatrix keeps (384 bytes each), emptied when full
@@ -47,6 +53,19 @@ _STOP = frozenset(STOPWORDS)
 def is_word(term: str) -> bool:
     """A term that gets a vector: letters only (no numbers, hashes or paths), 3-24 of them, not a stop word."""
     return MIN_CHARS <= len(term) <= MAX_CHARS and term.isalpha() and term not in _STOP
+
+
+def same_stem(a: str, b: str) -> bool:
+    """Whether two words are spellings of one: the shorter one, but for at most its last STEM_ENDING_CHARS
+    letters, begins the longer, over at least STEM_MIN_CHARS letters ("fails~failure", "docs~documentation",
+    "add~added"; not "add~available", "slow~fast")."""
+    short, long = sorted((a, b), key=len)
+    shared = 0
+    for x, y in zip(short, long):
+        if x != y:
+            break
+        shared += 1
+    return shared >= max(STEM_MIN_CHARS, len(short) - STEM_ENDING_CHARS)
 
 
 def text_words(text: str) -> list[str]:
@@ -109,7 +128,8 @@ def soft_scores(query: Sequence[str], query_vectors: Sequence[Any], idf: Sequenc
                 similar_from: float = SIMILAR_FROM, shown_from: float = SHOWN_FROM) -> dict[str, tuple[float, str]]:
     """For each candidate with a similar word: sum over the query words of idf x the scaled similarity of its
     closest other word (0 below `similar_from`, 1 for the same meaning), and the pair that weighed most among
-    those with a cosine from `shown_from` up, "cities~chicago" ("" when none reaches it: nothing to name).
+    those of one stem with a cosine from `shown_from` up, "config~configuration" ("" when there is none: nothing
+    to name).
 
     query: the query words, one vector and one IDF each; candidates: memory id -> its words; vocabulary: the
     vectors of the candidates' words (a word without one is skipped)."""
@@ -148,9 +168,12 @@ def _scores(query: Sequence[str], query_vectors: Sequence[Any], idf: Sequence[fl
     weighted = (np.clip((similarity - similar_from) / (1.0 - similar_from), 0.0, 1.0) * weights)[:, columns]
     best = np.maximum.reduceat(weighted, starts, axis=1)  # per query word and candidate: its closest word
     scores = best.sum(axis=0)
-    # the pair to name of each candidate: among its pairs from shown_from up, its best query word, and the first
-    # of its words that reaches it
-    shown = np.where(similarity[:, columns] >= shown_from, weighted, 0.0)
+    # the pair to name of each candidate: among its pairs of one stem from shown_from up, its best query word, and
+    # the first of its words that reaches it
+    nameable = similarity >= shown_from
+    for n, at in zip(*np.nonzero(nameable)):
+        nameable[n, at] = same_stem(query[n], words[unique[at]])
+    shown = np.where(nameable[:, columns], weighted, 0.0)
     best_shown = np.maximum.reduceat(shown, starts, axis=1)
     segment = np.repeat(np.arange(len(ids)), lengths)
     top_row = best_shown.argmax(axis=0)

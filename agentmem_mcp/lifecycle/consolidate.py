@@ -580,10 +580,14 @@ def upsert_derived(store: Parts, project: str | None, items: list[Derived], *,
     summaries = summaries or {}
     conn = store.conn
     saves: list[dict[str, Any]] = []
-    touches: list[tuple[str, list[str]]] = []
+    touches: list[tuple[str, list[str], float | None]] = []
+    now = store.now()
+    # a derived memory is as old as what it was learned from (an imported session's, not the import's time)
+    happened = observations.times_of(conn, [i for item in items for i in item.obs_ids[-MAX_OBS_SOURCES:]])
     for item in items:
         sessions = item.sessions[-MAX_OBS_SOURCES:]
         obs_ids = item.obs_ids[-MAX_OBS_SOURCES:]
+        seen = min(max((happened[i] for i in obs_ids if i in happened), default=now), now)
         summary_ids = [summaries[s] for s in sessions if s in summaries][-MAX_SUMMARY_SOURCES:]
         sources = [f"obs:{i}" for i in obs_ids] + list(dict.fromkeys(summary_ids + item.memory_sources))
         old = memory_reads.latest_by_key(conn, item.key, project)
@@ -593,28 +597,29 @@ def upsert_derived(store: Parts, project: str | None, items: list[Derived], *,
             continue
         if old is not None and old["content_hash"] == remember.content_hash(content) and old["title"] == item.title:
             if set(json.loads(old["source_ids"])) != set(sources):
-                touches.append((old["id"], sources))
+                touches.append((old["id"], sources, max(seen, old["updated_at"] or old["created_at"])))
             continue
         saves.append({"content": content, "title": item.title, "tier": item.tier, "type": item.type,
                       "project": project, "files": [_relative(f, project) for f in item.files],
                       "source": "consolidation",
                       "importance": item.importance, "key": item.key, "source_ids": sources,
-                      "confidence": old["confidence"] if old is not None else None})
+                      "confidence": old["confidence"] if old is not None else None, "created_at": seen})
     if not saves and not touches:
         return 0
     prepared = prepare_saves(store, saves)
-    now = store.now()
     with store.transaction() as tx:
         written = sum(1 for r in write_saves(tx, store, prepared) if r and r.action != "duplicate")
-        for memory_id, sources in touches:
-            set_sources(tx, memory_id, project, sources, now)
+        for memory_id, sources, updated_at in touches:
+            set_sources(tx, memory_id, project, sources, now, updated_at=updated_at)
     store.indexer.drain()
     return written + len(touches)
 
 
-def set_sources(conn: Connection, memory_id: str, project: str | None, sources: list[str], now: float) -> None:
-    """Replace a memory's sources in place (inside a transaction), keeping its derived_from links in step."""
-    memories.set_sources(conn, [(memory_id, sources)], updated_at=now)
+def set_sources(conn: Connection, memory_id: str, project: str | None, sources: list[str], now: float, *,
+                updated_at: float | None = None) -> None:
+    """Replace a memory's sources in place (inside a transaction), keeping its derived_from links in step; its
+    updated_at becomes `updated_at` (default: now)."""
+    memories.set_sources(conn, [(memory_id, sources)], updated_at=now if updated_at is None else updated_at)
     linked = [s for s in sources if s.startswith("m_")]
     links.keep_derived_from(conn, memory_id, linked)
     for source in linked:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import TYPE_CHECKING, Any
 
-from ..models import AgentmemError
-
+TYPE_CHECKING = False  # the parser is built for every command: typing and the models are imported when used
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..store import Store
 
 
@@ -24,11 +24,15 @@ def _open(args: argparse.Namespace) -> Store:
 def _need_writable_team(store: Store) -> None:
     _need_team(store)
     if store.settings.team_read_only:
+        from ..models import AgentmemError
+
         raise AgentmemError("team memory is read-only for this member (team_read_only = true)")
 
 
 def _need_team(store: Store) -> None:
     if not store.settings.team_url:
+        from ..models import AgentmemError
+
         raise AgentmemError("team memory is not configured: set team_url in config.toml or AGENTMEM_TEAM_URL "
                             "(docs/team.md)")
 
@@ -211,6 +215,8 @@ def _grant(args: argparse.Namespace) -> int:
             try:
                 schema.grant(conn, args.role, write=args.write, author=args.author)
             except psycopg.errors.UndefinedObject as exc:
+                from ..models import AgentmemError
+
                 raise AgentmemError(f"{exc.diag.message_primary}: create it first (CREATE ROLE {args.role} LOGIN "
                                     "PASSWORD '...'), docs/team.md") from None
         print(f"role {args.role}: " + ("reads and writes team memory (its own rows only)" if args.write

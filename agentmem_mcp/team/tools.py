@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from ..tool_answers import ShareAnswer
+
 if TYPE_CHECKING:
     from ..store import Store
 
@@ -42,7 +44,7 @@ def register_team_tools(tools: list[Any], state: Any, tool: Any, call: Any) -> N
     async def memory_share(
         id: Annotated[str, Field(description="Memory id to share")],
         ctx: Context | None = None,
-    ) -> dict[str, Any]:
+    ) -> ShareAnswer:
         """Share a memory of this project with the team (team memory): its author is this user. Only when the
         user asks for it; working memories never leave this machine."""
         def run(store: Any) -> dict[str, Any]:

@@ -107,8 +107,20 @@ def start(embedder: BorrowedEmbedder, store: Any) -> threading.Thread:
     return thread
 
 
+def in_users_words(mode: str) -> str:
+    """What every page says about search, for its user: nothing while search works fully; else what it cannot do
+    now (the Health page gives the technical detail, `search_mode`)."""
+    if mode == "loading":
+        return ("Search matches memories by their words for a few seconds, until the model that also matches them by "
+                "meaning has started.")
+    if mode == "bm25":
+        return ("Search here matches memories by their words only: a memory that matches by meaning alone is not "
+                "found (Health says why).")
+    return ""
+
+
 def search_mode(embedder: Any, why_not: str | None) -> tuple[str, str]:
-    """What the pages say about search: ("hybrid" | "loading" | "bm25", the sentence)."""
+    """What the Health page says about search: ("hybrid" | "loading" | "bm25", the sentence)."""
     if embedder is None:
         return "bm25", f"Search here runs on BM25 + the entity graph: {why_not}."
     status = embedder.status

@@ -13,11 +13,11 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from ..anchors import missing_files
 from ..db import browse
-from ..models import TIERS, TYPES, InvalidInput, NotFound, check_memory_id
+from ..models import SHOWN_TIERS, TIERS, TYPES, InvalidInput, NotFound, check_memory_id
 from ..ranking import estimate_tokens
 from . import params as arg
 from . import views
-from .html import Markup, join, table, tag
+from .html import Markup, href, join, table, tag
 from .state import viewer
 
 
@@ -50,6 +50,8 @@ async def search(request: Request) -> Response:
                       " quarantined too"),
                   tag("button", "Search", type="submit"), method="get", action="/search", class_="filters")
     body = [filters]
+    if not query:
+        body.append(await _search_start(v))
     if query:
         store = v.store
         since = time.time() - since_days * 86400 if since_days else None
@@ -67,6 +69,24 @@ async def search(request: Request) -> Response:
     return await v.page(request, page="/search", title="Search", body=join(body))
 
 
+EXAMPLES = ("how are the tests run", "why did the build fail", "what did we decide about dependencies")
+
+
+async def _search_start(v: Any) -> Markup:
+    """What the search page shows before a query: example searches and the memories stored last."""
+    examples = tag("p", "Ask in words or by an identifier (a file, a function, a command), e.g. ",
+                   join((tag("a", example, href=href("/search", q=example)) for example in EXAMPLES), " · "),
+                   class_="muted", id="examples")
+    rows, total = await browse.memory_page(v.db, project=None, everywhere=True, types=[], tiers=list(SHOWN_TIERS),
+                                          history=False, quarantined=False, limit=8, offset=0)
+    if not rows:
+        return join([examples, tag("p", "No memories yet: they come from your agent's sessions (its hooks and "
+                                        "memory_save) and from `agentmem save`.", class_="muted", id="recent")])
+    recent = tag("section", tag("h2", "Stored last"), views.memory_rows(rows, time.time()),
+                 tag("p", tag("a", f"all {total} memories", href="/memories"), class_="muted"), id="recent")
+    return join([examples, recent])
+
+
 async def memories(request: Request) -> Response:
     """Every memory, newest first, a page at a time; new ones appear at the top while the page is open."""
     v = viewer(request)
@@ -74,20 +94,25 @@ async def memories(request: Request) -> Response:
     project, kind, tier = arg.text(request, "project") or None, arg.choice(request, "type", TYPES), \
         arg.choice(request, "tier", TIERS)
     history, page = bool(arg.text(request, "history")), arg.page_number(request)
-    rows, total = await browse.memory_page(v.db, project=project, everywhere=project is None,
-                                          types=[kind] if kind else [], tiers=[tier] if tier else [],
-                                          history=history, quarantined=False, limit=arg.PER_PAGE,
+    tiers = [tier] if tier else list(SHOWN_TIERS)  # by default what search shows: not the raw captured events
+    scope = {"project": project, "everywhere": project is None, "types": [kind] if kind else [], "history": history,
+             "quarantined": False}
+    rows, total = await browse.memory_page(v.db, **scope, tiers=tiers, limit=arg.PER_PAGE,
                                           offset=(page - 1) * arg.PER_PAGE)
+    raw = 0 if tier else (await browse.memory_page(v.db, **scope, tiers=["working"], limit=0, offset=0))[1]
     filters = tag("form", views.labelled("project", views.select("project", views.project_choices(projects),
                                                                  project)),
                   views.labelled("type", views.select("type", views.type_choices(), kind)),
-                  views.labelled("tier", views.select("tier", views.tier_choices(), tier)),
+                  views.labelled("tier", views.select("tier", views.tier_choices("all but working"), tier)),
                   tag("label", tag("input", type="checkbox", name="history", value="1", checked=history),
                       " superseded versions too"),
                   tag("button", "Show", type="submit"), method="get", action="/memories", class_="filters")
     params = {"project": project, "type": kind, "tier": tier, "history": "1" if history else None}
-    body = join([filters, tag("p", "live", id="live-status", class_="live-note"),
-                 views.memory_rows(rows, time.time()), views.pager("/memories", page, total, arg.PER_PAGE, **params)])
+    hidden = tag("p", f"{raw} raw captured events (prompts, tool calls) of the working tier are not listed: choose "
+                      "the tier \"working\" to see them.", class_="muted", id="raw-note") if raw else ""
+    body = join([filters, hidden, tag("p", "live", id="live-status", class_="live-note"),
+                 views.memory_rows(rows, time.time(), tiers=tiers, kind=kind, project=project),
+                 views.pager("/memories", page, total, arg.PER_PAGE, **params)])
     return await v.page(request, page="/memories", title="Memories", body=body, live="memories")
 
 

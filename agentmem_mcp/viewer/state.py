@@ -97,6 +97,8 @@ class Viewer:
             flash = tag("p", done, class_="flash", role="status", id="flash")
         marks = await browse.latest_ids(self.db) if live else {"observation": 0, "memory": 0}
         search, mode = self.search_mode()
+        if page != "/health":  # the technical sentence (the shared process, its pid) is for the Health page
+            mode = embedding.in_users_words(search)
         text = render(self.frame, title=title, heading=heading if heading is not None else title, body=body,
                       nav=nav, flash=flash, mode=mode, search=search, page=page, live=live,
                       observation=marks["observation"],

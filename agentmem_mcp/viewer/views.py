@@ -97,13 +97,16 @@ def pager(path: str, page: int, total: int, per_page: int, **params: Any) -> Mar
     return tag("p", prev, " ", tag("span", f"{shown} (page {page} of {pages})"), " ", nxt, class_="pager")
 
 
-def memory_rows(rows: Sequence[dict[str, Any]], now: float) -> Markup:
-    """The memory list table (also the one the live feed prepends to)."""
+def memory_rows(rows: Sequence[dict[str, Any]], now: float, *, tiers: Sequence[str] = (), kind: str | None = None,
+                project: str | None = None) -> Markup:
+    """The memory list table (also the one the live feed prepends to: only memories of `tiers`, of type `kind` and
+    of `project` when given, as the page's filters chose)."""
     body = [(memory_link(r["id"], r["title"]), Markup(esc(r["type"]) + " · " + esc(r["tier"])),
              short_project(r["project"]), r["source"], f"{r['confidence']:.2f}", r["priority"],
              badges(r), ago(r["created_at"], now)) for r in rows]
     return table(("title", "type · tier", "project", "source", "confidence", "priority", "", "created"), body,
-                 class_="list memories", id="memory-list")
+                 class_="list memories", id="memory-list", data_tiers=" ".join(tiers) or None, data_type=kind,
+                 data_project=project)
 
 
 def session_rows(rows: Sequence[dict[str, Any]], now: float, *, project: str | None) -> Markup:
@@ -119,7 +122,8 @@ def session_rows(rows: Sequence[dict[str, Any]], now: float, *, project: str | N
             else tag("span", "not summarised yet", class_="muted")
         cells = (session_link(r["id"], r["id"][:18]), short_project(r["project"]), r["client"],
                  ago(r["started_at"], now), r["status"], captured, summary)
-        body.append(tag("tr", *(tag("td", cell) for cell in cells), data_session=r["id"]))
+        body.append(tag("tr", *(tag("td", cell, class_="text" if cell is summary else None) for cell in cells),
+                        data_session=r["id"]))
     return tag("table", head, tag("tbody", *body), class_="list", id="sessions",
                data_project=project if project is not None else "")
 

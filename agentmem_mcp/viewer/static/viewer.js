@@ -24,8 +24,13 @@
   }
 
   function addMemory(m) {
-    const list = document.querySelector("#memory-list tbody");
-    if (!list) return;
+    const table = document.getElementById("memory-list");
+    if (!table) return;
+    const tiers = (table.dataset.tiers || "").split(" ").filter(Boolean);
+    if (tiers.length && !tiers.includes(m.tier)) return; // the page's filters: raw events stay off the default list
+    if (table.dataset.type && m.type !== table.dataset.type) return;
+    if (table.dataset.project && m.project !== null && m.project !== table.dataset.project) return;
+    const list = table.querySelector("tbody");
     const row = document.createElement("tr");
     row.className = "new";
     row.dataset.id = m.id;
