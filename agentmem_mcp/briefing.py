@@ -307,7 +307,8 @@ def briefing_lines(conn: Connection, project: str | None, now: float | None = No
     fresh = FreshRows(knowledge, tree, project)
     for row in fresh.where(lambda r: r["tier"] == "procedural" and (r["key"] or "").startswith("workflow:"),
                            SECTION_LIMITS[COMMANDS]):
-        add(COMMANDS, row, f"- {row['content']}")
+        age = humanize_age(now - (row["updated_at"] or row["created_at"]))
+        add(COMMANDS, row, f"- {row['content']} (learned, {age})")
     for row in memories.pinned(conn, live, COLUMNS, 30):
         if row["id"] not in seen and not missing_files(row, tree, project):
             add("Always keep in mind", row, _line(row, _tail(row, now), 400))
