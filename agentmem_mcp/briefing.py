@@ -219,8 +219,8 @@ def _session_line(row: Any, now: float, chars: int, last: bool) -> str:
     chosen = fit(pieces[::-1], chars, "\n").split("\n") if pieces else []  # the latest statements are kept first
     outcome = " ".join(p for p in pieces if p in chosen)  # shown in the order they were written
     commits = [c for c in _items(parts.get("Commits", "")) if _COMMIT_ITEM.match(c)]
-    fitted = fit(commits, max(80, chars // 3), "; ")
-    committed = f" Committed {fitted}." if fitted else ""
+    fitted = fit(commits, max(80, chars // 3), "; ") or ", ".join(c.split()[0] for c in commits[:4])
+    committed = f" Committed {fitted}." if fitted else ""  # whole commits, else their hashes
     unresolved = f" Unresolved: {parts[UNRESOLVED]}." if UNRESOLVED in parts and chars >= 200 else ""
     changed = _files_changed(parts, chars // 3) if chars >= 300 else ""
     return head + (" —" if outcome or committed else "") + committed + (f" {outcome}" if outcome else "") \

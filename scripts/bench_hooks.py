@@ -172,7 +172,14 @@ def main(argv: list[str] | None = None) -> int:
                "command": "python scripts/bench_hooks.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     with tempfile.TemporaryDirectory() as tmp:
         home, project = Path(tmp) / "home", Path(tmp) / "project"
-        (project / ".git").mkdir(parents=True)
+        project.mkdir(parents=True)  # a real repository: SessionStart reads its `git status` (git_state.py)
+        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        for n in range(200):
+            (project / f"module_{n}.py").write_text(f"x = {n}\n")
+        subprocess.run(["git", "-C", str(project), "-c", "user.name=b", "-c", "user.email=b@b", "add", "."], check=True)
+        subprocess.run(["git", "-C", str(project), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "x"],
+                       check=True)
+        (project / "module_0.py").write_text("x = -1\n")  # one file changed, as a working tree usually has
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
         env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(args.model))
         embedder = Embedder(MODEL_NAME, args.model)
