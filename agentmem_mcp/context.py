@@ -24,7 +24,7 @@ from .db.connection import Connection
 from .db.memories import MemoryFilter
 from .index.tokenize import terms
 from .lifecycle.digest import clip
-from .ranking import PROCEDURE_BOOST, asks_how_to, estimate_tokens, humanize_age
+from .ranking import PROCEDURE_BOOST, asked_purpose, asks_how_to, estimate_tokens, humanize_age
 from .trust import instruction_reason, neutralize
 
 HEADER = ("# agentmem: notes recalled from earlier sessions of this project\n"
@@ -267,6 +267,13 @@ def _telling(matched: set[str], weights: dict[str, float], named: set[str]) -> b
         weights[t] >= RARE_WEIGHT for t in matched) and bool(matched)
 
 
+def _commands_for(conn: Connection, purpose: str, project: str | None, now: float) -> list[Any]:
+    """The project's learned commands for a purpose ("Run the tests"), best first."""
+    rows = memories.best_known(conn, MemoryFilter(projects=[project, None], tiers=("procedural",), latest_only=True,
+                                                  with_quarantined=False, live_at=now), COLUMNS, 60)
+    return [r for r in rows if (r["key"] or "").startswith("workflow:") and r["title"].startswith(f"{purpose}:")][:2]
+
+
 def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | None, *, budget_tokens: int,
                    min_score: float, max_hits: int = 4, tree: str | None = None) -> tuple[str, list[str]]:
     """Up to `max_hits` memories whose text covers enough of the prompt's terms; '' when none is relevant.
@@ -289,9 +296,11 @@ def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | 
     from .team import in_use  # team memory: the team's memories from this machine's copy
 
     team_rows = _team_prompt_rows(conn, prompt, project) if in_use(conn) else []
-    if not hits and not team_rows:
-        return "", []
     now = time.time()
+    purpose = asked_purpose(prompt)
+    routed = _commands_for(conn, purpose, project, now) if purpose else []
+    if not hits and not team_rows and not routed:
+        return "", []
     rows = memories.by_ids(conn, list(hits), COLUMNS,
                            MemoryFilter(latest_only=True, with_quarantined=False, live_at=now))
     rows += team_rows
@@ -313,6 +322,9 @@ def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | 
             rank = coverage + 0.15 * hits.get(row["id"], 0.0) / top
             scored.append((rank * (PROCEDURE_BOOST if how_to and row["tier"] == "procedural" else 1.0), coverage,
                            matched, row))
+    routed_ids = {row["id"] for row in routed}
+    scored = [(2.0 + len(routed) - i, None, set(), row) for i, row in enumerate(routed)] + [
+        item for item in scored if item[3]["id"] not in routed_ids]  # the learned commands a how-to asks for first
     lines = []
     for rank, (_, coverage, matched, row) in enumerate(sorted(scored, key=lambda item: -item[0])[:max_hits]):
         gone = missing_files(row, tree, project)
@@ -321,7 +333,8 @@ def prompt_context(conn: Connection, fulltext: Any, prompt: str, project: str | 
         text = content if _flat(content).startswith(row["title"].rstrip("…")) else f"{row['title']}: {content}"
         body = _matched_window(text, matched, analyze, PROMPT_SNIPPET_CHARS[min(rank, len(PROMPT_SNIPPET_CHARS) - 1)],
                                literals=literals, weights=weights)
+        why = "a learned command for what you ask" if coverage is None else f"matches {coverage:.0%} of your prompt"
         lines.append(ContextLine("Relevant notes", f"- [{row['type']}] {body} ({provenance(row)}, "
-                                 f"{humanize_age(now - (row['updated_at'] or row['created_at']))}, matches "
-                                 f"{coverage:.0%} of your prompt{stale})", row["id"]))
+                                 f"{humanize_age(now - (row['updated_at'] or row['created_at']))}, {why}{stale})",
+                                 row["id"]))
     return pack(lines, budget_tokens, header=PROMPT_HEADER)

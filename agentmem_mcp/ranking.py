@@ -146,7 +146,18 @@ def humanize_age(seconds: float) -> str:
 
 _HOW_TO = re.compile(r"^\W*(?:how (?:do|can|should|would|could) (?:i|we|you|one)|how to|what(?:'s| is) the "
                      r"(?:command|way|script) (?:to|for)|(?:which|what) (?:command|script) (?:do|does|should|runs?|"
-                     r"starts?|builds?))\b", re.IGNORECASE)
+                     r"starts?|builds?)|wie (?:kann|soll|muss) (?:ich|man)|wie (?:starte|baue|teste|installiere)|"
+                     r"comment (?:faire|lancer|démarrer|construire|tester)|cómo (?:ejecuto|inicio|construyo|pruebo))\b",
+                     re.IGNORECASE)
+# what a how-to question asks to do, as the learned commands' purposes name it (consolidate.command_label)
+_PURPOSES = (("Run the tests", re.compile(r"\b(?:tests?|testing|specs?|test suite|testen)\b", re.I)),
+             ("Check the code", re.compile(r"\b(?:lint|linter|linting|static (?:checks?|analysis)|type ?check\w*|"
+                                           r"quality checks?|checks)\b", re.I)),
+             ("Format the code", re.compile(r"\b(?:format|formatter|formatting)\b", re.I)),
+             ("Build", re.compile(r"\b(?:build|compile|bundle|bauen|kompilieren|construire)\b", re.I)),
+             ("Start the app", re.compile(r"\b(?:start|run|serve|launch|dev server|server|starten|lancer|"
+                                          r"démarrer|inicio)\b", re.I)),
+             ("Install dependencies", re.compile(r"\b(?:install|dependencies|deps|set ?up|installieren)\b", re.I)))
 PROCEDURE_BOOST = 1.3  # a how-to question ("how do I run the tests?") weighs procedures (workflows) this much more
 
 
@@ -159,6 +170,13 @@ def asks_which_file(query: str) -> bool:
     """Whether a query asks which file (script, module, component) holds something: the files a memory
     names answer it, wherever they sit in the memory's text."""
     return bool(_WHICH_FILE.search(query))
+
+
+def asked_purpose(query: str) -> str | None:
+    """What a how-to question asks to do ("how do I run the linter?" -> "Check the code"), or None."""
+    if not asks_how_to(query):
+        return None
+    return next((label for label, pattern in _PURPOSES if pattern.search(query)), None)
 
 
 def asks_how_to(query: str) -> bool:

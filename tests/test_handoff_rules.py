@@ -282,3 +282,23 @@ def test_git_status_porcelain_v2_is_read():
                          "2 R. N... 100644 100644 100644 aaa bbb R100 new name.py\0old.py\0? notes.md\0")
     assert (state.branch, state.upstream, state.ahead, state.behind) == ("dev", "origin/dev", 2, 0)
     assert state.changed == ["src/a.py", "new name.py"] and state.untracked == ["notes.md"]
+
+
+def test_an_error_that_changed_after_a_step_was_fixed_by_that_step():
+    got = [d.content for d in mine([
+        bash("git commit -m x", "Pre-commit validation failed: [FORMAT] Code is not formatted.", failed=True),
+        bash("mix format", ""),
+        bash("git commit -m x", "Pre-commit validation failed: [DIALYZER] 3 errors", failed=True),
+    ], "/p", ("/p",)) if d.key.startswith("bug:")]
+    assert got == ["`git commit` failed: Pre-commit validation failed: [FORMAT] Code is not formatted. What worked: "
+                   "`mix format` (the next `git commit` no longer failed with it)."]
+
+
+def test_a_how_to_question_names_the_purpose_it_asks_for():
+    from agentmem_mcp.ranking import asked_purpose
+
+    assert asked_purpose("how do I run the linter?") == "Check the code"
+    assert asked_purpose("How do I run the tests for the parser?") == "Run the tests"
+    assert asked_purpose("how can I build the binary") == "Build"
+    assert asked_purpose("wie starte ich den Server?") == "Start the app"
+    assert asked_purpose("why does the build fail?") is None  # not a how-to

@@ -440,7 +440,15 @@ def _fixes(by_session: dict[str, list[ObsRecord]], known: set[str]) -> list[Deri
             if record.key and record.failed and record.outcome == "failed" and not (
                     command_label(record.key) in NARROWABLE
                     and is_narrowed(next((t for k, t in command_segments(record.command) if k == record.key), []))):
-                open_failures[record.key] = {"signature": error_signature(record.reason or record.title),
+                signature = error_signature(record.reason or record.title)
+                earlier = open_failures.get(record.key)
+                if earlier and earlier["signature"] != signature and earlier["between"] and earlier["reason"]:
+                    # the error changed after a step ran: that step fixed the earlier one (a FORMAT failure
+                    # gone after `mix format`, the commit now stopped by another check)
+                    key = f"bug:{hashlib.sha256(earlier['signature'].encode()).hexdigest()[:16]}"
+                    if key not in known and key not in found:
+                        found[key] = {**earlier, "worked": "", "command": record.key, "session": session}
+                open_failures[record.key] = {"signature": signature,
                                              "reason": record.reason, "form": _form_of(record), "files": [],
                                              "between": [], "retries": 0, "id": record.id,
                                              "text": record.command}
@@ -478,8 +486,11 @@ def _fixes(by_session: dict[str, list[ObsRecord]], known: set[str]) -> list[Deri
         files = sorted(dict.fromkeys(fix["files"]))[:6]
         after = f" after editing {', '.join(f.rsplit('/', 1)[-1] for f in files)}" if files else ""
         again = " again" if fix["worked"] == fix["form"] else ""
-        worked = (f"{', '.join(f'`{step}`' for step in fix['between'])}, then `{fix['worked']}`{again}"
-                  if fix["between"] else f"`{fix['worked']}`")
+        steps = ", ".join(f"`{step}`" for step in fix["between"])
+        if not fix["worked"]:  # the next run failed on something else: the steps in between fixed this error
+            worked = f"{steps} (the next `{fix['command']}` no longer failed with it)"
+        else:
+            worked = f"{steps}, then `{fix['worked']}`{again}" if fix["between"] else f"`{fix['worked']}`"
         out.append(Derived(
             key=key, tier="semantic", type="bug", title=f"Fix: `{fix['form']}` failed ({fix['reason'][:70]})",
             content=f"`{fix['form']}` failed: {fix['reason'][:160].rstrip(' .:')}. What worked: {worked}{after}.",

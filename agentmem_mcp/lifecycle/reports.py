@@ -88,8 +88,8 @@ def _blocks(report: str) -> list[tuple[str, str]]:
             insight = not line.strip().startswith("`─") and "─────" not in line
             continue
         stripped = line.strip()
-        if not stripped or stripped.startswith("|") or _RULE.match(stripped) or _BOX.search(stripped):
-            continue
+        if not stripped or stripped.startswith(("|", ">")) or _RULE.match(stripped) or _BOX.search(stripped):
+            continue  # a table, a quoted block (someone else's words), a rule or a drawing
         heading = _HEADING.match(line) or _BOLD_LINE.match(line)
         if heading:
             out.append(("heading", plain(heading.group(1))))
