@@ -45,7 +45,7 @@ from .db.memories import MemoryFilter
 from .git_state import TreeState
 from .lifecycle import BRANCH, NEXT, OUTCOME, PULL_REQUESTS, STILL_FAILING, UNCOMMITTED, UNRESOLVED, UNTRIED
 from .lifecycle.commands import command_label, normalize_command
-from .lifecycle.reports import fit, sentences
+from .lifecycle.reports import fit, names, sentences
 from .lifecycle.retention import retention
 from .ranking import humanize_age
 
@@ -56,7 +56,6 @@ DECISIONS = "Decisions"
 GOTCHAS = "Gotchas: what failed, and the form that worked"
 EARLIER = "Earlier sessions (oldest first)"
 FILES = "Files in play"
-OPEN = "Still open from earlier sessions"
 SAVED = "Saved knowledge"
 SAVED_SOURCES = ("user", "agent", "import")  # what someone chose to remember, not what the rules derived
 # how much of the last session's outcome and of each earlier session's line the briefing may show, from the most
@@ -122,9 +121,6 @@ def handoff_lines(row: Any, tree_state: TreeState | None, tree: str | None, proj
         out.append(f"- Pull requests: {prs}.")
     if "Tests" in parts:
         out.append("- Tests: " + fit(_items(parts["Tests"]), 300, "; "))
-    changed = _files_changed(parts, outcome_chars // 4)
-    if changed:
-        out.append(f"- Files changed: {changed}")
     if UNCOMMITTED in parts:
         out.append(f"- {UNCOMMITTED}: {parts[UNCOMMITTED]}")
     if STILL_FAILING in parts:
@@ -209,22 +205,39 @@ def tree_line(state: TreeState | None, tree: str | None, project: str | None) ->
     return "- The working tree now: " + "; ".join(bits) + "."
 
 
-def _session_line(row: Any, now: float, chars: int, last: bool) -> str:
-    """One earlier session: when, what was asked, the lead of what came of it, its commits."""
+def _session_line(row: Any, now: float, chars: int, last: bool, pieces: list[str] | None = None) -> str:
+    """One earlier session: when, what was asked, its commits, the lead of what came of it (`pieces`: its outcome's
+    statements that later sessions did not supersede)."""
     parts = summary_parts(row["content"])
     asked = _asked(row, parts, prompts=1)
     head = f"- ({_client(row)}{humanize_age(now - _ended(row))})" + (f" asked {asked}" if asked else "") \
         + (" (the last session)" if last else "")
-    pieces = outcome_pieces(parts.get(OUTCOME, ""))
+    pieces = outcome_pieces(parts.get(OUTCOME, "")) if pieces is None else pieces
     chosen = fit(pieces[::-1], chars, "\n").split("\n") if pieces else []  # the latest statements are kept first
     outcome = " ".join(p for p in pieces if p in chosen)  # shown in the order they were written
     commits = [c for c in _items(parts.get("Commits", "")) if _COMMIT_ITEM.match(c)]
     fitted = fit(commits, max(80, chars // 3), "; ") or ", ".join(c.split()[0] for c in commits[:4])
     committed = f" Committed {fitted}." if fitted else ""  # whole commits, else their hashes
-    unresolved = f" Unresolved: {parts[UNRESOLVED]}." if UNRESOLVED in parts and chars >= 200 else ""
     changed = _files_changed(parts, chars // 3) if chars >= 300 else ""
     return head + (" —" if outcome or committed else "") + committed + (f" {outcome}" if outcome else "") \
-        + unresolved + (f" Files changed: {changed}." if changed else "")
+        + (f" Files changed: {changed}." if changed else "")
+
+
+def superseded(rows: list[Any]) -> dict[str, list[str]]:
+    """Each session's outcome statements that no later session superseded, by memory id (`rows` newest first): a
+    statement whose names a later session's statements all name again speaks of a state that has moved on."""
+    covered: set[str] = set()
+    out: dict[str, list[str]] = {}
+    for row in rows:
+        pieces = outcome_pieces(summary_parts(row["content"]).get(OUTCOME, ""))
+        kept = []
+        for piece in pieces:
+            named = {n for n in names(piece) if not n.isdigit()}
+            if not (named and named <= covered):
+                kept.append(piece)
+        out[row["id"]] = kept
+        covered |= {n for piece in pieces for n in names(piece) if not n.isdigit()}
+    return out
 
 
 def _files_changed(parts: dict[str, str], chars: int) -> str:
@@ -232,19 +245,6 @@ def _files_changed(parts: dict[str, str], chars: int) -> str:
     files = [f for f in parts.get("Files changed", "").split(", ") if f and not f.startswith("/")
              and not f.startswith("and ") and not f.endswith("…")]
     return fit(files, chars, ", ")
-
-
-def _earlier_open(rows: list[Any], now: float) -> list[str]:
-    """What earlier sessions left open that the last one did not take up: the agent's next steps."""
-    out = []
-    for row in rows:
-        parts = summary_parts(row["content"])
-        if NEXT in parts:
-            title = row["title"].removeprefix("Session: ").rstrip("…")
-            items = fit(parts[NEXT].split(OUTCOME_SEPARATOR), 300, " ")
-            if items:
-                out.append(f"- {items} (at the end of \"{title}\", {humanize_age(now - _ended(row))})")
-    return out
 
 
 _PORT_TAKEN = re.compile(r"address already in use|port \d+ (?:is )?(?:already )?in use|EADDRINUSE|is port \d+ in use",
@@ -322,14 +322,14 @@ def briefing_lines(conn: Connection, project: str | None, now: float | None = No
                            and r["type"] not in ("preference", "decision"), SECTION_LIMITS[SAVED],
                            order=lambda r: -usefulness(r, now)):
         add(SAVED, row, _line(row, _tail(row, now), 300))
-    for line in _earlier_open(summaries[1:3], now):
-        lines.append(ContextLine(OPEN, line))
     for row in fresh.where(lambda r: _gotcha(r) and r["id"] not in seen, SECTION_LIMITS[GOTCHAS]):
         add(GOTCHAS, row, _line(row, _tail(row, now), 300))
     earlier = sorted(summaries[1:EARLIER_SESSIONS + 1], key=_started)
+    current = superseded(summaries[:EARLIER_SESSIONS + 1])
     for row in earlier:
         seen.add(row["id"])
-        variants = tuple(_session_line(row, now, chars, last=False) for _, chars in DETAIL_LEVELS)
+        variants = tuple(_session_line(row, now, chars, last=False, pieces=current[row["id"]])
+                         for _, chars in DETAIL_LEVELS)
         lines.append(ContextLine(EARLIER, variants[0], row["id"], variants))
     files = _files_in_play(knowledge, summaries[:2], tree, project)
     if files:

@@ -193,8 +193,8 @@ def test_commands_are_learned_per_form_with_their_last_result_never_pooled():
 
 def test_a_filtered_run_is_unknown_and_output_with_errors_is_a_failure_whatever_the_status():
     got = learned([bash("mix dialyzer 2>&1 | grep lib/", "lib/a.ex:3:1: pattern_match", session="s1"),
-                   bash("mix compile 2>&1 | tail -3", "Compiled 3 files", session="s1"),
-                   bash("npm run lint", "src/a.ts\n  3:1  error  'x' is unused\n\n✖ 3 errors", session="s1")])
+                   bash("mix compile 2>&1 | tail -3", "Compiled 3 files", session="s1")])
+    got += learned([bash("npm run lint", "src/a.ts\n  3:1  error  'x' is unused\n\n✖ 3 errors", session="s1")])
     assert "Check the code: `mix dialyzer` — its last result was not shown (the output went through a filter)" \
            in " ".join(got)
     assert "Build: `mix compile` — last run passed" in " ".join(got)
@@ -302,3 +302,25 @@ def test_a_how_to_question_names_the_purpose_it_asks_for():
     assert asked_purpose("how can I build the binary") == "Build"
     assert asked_purpose("wie starte ich den Server?") == "Start the app"
     assert asked_purpose("why does the build fail?") is None  # not a how-to
+
+
+def test_the_projects_own_entry_point_wins_and_a_failure_a_later_way_passed_is_not_shown():
+    got = learned([bash("npx tsc --noEmit", "", session="s1"), bash("npm run build", "built", session="s1"),
+                   bash("npm run test:offline", "Tests 3 failed | 652 passed", failed=True, session="s1"),
+                   bash("npm test", "Tests 733 passed", session="s2"),
+                   bash("npm run lint:check && npm run check:format", "Analyzing\n[warn] src/a.ts", failed=True,
+                        session="s2")])
+    text = " ".join(got)
+    assert "`npm run build`" in text and "npx tsc" not in text  # the project's script wraps the tool
+    assert "`npm test` — last run passed" in text and "test:offline" not in text  # a later way of testing passed
+    assert "Check the code: `npm run lint:check` — its last result was not shown" in text  # the chain's other step
+
+
+def test_a_rule_that_points_back_joins_its_sentence_and_agreement_is_not_a_correction():
+    assert standing_sentences("proper fix. Ich präferiere den nachhaltigen Ansatz. Merk dir dies als Leitlinie!") \
+        == ["Ich präferiere den nachhaltigen Ansatz. Merk dir dies als Leitlinie!"]
+    assert admission("it doesn't sound quite like music", "You're right! The current approach plays tokens one by "
+                     "one, which sounds like beeps.") == []
+    assert admission("du nutzt den mcp server solltest aber den voice server nutzen",
+                     "Du hast recht! Ich sollte den Voice Server nutzen, nicht den MCP.") == [
+        "Ich sollte den Voice Server nutzen, nicht den MCP."]

@@ -478,7 +478,9 @@ def _error_lines(output: str) -> list[str]:
             found.append(f"{line.strip()} {detail}".strip())
         else:
             found.append(line.strip())
-    return list(dict.fromkeys(found))[:10]
+    found = list(dict.fromkeys(found))
+    # make's "*** [target] Error 1" says which target failed; the lines above it say why
+    return ([x for x in found if not x.startswith("make")] + [x for x in found if x.startswith("make")])[:10]
 
 
 def _test_summary(output: str) -> str:

@@ -47,6 +47,8 @@ class Turn:
     ended: str = ""  # how the turn ended when not with a reply: "interrupted", "api-error" or "rejected"
     error: str = ""  # the client's error line when it ended on an API error ("API Error: 400 ...")
     branch: str | None = None  # the git branch the client recorded for the turn (Claude Code's `gitBranch`)
+    delegated: list[str] = field(default_factory=list)  # the replies that are sub-agents' reports, not the agent's
+    tool_results: int = 0  # how many tool calls of the turn came back
 
     @property
     def final(self) -> str:
@@ -137,7 +139,11 @@ def parse_turns(lines: list[str]) -> list[Turn]:
                                                  for b in content):
                 if turns:
                     turns[-1].answers.extend(_answers(record.get("toolUseResult"), cwd))
-                    turns[-1].replies.extend(_agent_reports(content, reports, cwd))
+                    delegated = _agent_reports(content, reports, cwd)
+                    turns[-1].replies.extend(delegated)
+                    turns[-1].delegated.extend(delegated)
+                    turns[-1].tool_results += sum(1 for b in content if isinstance(b, dict)
+                                                  and b.get("type") == "tool_result")
                     turns[-1].ended = _tool_result_ending(content) or turns[-1].ended
                 continue
             text = _text_of(content)
@@ -165,7 +171,7 @@ def parse_turns(lines: list[str]) -> list[Turn]:
             if record.get("isApiErrorMessage") is True or _API_ERROR.match(text):
                 turns[-1].ended, turns[-1].error = "api-error", _clip(redact(text), 200)
             elif text and not is_noise(text):
-                turns[-1].replies.append(_clip(redact(relative_to(text, cwd))))
+                turns[-1].replies.append(_clip(redact(relative_to(_REMINDER.sub("", text).strip(), cwd))))
                 turns[-1].ended = turns[-1].error = ""
     return [t for t in turns if t.prompt]
 
@@ -187,7 +193,7 @@ def _agent_reports(content: list, reports: set[str], cwd: str) -> list[str]:
     out = []
     for block in content:
         if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") in reports:
-            text = _text_of(block.get("content")).strip()
+            text = _REMINDER.sub("", _text_of(block.get("content"))).strip()
             if text and not block.get("is_error"):
                 out.append(_clip(redact(relative_to(text, cwd)), 1500))
     return out

@@ -150,7 +150,12 @@ def _outcome(record: ObsRecord) -> str:
     if label == "Start the app" and _PORT_TAKEN.search(output):
         return "invalid"  # the port was taken by an earlier run: the machine's state, not the project's
     if record.failed:
-        return "invalid" if invocation_error(output) and not _ERROR_COUNT.search(output[:1500]) else "failed"
+        if invocation_error(output) and not _ERROR_COUNT.search(output[:1500]):
+            return "invalid"
+        steps = [key for key, _ in command_segments(record.command)]
+        if len(steps) > 1 and steps[-1] != record.key:
+            return "unknown"  # a chain failed, and which of its steps failed the output alone does not say
+        return "failed"
     result = next((f for f in record.facts if f.startswith("result: ")), "")
     if _ERROR_COUNT.search(result) or _ERROR_COUNT.search(output[-1500:]) and not _SUCCESS.search(result):
         return "failed"
@@ -306,7 +311,7 @@ def _usable(record: ObsRecord, roots: tuple[str, ...]) -> tuple[str, str] | None
     return (form, where) if where is not None else None
 
 
-NARROWABLE = frozenset({"Run the tests", "Check the code"})
+NARROWABLE = frozenset({"Run the tests", "Check the code", "Format the code"})
 _CD = re.compile(r"(?:^|&&|;|\n)\s*cd\s+(\"[^\"]+\"|'[^']+'|[^\s;&|]+)")
 
 
@@ -367,12 +372,26 @@ def _project_commands(stats: dict[str, dict[str, Any]], roots: tuple[str, ...]) 
         forms.sort(key=lambda item: (-(item[1]["outcomes"]["passed"] + item[1]["outcomes"]["running"] > 0),
                                      -len(item[1]["sessions"]), -(item[0].split()[0] in _RUNNERS),
                                      -item[1]["runs"], len(item[0]), -item[1]["at"]))
+        if any(_scripted(form) for form, _ in forms):  # the project's own entry point wraps the tool
+            forms = [(form, entry) for form, entry in forms if _scripted(form)]
+        passed_at = max((e["at"] for _, e in forms if e["last"] in ("passed", "running")), default=0.0)
         keys: set[str] = set()
         for form, entry in forms:  # one form per command, the best
+            if entry["last"] == "failed" and entry["at"] < passed_at:
+                continue  # another way of doing the same passed after it
             if entry["key"] not in keys and len(keys) < MAX_FORMS_PER_PURPOSE:
                 keys.add(entry["key"])
                 out.append((form, entry))
     return out
+
+
+_SCRIPTED = re.compile(r"^(?:(?:npm|pnpm|bun) (?:run|test|start|t)\b|yarn(?: run)?|make|just|task|nix develop|rake|"
+                       r"composer run|poetry run|uv run|hatch run|pdm run|tox|nox|\./)\S*")
+
+
+def _scripted(form: str) -> bool:
+    """A form that runs one of the project's own scripts or targets (`npm run lint`, `make test`, `./check.sh`)."""
+    return bool(_SCRIPTED.match(form))
 
 
 def _runs_project_script(form: str) -> bool:

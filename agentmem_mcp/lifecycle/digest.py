@@ -51,6 +51,7 @@ def distinct(items: list[str]) -> list[str]:
 def plain(text: str) -> str:
     """Markdown decoration dropped, one line: what the agent wrote, as a note. Headings, quotes, bullets,
     emphasis and code ticks go; what names things stays (`#379`, `waiting_summary.ex`, `__init__.py`)."""
+    text = re.sub(r"\[([^\]\n]{1,80})\]\((?:https?://|/)[^)\s]*\)", r"\1", text)  # a link: its text
     text = re.sub(r"^\s{0,3}(?:#{1,6}|>+)\s+", "", text, flags=re.MULTILINE)
     text = re.sub(r"^\s*[-*•]\s+", "", text, flags=re.MULTILINE)
     text = re.sub(r"\*\*|~~|`|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*])", "", text)

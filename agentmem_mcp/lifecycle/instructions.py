@@ -68,18 +68,29 @@ def typed_text(prompt: str) -> str:
 
 
 def standing_sentences(prompt: str) -> list[str]:
-    """The sentences of a prompt that set a standing rule in the user's own words (whole sentences)."""
+    """The sentences of a prompt that set a standing rule in the user's own words (whole sentences). A sentence
+    that only points back at the rule ("Remember this as a guideline!") is joined to the sentence before it."""
     out = []
     typed = _QUOTED.sub(" ", typed_text(prompt))
     for line in typed.split("\n"):
-        for sentence in sentences(line):
-            sentence = sentence.strip(" -*")
+        said = [s.strip(" -*") for s in sentences(line)]
+        for index, sentence in enumerate(said):
             words = len(sentence.split())
             if not MIN_WORDS <= words <= MAX_WORDS or _QUESTION.search(sentence):
                 continue
-            if _DIRECTIVE.search(sentence) or _RULE_INSIDE.search(sentence):
+            if _POINTING.search(sentence) and index:
+                before = said[index - 1]
+                joined = f"{before} {sentence}"
+                out = [s for s in out if s != before] + [joined] if len(joined.split()) <= 2 * MAX_WORDS else out
+            elif _DIRECTIVE.search(sentence) or _RULE_INSIDE.search(sentence):
                 out.append(sentence)
     return out
+
+
+# a sentence that makes the one before it a rule, pointing back at it ("remember this as a guideline")
+_POINTING = re.compile(r"\b(?:remember (?:this|that)|keep (?:this|that) in mind|(?:this|that) is a rule|"
+                       r"merk (?:dir|es dir) (?:das|dies)|behalte (?:das|dies)|retiens (?:ça|cela)|recuerda esto)\b",
+                       re.IGNORECASE)
 
 
 def admission(prompt: str, reply: str) -> list[str]:
@@ -92,7 +103,15 @@ def admission(prompt: str, reply: str) -> list[str]:
         sentence = _ADMISSION.sub("", sentence).lstrip(" !.,-—:")
         if sentence and not is_narration(sentence) and len(sentence.split()) >= 3 and not sentence.endswith(":"):
             said.append(sentence[0].upper() + sentence[1:])
+    if not any(_AT_FAULT.search(s) for s in said[:2]):
+        return []  # the agent agreed with feedback, it did not admit a mistake
     return said[:2]
+
+
+# the agent saying what it did wrong: a first person with a should / was / made / missed ...
+_AT_FAULT = re.compile(r"\b(?:i (?:should(?:n'?t| not| have)?|was|made|missed|overlooked|forgot|misread|"
+                       r"misunderstood|described|didn'?t)|my (?:mistake|bad|fault|error)|ich (?:sollte|hätte|war|"
+                       r"hab|habe)|mein fehler|j'aurais|je n'aurais|debí|no debí)\b", re.IGNORECASE)
 
 
 _OPTION = re.compile(r"^\s*(?:\*\*)?(?:option\s+)?(\d+|[A-Ha-h])[.):]\s+(?:\*\*)?(.+)$", re.MULTILINE | re.IGNORECASE)

@@ -127,6 +127,15 @@ def is_narration(sentence: str) -> bool:
     return bool(_NARRATION.match(sentence.lstrip("*_ ")))
 
 
+_FIELD = re.compile(r"^\W*[\w .'-]{1,24}:\s+(?P<value>.+)$")
+
+
+def is_field(text: str) -> bool:
+    """A "Label: value" cell ("Location: _includes/footer.html, lines 5, 12"): a field of a form, not a statement."""
+    found = _FIELD.match(text)
+    return bool(found) and words(re.sub(_NAMES, " ", found.group("value"))) <= 3
+
+
 def says_something(sentence: str) -> bool:
     """A sentence worth showing as an outcome: not narration, filler, a question to the user, nor praise that
     names nothing, and long enough to be a statement."""
@@ -162,6 +171,8 @@ def statements(report: str) -> list[tuple[float, int, str]]:
                 add(headline, 1.5)
         elif kind == "item":
             item = plain(text)
+            if is_field(item):
+                continue
             named = len(names(item))
             if named and (words(item) >= 4 or named >= 2 and words(item) >= 2) and len(item) <= 220 \
                     and (says_something(item) or named >= 2 and not is_narration(item)) and not _PLAN_ITEM.match(item):
@@ -209,7 +220,7 @@ def next_steps(report: str, limit: int = 4) -> list[str]:
             under = under and kind == "labelled"
             for sentence in sentences(text):
                 if _NEXT_SENTENCE.search(sentence) and not is_narration(sentence) and sentence not in found \
-                        and not _QUESTION_END.search(sentence):
+                        and not _QUESTION_END.search(sentence) and not sentence.rstrip().endswith((":", "：")):
                     found.append(sentence)
         if len(found) >= limit:
             break

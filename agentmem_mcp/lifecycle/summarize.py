@@ -40,7 +40,7 @@ from .consolidate import (
     write_saves,
 )
 from .digest import clip, digest, distinct, plain, short_urls
-from .reports import fit, lead, next_steps
+from .reports import fit, lead, names, next_steps
 from .session_log import session_reports, summary_files, transcript_path, turn_memories
 
 if TYPE_CHECKING:
@@ -336,7 +336,9 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     if named:
         lines.append(clip("Memories saved: " + "; ".join(named), 150))
     room = SUMMARY_MAX_CHARS - sum(len(line) + 1 for line in lines) - len(OUTCOME) - 2
-    outcome = outcome_of(turns, max(MIN_OUTCOME_CHARS, min(room, OUTCOME_CHARS)))
+    refused = {path.rsplit("/", 1)[-1] for path in _refused_writes(state)}
+    outcome = outcome_of(turns, max(MIN_OUTCOME_CHARS, min(room, OUTCOME_CHARS)),
+                         keep=lambda s: not (still and _CLAIM.search(s)) and not any(f in s for f in refused))
     if outcome:
         lines.insert(at, f"{OUTCOME}: {outcome}")
     room -= len(outcome) + len(REPORTED) + 2
@@ -368,21 +370,47 @@ def whole(text: str, limit: int) -> str:
     return first if len(first) <= limit else ""
 
 
-def outcome_of(turns: list[Turn], limit: int) -> str:
+def outcome_of(turns: list[Turn], limit: int, keep: Any = None) -> str:
     """What came of a session: the lead sentences of its turns' reports (each turn's final reply, and the longest
-    structured report it gave on the way), taken from the last turn back (the latest state first) while they fit
-    whole in `limit`, shown in the order they were written."""
+    structured reports it gave on the way), taken from the last turn back (the latest state first) while they fit
+    whole in `limit`, shown in the order they were written. One state per fact: an earlier statement that names
+    nothing a later chosen one does not is left out (the first fix, replaced by the next). `keep`: which
+    statements may be shown at all."""
     chosen: list[tuple[int, int, list[str]]] = []
+    covered: set[str] = set()
     used = 0
     for index in range(len(turns) - 1, -1, -1):
         for order, report in enumerate(_turn_reports(turns[index])):
-            sentences = [s for s in lead(report, TURN_LEAD_CHARS)
-                         if all(s not in taken for _, _, group in chosen for taken in group)]
+            sentences = []
+            for sentence in lead(report, TURN_LEAD_CHARS):
+                named = {n for n in names(sentence) if not n.isdigit()}
+                if keep is not None and not keep(sentence) or any(sentence in group for _, _, group in chosen):
+                    continue
+                if named and named <= covered:
+                    continue  # a later statement already says where these things stand
+                sentences.append(sentence)
             cost = sum(len(s) + len(OUTCOME_SEPARATOR) for s in sentences)
             if sentences and used + cost <= limit:
                 chosen.append((index, -order, sentences))
+                covered |= {n for s in sentences for n in names(s) if not n.isdigit()}
                 used += cost
     return OUTCOME_SEPARATOR.join(s for _, _, group in sorted(chosen) for s in group)
+
+
+# a claim that the work is done or works: not shown when the session ended with its build or tests failing
+_CLAIM = re.compile(r"\b(?:success(?:fully)?|complete[ds]?|done|finished|works?|working|passing|passe[sd]|fixed|"
+                    r"resolved|ready for|production|erfolgreich|abgeschlossen|funktioniert|fertig|behoben)\b",
+                    re.IGNORECASE)
+
+
+def _refused_writes(state: SessionState) -> list[str]:
+    """The files whose write or edit failed in the session and that no later edit changed."""
+    out = []
+    for failure in state.failures:
+        found = re.match(r"(?:Write|Edit|MultiEdit) of (\S+?):", failure)
+        if found and not any(path.endswith("/" + found.group(1)) or path == found.group(1) for path in state.files):
+            out.append(found.group(1))
+    return out
 
 
 REPORT_MIN_CHARS = 800  # a reply this long, with headings or a list, is a report of its own within a turn
@@ -391,8 +419,9 @@ REPORT_MIN_CHARS = 800  # a reply this long, with headings or a list, is a repor
 def _turn_reports(turn: Turn) -> list[str]:
     """A turn's reports, latest first: its final reply, then its two longest structured replies of the turn's second
     half (an exploration at its start says what was found, not what came of the work)."""
-    final = turn.final
-    late = turn.replies[len(turn.replies) // 2:-1]  # a report late in the turn says what came of it
+    own = [r for r in turn.replies if r not in turn.delegated]  # a sub-agent's report is not the agent's
+    final = own[-1] if own else ""
+    late = own[len(own) // 2:-1]  # a report late in the turn says what came of it
     structured = [r for r in late if len(r) >= REPORT_MIN_CHARS
                   and (re.search(r"^\s*#{1,6} |^\s*\*\*[^*]+\*\*\s*$", r, re.MULTILINE)
                        or len(re.findall(r"^\s*(?:[-*]|\d+\.)\s", r, re.MULTILINE)) >= 3)]
@@ -414,8 +443,8 @@ def _unresolved(turns: list[Turn]) -> str:
     if not turns:
         return ""
     last = turns[-1]
-    if last.ended not in _ENDINGS and last.replies:
-        return ""
+    if last.ended not in _ENDINGS and (last.replies or last.tool_results):
+        return ""  # it was answered, or its tool calls came back (the reply may be what the log missed)
     index = len(turns) - 1
     while index > 0 and turns[index - 1].ended and _RETRY.match(turns[index].prompt):
         index -= 1  # "continue" after a failed turn asks for the same thing again
