@@ -33,7 +33,7 @@ from .config import Settings, load_settings
 from .models import AgentmemError, InvalidInput
 from .project import project_for, project_from_uri
 from .tool_output import compact_json, compact_schema, compact_search, get_answer
-from .trust import neutralize
+from .trust import as_data, neutralize, typed_by_user
 
 log = logging.getLogger("agentmem.server")
 
@@ -184,10 +184,10 @@ def _check_cross_project(store: Any, all_projects: bool) -> None:
 
 
 def _safe_memory(memory: dict[str, Any]) -> dict[str, Any]:
-    """A memory as a tool returns it: its texts neutralised (`trust.neutralize`)."""
+    """A memory as a tool returns it: its texts shown as data (`trust.as_data`)."""
     out = dict(memory)
     for name in ("title", "content"):
-        out[name] = neutralize(out[name])
+        out[name] = as_data(out[name], trusted=typed_by_user(memory))
     for name in ("tags", "files"):
         out[name] = [neutralize(v) for v in out[name]]
     return out
@@ -330,7 +330,7 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
             if derived:
                 answer["derived"] = derived
             for memory in answer["memories"]:
-                memory["title"] = neutralize(memory["title"])
+                memory["title"] = as_data(memory["title"])
             return answer
         return await _call(state, ctx, run)
 
