@@ -31,7 +31,7 @@ from pydantic import Field
 
 from .config import Settings, load_settings
 from .models import AgentmemError, InvalidInput
-from .project import project_for, project_from_uri
+from .project import project_from_uri, session_project
 from .tool_output import compact_json, compact_schema, compact_search, get_answer
 from .trust import as_data, neutralize, typed_by_user
 
@@ -64,7 +64,7 @@ class AppState:
         self._lock = threading.Lock()
         self.workdir = workdir or os.getcwd()
         self._embedder = embedder
-        self.project: str | None = project_for(self.workdir)
+        self.project: str | None = session_project(self.workdir)
         self.project_from_roots = False
         self.limiter = anyio.CapacityLimiter(4)
         self.stopping = threading.Event()

@@ -137,12 +137,12 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
     ev = parse_hook_event(client, event_name, decode_payload(raw))
     from ..db.connection import DatabaseError, connect
     from ..db.migrations import migrate
-    from ..project import project_for, worktree_root
+    from ..project import session_project, worktree_root
     from .observations import ObservationStore, scrub
 
     if ev.extra.get("phase") == "before":  # Cursor's before*Execution: the after* event records it
         return _output(ev.client, ev.event, ev.raw_event, "")
-    project = project_for(ev.cwd)
+    project = session_project(ev.cwd)
     scrubbed = scrub(ev, settings.max_output_chars)
     conn = None
     busy_timeout_ms = min(settings.busy_timeout_ms, HOOK_BUSY_TIMEOUT_MS)

@@ -17,12 +17,12 @@ from ..models import TIERS, TYPES, InvalidInput, NotFound, check_memory_id
 from ..ranking import estimate_tokens
 from . import params as arg
 from . import views
-from .html import Markup, join, table, tag
+from .html import Markup, href, join, table, tag
 from .state import viewer
 
 
 async def home(request: Request) -> Response:
-    return RedirectResponse("/search", status_code=303)
+    return RedirectResponse(href("/search"), status_code=303)
 
 
 async def search(request: Request) -> Response:
