@@ -216,7 +216,7 @@ _ASSIGN = lazy(
     r"signing[_-]?key|encryption[_-]?key|master[_-]?key|credentials?|_pass|\.pass|-pass|_pwd|\.pwd|-pwd|;pwd|"
     r"_pw(?![a-z])|\.pw(?![a-z])|-pw(?![a-z])|auth|cookie|"
     r"connection[_-]?string|conn[_-]?str|hmac|signing|subscription[_-]?key|license[_-]?key|"
-    r"admin[_-]?key|app[_-]?key)"
+    r"admin[_-]?key|app[_-]?key|_key(?![a-z]))"
     r"(?:[_.\-]?(?:key|value|hash|b64|base64|hex|str|string|plain|data|id|base|bytes|text|\d{1,2}|v\d)){0,2}"
     r"(?:\\?[\"'`]\]?)?[ \t]{0,10}(:=|=>|:(?![:/])|=(?![=>~]))[ \t]{0,10}"
 )
@@ -225,7 +225,7 @@ _ASSIGN = lazy(
 _ASSIGN_ANCHORS = (
     ("pass", (1, 0)), ("pwd", (1,)), ("pw", (1,)), ("kennwort", (0,)), ("secret", (0,)), ("token", (0,)),
     ("auth", (0,)), ("cred", (0,)),
-    ("cookie", (0,)), ("conn", (0,)), ("key", (3, 4, 6, 7, 8, 10, 11, 13)), ("hmac", (0,)), ("signing", (0,)),
+    ("cookie", (0,)), ("conn", (0,)), ("key", (1, 3, 4, 6, 7, 8, 10, 11, 13)), ("hmac", (0,)), ("signing", (0,)),
 )  # fmt: skip
 _SECRET_WORD = lazy(r"(?i)passw|secret|token|api[_-]?key|credential|_pass|_pwd|auth")
 _STOP_VALUES = frozenset((
@@ -327,6 +327,8 @@ def _assignment_findings(text: str, low: str) -> list[Finding]:
             name_start -= 1
         if _DOC_FIELD.search(text, max(0, name_start - 12), name_start):
             continue
+        if low.startswith("_key", m.start()) and not _UPPER_NAME.fullmatch(text[name_start:m.start() + 4]):
+            continue  # any NAME_KEY of an environment holds a key; a cache_key or sort_key in code does not
         span = _assignment_value(text, m, name_start)
         if span:
             out.append(Finding("secret_assignment", *span))
