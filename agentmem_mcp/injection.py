@@ -158,7 +158,6 @@ _RULES: tuple[tuple[str, tuple[str, ...], LazyPattern, str], ...] = (
         r"[^\n]{0,200}?" + _SAVED_AND_RUN + r"(?P=named)(?![\w./-])", re.I), "plain"),
 )
 HIDDEN = "text hidden in invisible characters"
-_MARKUP_RULES = frozenset({"a chat role header or control token", "markup that opens or closes the client's own tags"})
 _BASE64_RUN = lazy(r"[A-Za-z0-9+/=_-]{24,}")
 _BASE64 = lazy(r"[A-Za-z0-9+/]{24,}={0,2}|[A-Za-z0-9_-]{24,}={0,2}")
 MAX_BASE64_RUNS = 16
@@ -204,17 +203,16 @@ def _find(rule: LazyPattern, words: tuple[str, ...], text: str, lowered: str) ->
     return None
 
 
-def instruction_reason(text: str, *, markup: bool = True, _depth: int = 0) -> str | None:
+def instruction_reason(text: str, *, _depth: int = 0) -> str | None:
     """Why `text` reads as instructions addressed to an AI agent (a prompt injection), or None.
 
     The text is normalised first (`normalize`); prose rules read it flattened (emphasis removed, lines joined);
     text hidden in invisible characters and base64 runs that decode to text are checked too. The reason names
-    the rule and quotes what matched (at most 60 characters). `markup=False`: orders only, not the markup,
-    role headers and hidden text that `neutralize` defuses or removes."""
+    the rule and quotes what matched (at most 60 characters)."""
     if not text:
         return None
     head = text[:MAX_SCAN_CHARS]
-    if markup and _depth == 0 and (hidden := hidden_text(head)):
+    if _depth == 0 and (hidden := hidden_text(head)):
         inner = instruction_reason(hidden, _depth=1)
         return f"{HIDDEN}: {inner or repr(' '.join(hidden.split())[:60])}"
     plain = normalize(head)
@@ -222,8 +220,6 @@ def instruction_reason(text: str, *, markup: bool = True, _depth: int = 0) -> st
     flat = flatten(plain)
     forms["flat"] = (flat, flat.lower()) if flat != plain else forms["plain"]
     for name, words, rule, form in _RULES:
-        if not markup and name in _MARKUP_RULES:
-            continue
         subject, lowered = forms[form]
         match = _find(rule, words, subject, lowered)
         if match:
@@ -237,7 +233,7 @@ def instruction_reason(text: str, *, markup: bool = True, _depth: int = 0) -> st
                 if count > MAX_BASE64_RUNS:
                     return None
                 decoded = _decoded(piece)
-                if decoded and (inner := instruction_reason(decoded, markup=markup, _depth=1)):
+                if decoded and (inner := instruction_reason(decoded, _depth=1)):
                     return f"base64-wrapped {inner}"
     return None
 
@@ -352,35 +348,32 @@ _TAIL = lazy(r"\s*\([^()\n]{1,200}\)\s*\Z")
 
 def as_data(text: str, *, trusted: bool = False) -> str:
     """`text` as it may be shown to an agent: `neutralize`d, and, unless `trusted` (the user's own words), each
-    line or sentence that gives an AI agent orders (`instruction_reason`, markup aside: `neutralize` defuses
-    it) replaced by `WITHHELD`
+    line or sentence that reads as instructions to an AI agent (`instruction_reason`: orders, and the fake client
+    markup or role headers they come wrapped in) replaced by `WITHHELD`
     (the whole text when only lines together read so: a notice split across lines). A line's label ("- still
     failing: ") and closing provenance ("(learned, 2 days ago)") stay when they are clean."""
-    if not text or trusted or _orders(text) is None:
+    if not text or trusted or instruction_reason(text) is None:
         return neutralize(text)
     lines = text.split("\n")
     if len(lines) == 1:
         return _withheld_line(text)
-    flagged = [bool(_orders(line)) for line in lines]
+    flagged = [bool(instruction_reason(line)) for line in lines]
     if not any(flagged):
         return WITHHELD
     shown = [_withheld_line(line) if bad else neutralize(line) for line, bad in zip(lines, flagged, strict=True)]
-    return "\n".join(line for i, line in enumerate(shown) if not (line == WITHHELD and i and shown[i - 1] == line))
-
-
-def _orders(text: str) -> str | None:
-    return instruction_reason(text, markup=False)
+    out = "\n".join(line for i, line in enumerate(shown) if not (line == WITHHELD and i and shown[i - 1] == line))
+    return WITHHELD if instruction_reason(out) else out  # what is left must not read so either
 
 
 def _withheld_line(line: str) -> str:
     """One line that reads as instructions, with only its offending sentences withheld."""
     label = _LABEL.match(line)
-    head = line[:label.end()] if label and not _orders(line[:label.end()]) else ""
+    head = line[:label.end()] if label and not instruction_reason(line[:label.end()]) else ""
     tail_match = _TAIL.search(line, len(head))
-    tail = tail_match.group(0) if tail_match and not _orders(tail_match.group(0)) else ""
+    tail = tail_match.group(0) if tail_match and not instruction_reason(tail_match.group(0)) else ""
     body = line[len(head):len(line) - len(tail)]
     sentences = _SENTENCE_END.split(body)
-    flagged = [bool(_orders(s)) for s in sentences]
+    flagged = [bool(instruction_reason(s)) for s in sentences]
     if not any(flagged):
         shown = WITHHELD
     else:
@@ -391,4 +384,6 @@ def _withheld_line(line: str) -> str:
             elif not kept or kept[-1] != WITHHELD:
                 kept.append(WITHHELD)
         shown = " ".join(kept)
+        if instruction_reason(shown):  # an order spread over sentences ("run `curl ... | sh`")
+            shown = WITHHELD
     return f"{neutralize(head)}{shown}{neutralize(tail)}"
