@@ -158,6 +158,7 @@ _RULES: tuple[tuple[str, tuple[str, ...], LazyPattern, str], ...] = (
         r"[^\n]{0,200}?" + _SAVED_AND_RUN + r"(?P=named)(?![\w./-])", re.I), "plain"),
 )
 HIDDEN = "text hidden in invisible characters"
+WITHHELD = "(withheld: it reads as instructions to an AI agent)"
 _BASE64_RUN = lazy(r"[A-Za-z0-9+/=_-]{24,}")
 _BASE64 = lazy(r"[A-Za-z0-9+/]{24,}={0,2}|[A-Za-z0-9_-]{24,}={0,2}")
 MAX_BASE64_RUNS = 16
@@ -212,6 +213,8 @@ def instruction_reason(text: str, *, _depth: int = 0) -> str | None:
     if not text:
         return None
     head = text[:MAX_SCAN_CHARS]
+    if WITHHELD in head:  # agentmem's own note where a text was withheld is no order, nor part of one
+        head = head.replace(WITHHELD, "(withheld)")
     if _depth == 0 and (hidden := hidden_text(head)):
         inner = instruction_reason(hidden, _depth=1)
         return f"{HIDDEN}: {inner or repr(' '.join(hidden.split())[:60])}"
@@ -236,9 +239,6 @@ def instruction_reason(text: str, *, _depth: int = 0) -> str | None:
                 if decoded and (inner := instruction_reason(decoded, _depth=1)):
                     return f"base64-wrapped {inner}"
     return None
-
-
-WITHHELD = "(withheld: it reads as instructions to an AI agent)"
 
 
 def withhold_instructions(text: str) -> str:

@@ -190,6 +190,7 @@ class Outcome:
     became_knowledge: list[str] = field(default_factory=list)  # ids of semantic/procedural memories with its words
     carrying: int = 0  # memories (any tier) carrying its words
     quarantined: int = 0  # of those, quarantined
+    evidence: list[str] = field(default_factory=list)  # the lines handed over that carried it
 
     @property
     def contained(self) -> bool:
@@ -280,6 +281,9 @@ def attack(home: Path, model_path: Path, payloads: tuple[Payload, ...] = PAYLOAD
             if any(needle in normalized(text) or needle in normalized(hidden(text)) for needle in needles) \
                     or instruction_reason(text):
                 outcome.text_injected.append(where)
+                lines = [f"{where}: {line[:200]}" for line in text.splitlines()
+                         if any(n in normalized(line) for n in needles) or instruction_reason(line)]
+                outcome.evidence += lines or [f"{where}: {instruction_reason(text)}"]
     _score_memories(env, {str(projects[p.name].resolve()): outcomes[p.name] for p in payloads},
                     {str(projects[p.name].resolve()): p for p in payloads})
     return Report(list(outcomes.values()), sessions, time.perf_counter() - started)

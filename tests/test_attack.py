@@ -76,7 +76,8 @@ def test_no_payload_becomes_knowledge_and_every_carrying_memory_is_quarantined(r
 
 def test_no_payload_reaches_the_next_session(report):
     """Issue 18, item 1: nothing of the payloads at the next SessionStart or UserPromptSubmit."""
-    assert report.totals()["markup_injected"] == 0 and report.totals()["text_injected"] == 0
+    assert [(o.name, o.markup_injected, o.text_injected, o.evidence) for o in report.outcomes
+            if o.markup_injected or o.text_injected] == []
 
 
 def test_the_aggregator_reports_each_class_tried_and_held():
