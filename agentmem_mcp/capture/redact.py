@@ -166,8 +166,17 @@ def _redact_value(value: Any, depth: int) -> Any:
     return redact(str(value))
 
 
-_TEMPLATE = lazy(r"[._-](?:example|sample|template|dist|defaults|schema)\Z")
-_BACKUP = lazy(r"\A#|(?:~|#|\.(?:bak|old|orig|save|swp|swo|backup|tmp))+\Z")
+_TEMPLATE_SUFFIXES = tuple(sep + word for sep in "._-" for word in ("example", "sample", "template", "dist",
+                                                                     "defaults", "schema"))
+_BACKUP_SUFFIXES = (".bak", ".old", ".orig", ".save", ".swp", ".swo", ".backup", ".tmp")
+
+
+def _unbacked(base: str) -> str:
+    """A file name without the marks of a copy: `.env~`, `.env.bak`, `#.env#` -> `.env`."""
+    base = base.lstrip("#").rstrip("~#")
+    while base.endswith(_BACKUP_SUFFIXES):
+        base = base.rsplit(".", 1)[0].rstrip("~#")
+    return base
 _SENSITIVE_NAMES = frozenset(
     (
         ".netrc _netrc .pgpass .npmrc .pypirc credentials credentials.json .git-credentials .htpasswd .dockercfg"
@@ -186,8 +195,8 @@ def is_sensitive_path(path: str) -> bool:
     `.flaskenv`); templates (`.env.example`, `.env-sample`, `.env.template`) and public keys (`*.pub`) do not.
     """
     norm = path.strip().strip("\"'").replace("\\", "/").rstrip("/").lower()
-    base = _BACKUP.sub("", norm.rsplit("/", 1)[-1])  # `.env~`, `.env.bak`, `#.env#`: a copy of the file
-    if not base or base.endswith(".pub") or _TEMPLATE.search(base):
+    base = _unbacked(norm.rsplit("/", 1)[-1])  # `.env~`, `.env.bak`, `#.env#`: a copy of the file
+    if not base or base.endswith(".pub") or base.endswith(_TEMPLATE_SUFFIXES):
         return False
     return (
         base == ".env"

@@ -559,7 +559,6 @@ def _entropy_findings(text: str, low: str) -> list[Finding]:
     return out
 
 
-_PASS_FLAG = lazy(r"[ \t]-[a-z]{0,12}\Z")
 _PASS_VALUE = lazy(r"(?:word|wd|phrase)?(?:[ \t]+|=)[\"']?(?!(?:env|file|fd):|stdin\b)([^\s\"'\-][^\s\"']{0,255})")
 
 
@@ -569,7 +568,9 @@ def _pass_flag_findings(text: str, low: str) -> list[Finding]:
     out = []
     at = low.find("pass")
     while at >= 0:
-        if _PASS_FLAG.search(low, max(0, at - 14), at):
+        dash = max(low.rfind(" -", max(0, at - 14), at), low.rfind("\t-", max(0, at - 14), at))
+        flag = low[dash + 2:at] if dash >= 0 else "-"  # the letters between the dash and "pass" (`store`)
+        if not flag or (flag.isascii() and flag.isalpha()):
             m = _PASS_VALUE.match(low, at + 4)
             if m and _not_reference(text[m.start(1):m.end(1)]):
                 out.append(Finding("cli_password", m.start(1), m.end(1)))
