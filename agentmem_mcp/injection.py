@@ -83,9 +83,11 @@ _LINE_BREAK = lazy(r"[ \t]*\n\s*(?:(?:#+|//+|--+|;+|%+|>+|-(?=\s)|\d{1,2}[.)](?=
 
 def flatten(plain: str) -> str:
     """A normalised text as one line of prose: emphasis removed, lines joined without their comment markers."""
-    out = _EMPHASIS.sub("", plain)
+    out = _EMPHASIS.sub("", plain) if any(mark in plain for mark in "*~`_<") else plain
     if "\n" in out:
-        out = _LINE_BREAK.sub(" ", _HYPHEN_BREAK.sub("", out))
+        if "-" in out:
+            out = _HYPHEN_BREAK.sub("", out)
+        out = _LINE_BREAK.sub(" ", out)
     return out
 
 
@@ -97,26 +99,29 @@ _ORDER = (r"(?:please\s+)?(?:run|execute|ignore|disregard|forget|delete|remove|p
 _SHELL = (r"(?:(?:(?:/[\w.+-]+)*/)?(?:sudo|doas|env|exec|command|nohup|time|xargs|stdbuf)\b[^|\n;&]{0,40}?\s+)*"
           r"(?:/[\w.+-]+)*/?(?:(?:ba|z|k|da|fi|c|tc|a)?sh|python[\d.]*|perl|ruby|node|php|pwsh|powershell|iex|"
           r"invoke-expression)\b")
-_FETCH = r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c)"
+_FETCH = r"(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c)"
 _DECODE = (r"(?:base64\s+(?:-\w*[dD]\w*|--decode)|xxd\s+(?:-\w+\s+)*-r|openssl\s+(?:enc|base64)\b[^|\n]{0,80}?\s-d\b|"
-           r"printf\s+['\"]?(?:\\x|%b)|gunzip|zcat|rev)")
+           r"printf\s+['\"]?(?:\\x|%b)|gunzip|zcat)")
+_PIPED = "pipes a download or decoded text into a shell"
+_AGENT_WORDS = ("agent", "assistant", "model", "bot", "llm", "claude", "chatgpt", "gpt", "copilot", "gemini", "codex",
+                "windsurf", "aider", "cline", "devin", "cursor", "ai ", "ai,", "ai:", "ai!", "ai.", "a.i.")
 _SAVED_AND_RUN = (r"(?:\s*(?:&&|;|\|\|)\s*chmod\s+\S+\s+\S+)?\s*(?:&&|;|\|\|)\s*(?:sudo\s+(?:-\S+\s+)*)?"
                   r"(?:(?:(?:/[\w.+-]+)*/?(?:(?:ba|z|k|da)?sh|source|\.)\s+))?(?:\./)?")
-# (what the rule finds, words one of which any match contains (lowercase), the pattern, the form it reads:
-# "flat" for prose (emphasis removed, lines joined), "plain" where lines and markup matter)
-_RULES: tuple[tuple[str, tuple[str, ...], LazyPattern, str], ...] = (
+# (what the rule finds, words one of which any match contains (lowercase), words one of which the text must hold
+# too (none: no such condition), the pattern, the form it reads: "flat" for prose (emphasis removed, lines joined),
+# "plain" where lines and markup matter). A rule whose words a text lacks is neither compiled nor run: a hook
+# process pays only for the rules its text can match.
+_RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], LazyPattern, str], ...] = (
     ("a notice addressed to AI agents", ("important", "urgent", "critical", "mandatory", "system", "security",
-                                         "attention", "notice", "message", "instruction", "note"), lazy(
+                                         "attention", "notice", "message", "instruction", "note"), (), lazy(
         r"\b(?:important|urgent|critical|mandatory|system|security|attention|notice|message|instructions?|note)\b"
         r"[^\n]{0,40}?\b(?:for|to)\s+(?:all\s+|any\s+|the\s+)?" + _AGENT + r"\b", re.I), "flat"),
-    ("an instruction addressed to an AI agent", ("dear", "attention", "hey", "hello", "hi", "note", "ai ", "llm",
-                                                 "yo", "ok", "listen", "cursor", "claude", "copilot", "codex",
-                                                 "gemini", "windsurf", "aider", "cline", "devin", "chatgpt"), lazy(
+    ("an instruction addressed to an AI agent", _AGENT_WORDS, (), lazy(
         r"\b(?:dear|attention|hey|hello|hi|yo|ok(?:ay)?|listen|note\s+to)\s*,?\s+(?:the\s+)?(?:" + _AGENT
         + r"\b|" + _NAMED + r"\s*[,:!])|(?:^|[.!?:]\s+|\n\s*)" + _NAMED + r"\s*,\s+" + _ORDER
         + r"|\b(?:ai|llm)\s+(?:agents?|assistants?|models?)\b[^\n.]{0,60}?\b(?:must|should|shall|need\s+to|are\s+"
         r"required|have\s+to|run|execute|ignore)\b", re.I), "flat"),
-    ("tells the agent to ignore its instructions", ("ignore", "disregard", "forget", "override", "bypass"), lazy(
+    ("tells the agent to ignore its instructions", ("ignore", "disregard", "forget", "override", "bypass"), (), lazy(
         r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|the|your|of|these|those|my|every)\s+)*"
         r"(?:(?:previous|prior|above|earlier|preceding|existing|system|original|safety|former|old)\s+)?"
         r"(?:instructions?|prompts?|rules|directions|guidelines|messages|context|directives|constraints)\b|"
@@ -124,34 +129,36 @@ _RULES: tuple[tuple[str, tuple[str, ...], LazyPattern, str], ...] = (
         r"(?:was|is|you\s+were|you've\s+been)\s+(?:said|written|told|stated|given)\s+)?(?:above|before|previously|"
         r"earlier|so\s+far|up\s+to\s+(?:now|here))\b(?!\s*[\d$%])|"
         r"\b(?:ignore|disregard)\s+(?:all\s+of\s+)?the\s+above(?=\s*(?:[.,;:!]|and\b|$))", re.I), "flat"),
-    ("gives the agent new orders", ("you", "instruction", "before"), lazy(
+    ("gives the agent new orders", ("you", "instruction", "before"), (), lazy(
         r"\byou\s+(?:must|should|shall|will|are\s+required\s+to|have\s+to)\s+now\b|\bfrom\s+now\s+on,?\s+you\b|"
         r"\byou\s+are\s+now\s+(?:a|an|in|the)\b|\b(?:new|updated|real|actual)\s+(?:system\s+)?instructions?\s*:|"
         r"\byour\s+(?:new|real|actual|next)\s+(?:task|goal|instructions?|objective)\b|"
         r"\bbefore\s+(?:any|every|each)\s+(?:other\s+)?(?:task|command|action|response|reply)\b[^\n]{0,30}?"
         r"\b(?:run|execute|call|fetch|download|send)\b", re.I), "flat"),
-    ("claims the user's approval", ("user",), lazy(
+    ("claims the user's approval", ("user",), (), lazy(
         r"\b(?:the\s+)?user\s+(?:has\s+)?(?:already\s+)?(?:approved|authori[sz]ed|confirmed|consented|granted|"
         r"allowed)(?:\s*:|[^\n.]{0,30}?\b(?:to\s+run|running|execut\w*|the\s+following|this\s+command|all\s+"
         r"commands|permission))|\b(?:pre-?)?approved\s+by\s+the\s+user\s*:", re.I), "flat"),
     ("a chat role header or control token", ("system", "assistant", "human", "developer", "<|", "inst]", "sys>>",
-                                             "[", "turn>"), lazy(
+                                             "turn>"), (), lazy(
         r"(?m)^\s*(?:#+\s*)?(?:\*\*)?(?:system|assistant|human|developer)\s*(?:\*\*)?\s*:|"
         r"<\|\s*im_(?:start|end|sep)\s*\|>|<\|[a-z_]{3,20}\|>|\[/?INST\]|<</?SYS>>|"
         r"(?-i:\[\s*(?:SYSTEM|ASSISTANT|HUMAN|DEVELOPER|System|Assistant|Human|Developer)(?:\s+(?:MESSAGE|PROMPT|"
         r"NOTE|Message|Prompt|Note))?\s*\])|<(?:start|end)_of_turn>", re.I), "plain"),
-    ("markup that opens or closes the client's own tags", ("<",), lazy(
+    ("markup that opens or closes the client's own tags", ("<",), (), lazy(
         r"<\s*/?\s*(?:system(?:[-_][a-z]+)*|assistant|human|user(?:[-_](?:prompt|message|query|input|request|turn|"
         r"instructions?)[a-z_-]*)?|developer|instructions?|function_calls|function_results|invoke|tool_use|"
         r"tool_results?|tool_calls?|tool_response|antml:[a-z_]+|im_start|im_end|command-[a-z]+|local-command-[a-z]+|"
         r"additional[-_]context|document_content|documents?|search_results|important|user-prompt-submit-hook)"
         r"\b[^<>]{0,200}>", re.I), "plain"),
-    ("pipes a download or decoded text into a shell", ("curl", "wget", "fetch", "iwr", "irm", "invoke-", "iex",
-                                                       "aria2c", "base64", "xxd", "openssl", "printf", "gunzip",
-                                                       "zcat", "rev"), lazy(
-        r"\b(?:" + _FETCH + "|" + _DECODE + r")\b[^\n;&]{0,300}?\|\s*" + _SHELL + "|"
-        r"\b(?:(?:ba|z|k|da)?sh|eval|source|python[\d.]*)\s+(?:-c\s+)?[\"']?\s*(?:<\(|\$\(|`)\s*(?:curl|wget)\b|"
-        r"\biex\s*\(\s*(?:new-object|iwr|irm)\b|"
+    (_PIPED, ("curl", "wget", "iwr", "irm", "invoke-", "aria2c", "base64", "xxd", "openssl", "printf", "gunzip",
+              "zcat"), ("|",), lazy(r"\b(?:" + _FETCH + "|" + _DECODE + r")\b[^\n;&]{0,300}?\|\s*" + _SHELL, re.I),
+     "plain"),
+    (_PIPED, ("<(", "$(", "`"), ("curl", "wget"), lazy(
+        r"\b(?:(?:ba|z|k|da)?sh|eval|source|python[\d.]*)\s+(?:-c\s+)?[\"']?\s*(?:<\(|\$\(|`)\s*(?:curl|wget)\b",
+        re.I), "plain"),
+    (_PIPED, ("iex",), (), lazy(r"\biex\s*\(\s*(?:new-object|iwr|irm)\b", re.I), "plain"),
+    (_PIPED, ("curl", "wget"), ("&&", ";", "||"), lazy(
         r"\b(?:curl|wget)\b[^\n;&|]*?\s(?:-[a-zA-Z]*[oO]\s*|--output(?:-document)?[=\s]\s*|>\s*)(?P<saved>[\w./~-]+)"
         r"[^\n]{0,200}?" + _SAVED_AND_RUN + r"(?P=saved)(?![\w./-])|"
         r"\b(?:curl|wget)\b[^\n;&|]*?https?://[^\s/]+/(?:[^\s/]+/)*(?P<named>[\w.-]+\.(?:sh|bash|zsh|py|pl|rb))\b"
@@ -222,8 +229,10 @@ def instruction_reason(text: str, *, _depth: int = 0) -> str | None:
     forms = {"plain": (plain, plain.lower())}
     flat = flatten(plain)
     forms["flat"] = (flat, flat.lower()) if flat != plain else forms["plain"]
-    for name, words, rule, form in _RULES:
+    for name, words, also, rule, form in _RULES:
         subject, lowered = forms[form]
+        if also and not any(word in lowered for word in also):
+            continue
         match = _find(rule, words, subject, lowered)
         if match:
             quoted = " ".join(match.group(0).split())[:60]
