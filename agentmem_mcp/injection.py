@@ -117,7 +117,7 @@ _RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], LazyPattern, str], ..
         r"\b(?:important|urgent|critical|mandatory|system|security|attention|notice|message|instructions?|note)\b"
         r"[^\n]{0,40}?\b(?:for|to)\s+(?:all\s+|any\s+|the\s+)?" + _AGENT + r"\b", re.I), "flat"),
     ("an instruction addressed to an AI agent", _AGENT_WORDS, (), lazy(
-        r"\b(?:dear|attention|hey|hello|hi|yo|ok(?:ay)?|listen|note\s+to)\s*,?\s+(?:the\s+)?(?:" + _AGENT
+        r"\b(?:dear|attention|hey|hello|listen|note\s+to)\s*,?\s+(?:the\s+)?(?:" + _AGENT
         + r"\b|" + _NAMED + r"\s*[,:!])|(?:^|[.!?:]\s+|\n\s*)" + _NAMED + r"\s*,\s+" + _ORDER
         + r"|\b(?:ai|llm)\s+(?:agents?|assistants?|models?)\b[^\n.]{0,60}?\b(?:must|should|shall|need\s+to|are\s+"
         r"required|have\s+to|run|execute|ignore)\b", re.I), "flat"),
@@ -143,8 +143,8 @@ _RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], LazyPattern, str], ..
                                              "turn>"), (), lazy(
         r"(?m)^\s*(?:#+\s*)?(?:\*\*)?(?:system|assistant|human|developer)\s*(?:\*\*)?\s*:|"
         r"<\|\s*im_(?:start|end|sep)\s*\|>|<\|[a-z_]{3,20}\|>|\[/?INST\]|<</?SYS>>|"
-        r"(?-i:\[\s*(?:SYSTEM|ASSISTANT|HUMAN|DEVELOPER|System|Assistant|Human|Developer)(?:\s+(?:MESSAGE|PROMPT|"
-        r"NOTE|Message|Prompt|Note))?\s*\])|<(?:start|end)_of_turn>", re.I), "plain"),
+        r"(?:^[ \t]*|>[ \t]*)(?-i:\[\s*(?:SYSTEM|ASSISTANT|HUMAN|DEVELOPER|System|Assistant|Human|Developer)"
+        r"(?:\s+(?:MESSAGE|PROMPT|NOTE|Message|Prompt|Note))?\s*\])|<(?:start|end)_of_turn>", re.I), "plain"),
     ("markup that opens or closes the client's own tags", ("<",), (), lazy(
         r"<\s*/?\s*(?:system(?:[-_][a-z]+)*|assistant|human|user(?:[-_](?:prompt|message|query|input|request|turn|"
         r"instructions?)[a-z_-]*)?|developer|instructions?|function_calls|function_results|invoke|tool_use|"

@@ -16,7 +16,6 @@ import re
 from collections import Counter, namedtuple
 
 from ..lazy_regex import lazy
-from .environment import environment_values
 
 TYPE_CHECKING = False  # importing typing (NamedTuple) costs each hook process ~5 ms: plain namedtuples here
 if TYPE_CHECKING:
@@ -592,7 +591,10 @@ def _on_line(low: str, pos: int, words: tuple[str, ...]) -> bool:
     return any(low.find(w, line_start, pos) >= 0 for w in words)
 
 
-_CONTINUATION = "\\\n"  # a shell line continuation: backslash, newline
+_CONTINUATION = "\\\n"
+# words in every environment dump `environment.py` finds: a variable named like a secret, or a Kubernetes Secret
+_DUMP_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PW", "CREDENTIAL", "PRIVATE", "DSN", "SALT", "COOKIE", "SIGNING",
+               "DATABASE_URL", "Secret")  # a shell line continuation: backslash, newline
 
 
 def find_secrets(text: str) -> list[Finding]:
@@ -673,8 +675,11 @@ def _find_secrets(text: str) -> list[Finding]:
         raw += [(rank, f) for f in _pass_flag_findings(text, low)]
     raw += [(rank + 1, f) for f in _assignment_findings(text, low)]
     raw += [(rank + 2, f) for f in _entropy_findings(text, low)]
-    raw += [(rank + 3, Finding("environment", start, end)) for start, end in environment_values(text)
-            if not _placeholder(text[start:end], bare=True)]
+    if any(word in text for word in _DUMP_WORDS):  # upper-case names: most texts have none, and skip the import
+        from .environment import environment_values
+
+        raw += [(rank + 3, Finding("environment", start, end)) for start, end in environment_values(text)
+                if not _placeholder(text[start:end], bare=True)]
     return _merge(raw)
 
 
