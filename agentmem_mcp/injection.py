@@ -78,17 +78,19 @@ _EMPHASIS = lazy(r"[*~`]+|(?<![^\W_])_+(?=[^\W_])|(?<=[^\W_])_+(?![^\W_])|"
                  r"</?(?:b|i|u|s|em|strong|del|ins|mark|code|kbd|sup|sub|span|font)\b[^<>\n]{0,80}>", re.I)
 _HYPHEN_BREAK = lazy(r"(?<=[a-z])-[ \t]*\n[ \t]*(?=[a-z])", re.I)
 # a line break, and the comment or quote marker that starts the next line: a notice split across lines reads whole
+_SPACES = lazy(r"\s+")
 _LINE_BREAK = lazy(r"[ \t]*\n\s*(?:(?:#+|//+|--+|;+|%+|>+|-(?=\s)|\d{1,2}[.)](?=\s))[ \t]*)?")
 
 
 def flatten(plain: str) -> str:
-    """A normalised text as one line of prose: emphasis removed, lines joined without their comment markers."""
+    """A normalised text as one line of prose: emphasis removed, lines joined without their comment markers, one
+    space between words (so that the prose rules' words, "you must", are found as written)."""
     out = _EMPHASIS.sub("", plain) if any(mark in plain for mark in "*~`_<") else plain
     if "\n" in out:
         if "-" in out:
             out = _HYPHEN_BREAK.sub("", out)
         out = _LINE_BREAK.sub(" ", out)
-    return out
+    return _SPACES.sub(" ", out) if "  " in out or "\t" in out or "\r" in out else out
 
 
 _AGENT = (r"(?:ai|a\.i\.|llms?|language\s+models?|(?:ai\s+|coding\s+)?(?:agents?|assistants?)|claude(?:\s+code)?"
@@ -129,13 +131,16 @@ _RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], LazyPattern, str], ..
         r"(?:was|is|you\s+were|you've\s+been)\s+(?:said|written|told|stated|given)\s+)?(?:above|before|previously|"
         r"earlier|so\s+far|up\s+to\s+(?:now|here))\b(?!\s*[\d$%])|"
         r"\b(?:ignore|disregard)\s+(?:all\s+of\s+)?the\s+above(?=\s*(?:[.,;:!]|and\b|$))", re.I), "flat"),
-    ("gives the agent new orders", ("you", "instruction", "before"), (), lazy(
+    ("gives the agent new orders", ("you must", "you should", "you shall", "you will", "you are", "you have",
+                                    "from now on", "instruction", "your new", "your real", "your actual",
+                                    "your next", "before any", "before every", "before each"), (), lazy(
         r"\byou\s+(?:must|should|shall|will|are\s+required\s+to|have\s+to)\s+now\b|\bfrom\s+now\s+on,?\s+you\b|"
         r"\byou\s+are\s+now\s+(?:a|an|in|the)\b|\b(?:new|updated|real|actual)\s+(?:system\s+)?instructions?\s*:|"
         r"\byour\s+(?:new|real|actual|next)\s+(?:task|goal|instructions?|objective)\b|"
         r"\bbefore\s+(?:any|every|each)\s+(?:other\s+)?(?:task|command|action|response|reply)\b[^\n]{0,30}?"
         r"\b(?:run|execute|call|fetch|download|send)\b", re.I), "flat"),
-    ("claims the user's approval", ("user",), (), lazy(
+    ("claims the user's approval", ("approved", "authorized", "authorised", "confirmed", "consented", "granted",
+                                    "allowed"), (), lazy(
         r"\b(?:the\s+)?user\s+(?:has\s+)?(?:already\s+)?(?:approved|authori[sz]ed|confirmed|consented|granted|"
         r"allowed)(?:\s*:|[^\n.]{0,30}?\b(?:to\s+run|running|execut\w*|the\s+following|this\s+command|all\s+"
         r"commands|permission))|\b(?:pre-?)?approved\s+by\s+the\s+user\s*:", re.I), "flat"),
