@@ -48,6 +48,7 @@ from .lifecycle.commands import command_label, normalize_command
 from .lifecycle.reports import fit, names, sentences
 from .lifecycle.retention import retention
 from .ranking import humanize_age
+from .trust import typed_by_user
 
 LAST = "Where the last session left off"
 COMMANDS = "How to build, test and run"
@@ -284,7 +285,7 @@ def briefing_lines(conn: Connection, project: str | None, now: float | None = No
 
     def add(section: str, row: Any, text: str) -> None:
         seen.add(row["id"])
-        lines.append(ContextLine(section, text, row["id"]))
+        lines.append(ContextLine(section, text, row["id"], trusted=typed_by_user(row)))
 
     summaries = memories.session_summaries(conn, replace(live, tiers=("episodic",), types=("summary",)), COLUMNS,
                                            current_session, SUMMARIES_READ)

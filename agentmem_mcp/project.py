@@ -1,4 +1,5 @@
-"""Which project a directory belongs to: its git repository's root (a worktree maps to its main repo).
+"""Which project a directory belongs to: its git repository's root (a worktree maps to its main repo); for a
+session outside any repository, the directory itself (`session_project`): nothing a session does is global.
 
 Pure file reads, no `git` subprocess: the hooks call this on every event.
 """
@@ -52,6 +53,20 @@ def project_for(path: str | os.PathLike[str] | None) -> str | None:
     except (OSError, RuntimeError, ValueError):  # a NUL byte, a name too long, a loop of links: no project
         return None
     return None
+
+
+def session_project(path: str | os.PathLike[str] | None) -> str | None:
+    """The project of a session working in `path`: its git project (`project_for`), else the directory itself
+    (absolute, links resolved), so that what a session outside any repository captures, saves or derives stays
+    with that directory and never becomes global (only the user makes something global). None only without a
+    path (an event that names no directory)."""
+    project = project_for(path)
+    if project is not None or not path:
+        return project
+    try:
+        return str(Path(path).expanduser().resolve())
+    except (OSError, RuntimeError, ValueError):
+        return None
 
 
 def worktree_root(path: str | os.PathLike[str] | None) -> str | None:

@@ -48,6 +48,7 @@ from .ranking import (
 from .ranking_settings import RankingSettings
 from .snippets import snippet, summary_snippet, with_files
 from .timewords import time_window, without_relative_time
+from .trust import as_data, typed_by_user
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -113,7 +114,8 @@ def search(store: Parts, query: str, *, project: str | None = ..., all_projects:
     since / until bound created_at (unix time); min_confidence drops doubtful memories; include_history
     also returns superseded versions. limit is 1..100; budget_tokens caps the size of the answer.
     Quarantined memories (text that reads as instructions to an agent, `trust.instruction_reason`) are left
-    out unless include_quarantined=True. Each returned hit counts as an access.
+    out unless include_quarantined=True. Titles and snippets are shown as data (`trust.as_data`). Each returned
+    hit counts as an access.
     """
     query = _check_query(query)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
@@ -451,10 +453,12 @@ def _rerank(store: Parts, knobs: RankingSettings, fused: list[Fused], projects: 
             score *= knobs.time_window_boost
         if how_to and row["tier"] == "procedural":
             score *= knobs.procedure_boost
+        trusted = typed_by_user(row)
+        shown = with_files((summary_snippet if row["type"] == "summary" else snippet)(
+            row["content"], query_terms, weights=rarity), row["files"], which_file)
         hits.append((score, SearchHit(
-            id=row["id"], title=row["title"], type=row["type"], tier=row["tier"], project=row["project"],
-            snippet=with_files((summary_snippet if row["type"] == "summary" else snippet)(
-                row["content"], query_terms, weights=rarity), row["files"], which_file),
+            id=row["id"], title=as_data(row["title"], trusted=trusted), type=row["type"], tier=row["tier"],
+            project=row["project"], snippet=as_data(shown, trusted=trusted),
             score=round(score, 4),
             age=humanize_age(now - row["created_at"]),
             why=_why(entry, reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"])) + _stale(row, here),

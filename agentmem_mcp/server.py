@@ -33,10 +33,10 @@ from pydantic import Field
 from .answer_cap import Cap, cap_answer
 from .config import Settings, load_settings
 from .models import AgentmemError, InvalidInput
-from .project import project_for, project_from_uri
+from .project import project_from_uri, session_project
 from .tool_answers import ContextAnswer, ForgetAnswer, GetAnswer, SaveAnswer, SearchAnswer, StatsAnswer
 from .tool_output import compact_json, compact_schema, compact_search, get_answer, output_schema
-from .trust import neutralize
+from .trust import as_data, neutralize, typed_by_user
 
 log = logging.getLogger("agentmem.server")
 
@@ -67,7 +67,7 @@ class AppState:
         self._lock = threading.Lock()
         self.workdir = workdir or os.getcwd()
         self._embedder = embedder
-        self.project: str | None = project_for(self.workdir)
+        self.project: str | None = session_project(self.workdir)
         self.project_from_roots = False
         self.limiter = anyio.CapacityLimiter(4)
         self.stopping = threading.Event()
@@ -186,10 +186,10 @@ def _check_cross_project(store: Any, all_projects: bool) -> None:
 
 
 def _safe_memory(memory: dict[str, Any]) -> dict[str, Any]:
-    """A memory as a tool returns it: its texts neutralised (`trust.neutralize`)."""
+    """A memory as a tool returns it: its texts shown as data (`trust.as_data`)."""
     out = dict(memory)
     for name in ("title", "content"):
-        out[name] = neutralize(out[name])
+        out[name] = as_data(out[name], trusted=typed_by_user(memory))
     for name in ("tags", "files"):
         out[name] = [neutralize(v) for v in out[name]]
     return out
@@ -339,7 +339,7 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
                 answer["note"] = (f"left {len(result.left)} memories the user saved, pinned or made P0: only the user "
                                   f"can forget them")
             for memory in answer["memories"]:
-                memory["title"] = neutralize(memory["title"])
+                memory["title"] = as_data(memory["title"])
             return answer
         return await _call(state, ctx, run)
 

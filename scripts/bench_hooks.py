@@ -18,7 +18,8 @@
   server's, and the shared embedding process's when the server uses one).
 
 --baseline BIN times another install's `agentmem hook` (e.g. a checkout of main in its own venv) in the same
-loop, each of its calls right after the same calls of this one, so that load changes hit both alike.
+loop, each of its calls right after the same calls of this one, so that load changes hit both alike; its `*_alone`
+series (the hook recording the event itself, with the baseline's own code) compare with this install's.
 """
 
 from __future__ import annotations
@@ -210,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
         direct = [sys.executable, "-c", HOOK_ENTRY, "hook", "--client", "claude-code"]  # as `agentmem install` writes
         alone = dict(env, AGENTMEM_HOOK_HANDOFF="0")
         baseline = [str(args.baseline), "hook", "--client", "claude-code"] if args.baseline else None
+        # the baseline recording each event itself, with its own code (handed over, the shared process running
+        # is this install's, so the baseline's handed-over series time this install's code)
+        baseline_alone = [str(args.baseline.parent / "python"), "-c", HOOK_ENTRY, "hook", "--client",
+                          "claude-code"] if args.baseline else None
         series: dict[str, list[float]] = {}
         from agentmem_mcp.index.embed_service import connect_or_start
 
@@ -249,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
                     results["baseline_session_start_context_chars"] = len(
                         json.loads(out)["hookSpecificOutput"]["additionalContext"])
                 run("baseline_user_prompt_submit", [*baseline, "UserPromptSubmit"], prompt_payload, env)
+                run("baseline_post_tool_use_8kb_alone", [*baseline_alone, "PostToolUse"], post(5), alone)
+                run("baseline_session_start_alone", [*baseline_alone, "SessionStart"], start_payload, alone)
+                run("baseline_user_prompt_submit_alone", [*baseline_alone, "UserPromptSubmit"], prompt_payload, alone)
         shared.close()
         _wait_gone(shared.pid)
         if held is not None:

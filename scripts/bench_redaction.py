@@ -74,7 +74,13 @@ def transcript_texts(folder: Path) -> dict[str, str]:
     texts: dict[str, str] = {}
     for path in sorted(folder.rglob("*")):
         if path.suffix == ".jsonl":
-            records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            records = []
+            for line in path.read_text().splitlines():
+                try:
+                    records.append(json.loads(line))
+                except ValueError:  # a line cut short where the session was copied
+                    continue
+            records = [r for r in records if isinstance(r, dict)]
             parts = [s for r in records for s in _strings([r.get("message"), r.get("toolUseResult")])]
         elif path.suffix == ".traj":
             parts = list(_strings(json.loads(path.read_text())))

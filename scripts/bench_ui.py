@@ -110,12 +110,17 @@ def vectorize(home: Path, model: Path) -> None:
         print(f"vectors ready in {time.perf_counter() - started:.1f} s", flush=True)
 
 
+ROOTS: dict[int, str] = {}
+
+
 def start_viewer(env: dict[str, str]) -> tuple[subprocess.Popen, int, str]:
     """The real `agentmem ui --no-browser` (process, port, cookie) once it answers."""
     proc = subprocess.Popen([sys.executable, "-m", "agentmem_mcp", "ui", "--no-browser"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    match = re.search(r"http://127\.0\.0\.1:(\d+)/search\?token=([\w-]+)", proc.stdout.readline())
-    port, cookie = int(match.group(1)), f"agentmem_ui={match.group(2)}"
+    match = re.search(r"http://127\.0\.0\.1:(\d+)(/[\w-]+)/search\?token=([\w-]+)", proc.stdout.readline())
+    port = int(match.group(1))
+    ROOTS[port] = match.group(2)  # this run's path: every address of the viewer starts with it
+    cookie = f"agentmem_ui_{port}={match.group(3)}"
     deadline = time.monotonic() + 120
     while True:
         try:
@@ -162,7 +167,7 @@ def hybrid_searches(home: Path, model: Path, runs: int) -> None:
 def _body(port: int, cookie: str, path: str) -> bytes:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
-        conn.request("GET", path, headers={"Cookie": cookie})
+        conn.request("GET", ROOTS.get(port, "") + path, headers={"Cookie": cookie})
         return conn.getresponse().read()
     finally:
         conn.close()
@@ -172,7 +177,7 @@ def fetch(port: int, cookie: str, path: str) -> tuple[int, float]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
         started = time.perf_counter()
-        conn.request("GET", path, headers={"Cookie": cookie})
+        conn.request("GET", ROOTS.get(port, "") + path, headers={"Cookie": cookie})
         answer = conn.getresponse()
         answer.read()
         return answer.status, time.perf_counter() - started

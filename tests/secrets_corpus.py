@@ -463,6 +463,7 @@ def _cases() -> list[SecretCase]:
     raw64 = r_b64(33)
     add("high_entropy", raw64, f"INFO  signing request with {raw64} (expires 2024-09-18)\n")
     cases += issue_18_cases()
+    cases += issue_36_cases()
     return cases
 
 
@@ -513,6 +514,79 @@ def issue_18_cases() -> list[SecretCase]:
     return cases
 
 
+_rng36 = random.Random(36)  # issue 36's cases draw from their own generator: the cases above stay as they were
+
+
+def r36(alphabet: str, n: int) -> str:
+    return "".join(_rng36.choice(alphabet) for _ in range(n))
+
+
+def issue_36_cases() -> list[SecretCase]:
+    """The formats issue 36 (item 10) found stored raw: a Twilio auth token beside its account SID, OpenRouter keys,
+    bare hex signing secrets, hex API keys under key-like names, `ADMIN_PW=` / `passwort=` / `db_pw:` names,
+    passwords given as command-line arguments, an Azure AD client secret whose first characters stayed."""
+    cases: list[SecretCase] = []
+
+    def add(kind: str, secret: str, context: str) -> None:
+        assert secret in context, (kind, secret)
+        cases.append(SecretCase(kind, secret, context))
+
+    sid, token = "AC" + r36(HEX, 32), r36(HEX, 32)
+    add("twilio_auth_token", token, f'from twilio.rest import Client\nclient = Client("{sid}", "{token}")\n')
+    openrouter = "sk-or-v1-" + r36(HEX, 64)
+    add("openrouter_api_key", openrouter, "curl https://openrouter.ai/api/v1/chat/completions \\\n"
+        f'  -H "Authorization: Bearer $KEY" -H "X-Title: app"  # key was {openrouter}\n')
+    signing = r36(HEX, 64)
+    add("hex_secret", signing, f"Webhook created. Your signing secret is {signing} (shown once)\n")
+    hex_key = r36(HEX, 32)
+    add("hex_secret", hex_key, f"STRIPE_KEY={hex_key}\nSTRIPE_MODE=test\n")
+    client_key = r36(HEX, 32)
+    add("hex_secret", client_key, f"config = {{'client_key': '{client_key}', 'region': 'eu'}}\n")
+    admin_pw, passwort, db_pw = r36(ALNUM, 12), r36(ALNUM, 14), r36(ALNUM, 12)
+    add("named_password", admin_pw, f"ADMIN_USER=root\nADMIN_PW={admin_pw}\n")
+    add("named_password", passwort, f"benutzer=admin\npasswort={passwort}\n")
+    add("named_password", db_pw, f"database:\n  db_user: app\n  db_pw: {db_pw}\n")
+    redis, ssl, store, htpw, seven = (r36(ALNUM, 16), r36(ALNUM, 12), r36(ALNUM, 12), r36(ALNUM, 10), r36(ALNUM, 11))
+    add("cli_argument", redis, f"$ redis-cli -h cache.internal -a {redis} ping\nPONG\n")
+    add("cli_argument", ssl, f"openssl pkcs12 -export -in cert.pem -inkey key.pem -out cert.p12 -passout pass:{ssl}\n")
+    add("cli_argument", store, f"keytool -importkeystore -srckeystore a.p12 -destkeystore app.jks -storepass {store}\n")
+    add("cli_argument", htpw, f"htpasswd -b /etc/nginx/.htpasswd admin {htpw}\nAdding password for user admin\n")
+    add("cli_argument", seven, f"7z a -p{seven} backup.7z ./data\n")
+    ldap = r36(ALNUM, 12)
+    add("cli_argument", ldap, f"ldapsearch -x -D cn=admin,dc=example,dc=com -w {ldap} -b dc=example,dc=com\n")
+    azure = r36(ALNUM, 3) + r36(DIGITS, 1) + "Q~" + r36(ALNUM + "_~.-", 34)
+    add("azure_client_secret", azure, f"Client secret created.\nValue: {azure}\nSecret ID: {uuid4()}\n")
+    v1, v2, v3 = r36(ALNUM, 12), r36(ALNUM, 9), r36(ALNUM, 11)
+    add("environment", v1, f"HOME=/home/dev\nPATH=/usr/local/bin:/usr/bin:/bin\nLANG=C.UTF-8\nSHELL=/bin/bash\n"
+        f"MAIL_PASSWORD={v1}\nPAYMENTS_ID=shop\n")
+    add("environment", v2, "environ({'PATH': '/usr/bin:/bin', 'HOME': '/root', 'LANG': 'C.UTF-8', 'TERM': 'xterm', "
+        f"'API_TOKEN': '{v2}', 'HOSTNAME': 'web-1'}})\n")
+    add("environment", v3, f"services:\n  web:\n    environment:\n      DEBUG: '0'\n      SESSION_KEY: {v3}\n"
+        "    image: shop/web:1.4\n")
+    b64 = base64.b64encode(r36(ALNUM, 14).encode()).decode()
+    add("environment", b64, f"apiVersion: v1\ndata:\n  api-token: {b64}\n  username: YWRtaW4=\nkind: Secret\n"
+        "metadata:\n  name: shop-db\ntype: Opaque\n")
+    return cases
+
+
+def issue_36_ordinary() -> dict[str, str]:
+    """Output where hex strings are hashes and ids, not secrets (issue 36 item 10's false-positive check), and
+    `NAME=value` lines that are not an environment."""
+    sha256 = r36(HEX, 64)
+    return {
+        "sha256sum": f"{sha256}  dist/agentmem-0.9.0.tar.gz\n{r36(HEX, 64)}  dist/agentmem-0.9.0-py3-none-any.whl\n",
+        "git log secret": f"commit {r36(HEX, 40)}\n\n    Rotate the webhook secret handling (see {r36(HEX, 40)})\n",
+        "docker digest": f"Digest: sha256:{r36(HEX, 64)}\nStatus: Downloaded newer image for postgres:16\n",
+        "go build": "GOOS=linux GOARCH=amd64 go build -o bin/app-linux-amd64 ./cmd/app\n"
+                    "GOOS=darwin GOARCH=arm64 go build -o bin/app-darwin-arm64 ./cmd/app\n"
+                    "GOOS=windows GOARCH=amd64 go build -o bin/app.exe ./cmd/app\nCGO_ENABLED=0\n"
+                    "API_KEY_HEADER=X-Key\n",
+        "settings schema": "PAI_DIR: Root directory for all configuration\nMAX_TOKENS: Maximum tokens for responses\n"
+                           "API_KEY: Your provider key (required)\nMODEL: Default model\nTIMEOUT: Seconds\n",
+        "uuids": f"created job {uuid4()}\nrequest_id={uuid4()} trace={r36(HEX, 32)}\n",
+    }
+
+
 @dataclass(frozen=True)
 class ToolCase:
     """A tool call whose output holds a secret that no text pattern can see: only the command (or the tool's input)
@@ -523,6 +597,30 @@ class ToolCase:
     tool_input: dict
     output: str
     secret: str
+
+
+def issue_36_tool_cases() -> list[ToolCase]:
+    """Tool calls of issue 36 (item 10) whose output is secret by where it came from: deny-listed files named
+    another way (`.env-prod`, `.env~`, a glob, `.flaskenv`), commands that print the environment or a store of
+    secrets, and one that makes a key."""
+    key, pw, hexkey = r36(ALNUM, 26), r36(ALNUM, 13), r36(HEX, 64)
+    env = f"PATH=/usr/bin\nHOME=/root\nPAYMENTS={key}\n"
+    return [
+        ToolCase("cat .env-prod", "Bash", {"command": "cat .env-prod"}, f"UPSTREAM={pw}\n", pw),
+        ToolCase("cat .env~", "Bash", {"command": "cat .env~"}, f"UPSTREAM={pw}\n", pw),
+        ToolCase("cat .en?", "Bash", {"command": "cat .en?"}, f"UPSTREAM={pw}\n", pw),
+        ToolCase("cat .e*", "Bash", {"command": "head .e*"}, f"UPSTREAM={pw}\n", pw),
+        ToolCase("cat .flaskenv", "Bash", {"command": "cat .flaskenv"}, f"UPSTREAM={pw}\n", pw),
+        ToolCase("printenv", "Bash", {"command": "printenv"}, env, key),
+        ToolCase("env | sort", "Bash", {"command": "env | sort"}, env, key),
+        ToolCase("docker compose config", "Bash", {"command": "docker compose config"},
+                 f"services:\n  web:\n    image: shop\n    ports:\n      - 8080:80\n  db:\n    command: -p {pw}\n", pw),
+        ToolCase("kubectl get secret", "Bash", {"command": "kubectl get secret shop -o yaml"},
+                 f"apiVersion: v1\ndata:\n  upstream: {base64.b64encode(pw.encode()).decode()}\n", pw),
+        ToolCase("print(os.environ)", "Bash", {"command": "python -c 'import os; print(os.environ)'"},
+                 f"environ({{'PAYMENTS': '{key}'}})\n", key),
+        ToolCase("openssl rand", "Bash", {"command": "openssl rand -hex 32"}, f"{hexkey}\n", hexkey),
+    ]
 
 
 def tool_cases() -> list[ToolCase]:
@@ -833,4 +931,4 @@ export class ConsolidationWorkerLeaseRenewalScheduler {
     return texts
 
 
-ORDINARY_TEXTS: dict[str, str] = _ordinary()
+ORDINARY_TEXTS: dict[str, str] = _ordinary() | issue_36_ordinary()

@@ -11,9 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from agentmem_mcp.capture.redact import decodes_secrets, names_sensitive_file, without_sensitive_lines
+from agentmem_mcp.capture.redact import (
+    decodes_secrets,
+    dumps_environment,
+    makes_secrets,
+    names_sensitive_file,
+    without_sensitive_lines,
+)
 
-from .secrets_corpus import issue_18_cases, tool_cases
+from .secrets_corpus import issue_18_cases, issue_36_cases, issue_36_tool_cases, tool_cases
 
 
 def run(env: dict[str, str], cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -26,9 +32,20 @@ def stored_bytes(home: Path) -> bytes:
 
 
 def test_no_raw_value_of_issue_18_reaches_any_file_under_the_home(cli_env, home, tmp_path):
+    leak_through_every_path(cli_env, home, tmp_path, issue_18_cases(), tool_cases())
+
+
+def test_no_raw_value_of_issue_36_reaches_any_file_under_the_home(cli_env, home, tmp_path):
+    """Issue 36 item 10: a Twilio token beside its SID, OpenRouter keys, hex signing secrets and keys, ADMIN_PW /
+    passwort / db_pw, passwords as command-line arguments, an Azure client secret, environment dumps; `.env-prod`,
+    `.env~`, `.en?`, `.e*`, `.flaskenv`, `printenv`, `env | sort`, `docker compose config`, `kubectl get secret`,
+    `print(os.environ)`, `openssl rand`: through the real hooks, CLI save, worker and search."""
+    leak_through_every_path(cli_env, home, tmp_path, issue_36_cases(), issue_36_tool_cases())
+
+
+def leak_through_every_path(cli_env, home, tmp_path, cases, tools) -> None:
     project = tmp_path / "repo"
     (project / ".git").mkdir(parents=True)
-    cases, tools = issue_18_cases(), tool_cases()
 
     def hook(event: str, payload: dict) -> None:
         payload = {"session_id": "leaky-1", "cwd": str(project), "hook_event_name": event} | payload
@@ -67,6 +84,8 @@ def test_no_raw_value_of_issue_18_reaches_any_file_under_the_home(cli_env, home,
     "cat .env", "head -n 5 config/.env.production", "grep KEY .env", "source .env", ". ./.env", "tail ~/.pgpass",
     "cat ~/.netrc", "less ~/.ssh/id_rsa", "xxd certs/server.pem", "export $(cat .env | xargs)",
     "docker compose --env-file .env.prod up", "awk -F= '{print $2}' secrets.yaml", "cat ~/.aws/credentials",
+    "cat .env-prod", "cat .env~", "cat .en?", "head .e*", "cat .flaskenv", "cat config/.env.bak", "cat .[e]nv",
+    "cat *.pem", "cat .*", "less deploy/.env_staging",
 ])
 def test_shell_commands_reading_deny_listed_files(command):
     assert names_sensitive_file(command)
@@ -74,7 +93,8 @@ def test_shell_commands_reading_deny_listed_files(command):
 
 @pytest.mark.parametrize("command", [
     "cat .env.example", "ls -la", "git status", "pytest -q tests/test_env.py", "cat ~/.ssh/id_rsa.pub",
-    "python manage.py migrate", "npm run build", "cat README.md",
+    "python manage.py migrate", "npm run build", "cat README.md", "grep -rn TODO *", "ls *.py", "cat .env-sample",
+    "cat .env_example", "cat src/*.ts",
 ])
 def test_ordinary_shell_commands(command):
     assert not names_sensitive_file(command)
@@ -87,6 +107,28 @@ def test_ordinary_shell_commands(command):
 ])
 def test_decoding_commands(command, decodes):
     assert decodes_secrets(command) is decodes
+
+
+@pytest.mark.parametrize(("command", "dumps"), [
+    ("printenv", True), ("printenv STRIPE_KEY", True), ("env | sort", True), ("env", True), ("export -p", True),
+    ("set", True), ("docker compose config", True), ("docker-compose -f prod.yml config", True),
+    ("kubectl get secret shop -o yaml", True), ("kubectl -n prod get secrets -o json", True),
+    ("python -c 'import os; print(os.environ)'", True), ("node -e 'console.log(process.env)'", True),
+    ("cat /proc/self/environ", True), ("heroku config -a shop", True),
+    ("env FOO=1 make test", False), ("/usr/bin/env python app.py", False), ("set -e; make", False),
+    ("grep -rn os.environ src", False), ("docker compose up -d", False), ("kubectl get pods", False),
+])
+def test_commands_that_print_the_environment(command, dumps):
+    assert dumps_environment(command) is dumps
+
+
+@pytest.mark.parametrize(("command", "makes"), [
+    ("openssl rand -hex 32", True), ("python -c 'import secrets; print(secrets.token_hex(32))'", True),
+    ("head -c 32 /dev/urandom | base64", True), ("rails secret", True), ("wg genkey", True),
+    ("sha256sum dist/*", False), ("git log -3", False), ("pytest -k random", False), ("openssl x509 -in c.pem", False),
+])
+def test_commands_that_make_a_secret(command, makes):
+    assert makes_secrets(command) is makes
 
 
 def test_search_lines_from_deny_listed_files_are_dropped():

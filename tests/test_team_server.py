@@ -373,7 +373,7 @@ def test_nothing_imports_psycopg_without_team_memory_nor_in_a_hook(machines, tmp
 def test_the_viewer_shares_a_memory_with_a_csrf_protected_post(machines, pg, team_url):
     import re
 
-    from tests.test_viewer import _request
+    from tests.test_viewer import _address, _cookie, _request
 
     alice, _ = machines
     alice.env["AGENTMEM_TEAM_SHARE_KNOWLEDGE"] = "0"  # only what is shared on purpose
@@ -381,10 +381,8 @@ def test_the_viewer_shares_a_memory_with_a_csrf_protected_post(machines, pg, tea
     ui = subprocess.Popen([*AGENTMEM, "ui", "--no-browser", "--port", "0"], env=alice.env, cwd=alice.repo,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        line = ui.stdout.readline()
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/search\?token=([\w-]+)", line)
-        assert match, line
-        port, cookie = int(match.group(1)), {"Cookie": f"agentmem_ui={match.group(2)}"}
+        _, port, _, token = _address(ui.stdout.readline())
+        cookie = _cookie(port, token)
         deadline = time.monotonic() + 30
         while (page := _request(port, "GET", f"/memory/{memory_id}", headers=cookie))[0] != 200:
             assert time.monotonic() < deadline

@@ -102,14 +102,13 @@ def viewer(world: dict[str, object]) -> Iterator[dict[str, object]]:
                             text=True)
     try:
         line = proc.stdout.readline()
-        match = re.search(r"(http://127\.0\.0\.1:(\d+))/search\?token=([\w-]+)", line)
-        assert match, line + proc.stderr.read()
-        base, port, token = match.group(1), int(match.group(2)), match.group(3)
+        base, port, root, token = _address(line)
         deadline = time.monotonic() + 30
         while _request(port, "GET", f"/search?token={token}")[0] != 303:
             assert time.monotonic() < deadline, "the viewer did not answer in 30 s"
             time.sleep(0.2)
-        yield {"base": base, "port": port, "token": token, "url": match.group(0), "proc": proc, **world}
+        yield {"base": base, "port": port, "root": root, "token": token, "url": line.split(": ", 1)[1].strip(),
+               "cookie": _cookie(port, token), "proc": proc, **world}
     finally:
         proc.terminate()
         try:
@@ -118,11 +117,29 @@ def viewer(world: dict[str, object]) -> Iterator[dict[str, object]]:
             proc.kill()
 
 
+ADDRESS = re.compile(r"(http://127\.0\.0\.1:(\d+)(/[\w-]+))/search\?token=([\w-]+)")
+ROOTS: dict[int, str] = {}  # port -> the run path of the viewer listening there (every address starts with it)
+
+
+def _address(line: str) -> tuple[str, int, str, str]:
+    """(base address, port, run path, token) of the address `agentmem ui` printed; the port's run path is noted."""
+    match = ADDRESS.search(line)
+    assert match, line
+    ROOTS[int(match.group(2))] = match.group(3)
+    return match.group(1), int(match.group(2)), match.group(3), match.group(4)
+
+
+def _cookie(port: int, token: str) -> dict[str, str]:
+    """The Cookie header a browser sends this run's viewer (its cookie is named for its port)."""
+    return {"Cookie": f"agentmem_ui_{port}={token}"}
+
+
 def _request(port: int, method: str, path: str, *, headers: dict[str, str] | None = None, body: str | None = None,
-             ) -> tuple[int, dict[str, str], str]:
+             bare: bool = False) -> tuple[int, dict[str, str], str]:
+    """One HTTP request to the viewer on `port`; `path` is under its run path (put in front here unless `bare`)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        conn.request(method, path, body=body, headers=headers or {})
+        conn.request(method, path if bare else ROOTS.get(port, "") + path, body=body, headers=headers or {})
         answer = conn.getresponse()
         return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read().decode("utf-8", "replace")
     except ConnectionRefusedError:
@@ -190,9 +207,10 @@ def _by(css: str):
 
 def test_the_first_visit_sets_a_strict_cookie_and_drops_the_token(viewer):
     status, headers, _ = _request(viewer["port"], "GET", f"/memories?token={viewer['token']}&page=1")
-    assert status == 303 and headers["location"] == "/memories?page=1"
+    assert status == 303 and headers["location"] == viewer["root"] + "/memories?page=1"
     cookie = headers["set-cookie"]
-    assert f"agentmem_ui={viewer['token']}" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert f"agentmem_ui_{viewer['port']}={viewer['token']}" in cookie and "HttpOnly" in cookie
+    assert "SameSite=Strict" in cookie and f"Path={viewer['root']};" in cookie + ";"
 
 
 def test_every_request_without_the_token_is_refused(viewer):
@@ -202,12 +220,54 @@ def test_every_request_without_the_token_is_refused(viewer):
         status, _, body = _request(port, "GET", path)
         assert status == 403, path
         assert "pnpm" not in body
-    status, _, _ = _request(port, "GET", "/search", headers={"Cookie": "agentmem_ui=wrong"})
+    status, _, _ = _request(port, "GET", "/search", headers={"Cookie": f"agentmem_ui_{port}=wrong"})
     assert status == 403
     # a DNS-rebinding page reaches the port under another host name: refused even with the cookie
-    cookie = {"Cookie": f"agentmem_ui={viewer['token']}"}
+    cookie = viewer["cookie"]
     assert _request(port, "GET", "/search", headers={**cookie, "Host": f"evil.example:{port}"})[0] == 403
     assert _request(port, "GET", "/search", headers=cookie)[0] == 200
+    # outside this run's path nothing answers, with the cookie and the token or without
+    for path in ("/search", f"/search?token={viewer['token']}", "/static/viewer.js", "/"):
+        assert _request(port, "GET", path, headers=cookie, bare=True)[0] == 403, path
+
+
+def test_the_cookie_never_reaches_another_local_server(browser, viewer):
+    """Issue 36 item 13: cookies do not keep to a port, so a `Path=/` cookie on 127.0.0.1 went to every local dev
+    server the same browser opened, which could then use the viewer with it. The cookie is sent only under this
+    run's random path: a server on another port, asked for its own pages, never receives it."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    received: list[str] = []
+
+    class DevServer(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            received.append(self.headers.get("Cookie") or "")
+            body = b"<!doctype html><title>dev</title><p>a local dev server</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), DevServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        _open(browser, viewer, "/search")  # the browser holds the viewer's cookie
+        assert browser.find_element(*_by("h1")).text == "Search"
+        other = server.server_address[1]
+        for path in ("/", "/search", "/api/changes", "/static/viewer.js"):
+            browser.get(f"http://127.0.0.1:{other}{path}")
+            assert "a local dev server" in browser.page_source
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(received) >= 4 and not any(viewer["token"] in cookie for cookie in received), received
+    _open(browser, viewer, "/memories")  # and the viewer itself still knows the browser
+    assert browser.find_element(*_by("h1")).text == "Memories"
 
 
 def test_it_listens_on_loopback_only(viewer):
@@ -223,33 +283,35 @@ def test_it_listens_on_loopback_only(viewer):
 
 def test_pages_carry_a_strict_content_security_policy(viewer):
     status, headers, body = _request(viewer["port"], "GET", "/search",
-                                     headers={"Cookie": f"agentmem_ui={viewer['token']}"})
+                                     headers=viewer["cookie"])
     assert status == 200
     csp = headers["content-security-policy"]
     assert "default-src 'none'" in csp and "script-src 'self'" in csp and "unsafe-inline" not in csp
     assert headers["x-frame-options"] == "DENY" and headers["cache-control"] == "no-store"
-    assert "<script>" not in body and re.findall(r"<script[^>]*>", body) == ['<script src="/static/viewer.js" defer>']
+    root = viewer["root"]
+    assert "<script>" not in body
+    assert re.findall(r"<script[^>]*>", body) == [f'<script src="{root}/static/viewer.js" defer>']
     assert " style=" not in body  # no inline style: the policy would refuse it
-    _, _, body = _request(viewer["port"], "GET", "/lifecycle", headers={"Cookie": f"agentmem_ui={viewer['token']}"})
-    assert re.findall(r"<script[^>]*>", body) == ['<script src="/static/viewer.js" defer>',  # the charts: uPlot
-                                                  '<script src="/static/uplot/uPlot.iife.min.js" defer>',
-                                                  '<script src="/static/charts.js" defer>']
+    _, _, body = _request(viewer["port"], "GET", "/lifecycle", headers=viewer["cookie"])
+    assert re.findall(r"<script[^>]*>", body) == [f'<script src="{root}/static/viewer.js" defer>',  # the charts
+                                                  f'<script src="{root}/static/uplot/uPlot.iife.min.js" defer>',
+                                                  f'<script src="{root}/static/charts.js" defer>']
     assert " style=" not in body and "<style" not in body
 
 
 def test_a_post_without_the_csrf_token_is_refused(viewer):
     port, memory_id = viewer["port"], viewer["ids"]["port"]
-    cookie = f"agentmem_ui={viewer['token']}"
+    cookie = viewer["cookie"]
     form = {"Content-Type": "application/x-www-form-urlencoded"}
-    assert _request(port, "POST", f"/memory/{memory_id}/pin", headers={"Cookie": cookie, **form}, body="")[0] == 403
-    assert _request(port, "POST", f"/memory/{memory_id}/pin", headers={"Cookie": cookie, **form},
+    assert _request(port, "POST", f"/memory/{memory_id}/pin", headers={**cookie, **form}, body="")[0] == 403
+    assert _request(port, "POST", f"/memory/{memory_id}/pin", headers={**cookie, **form},
                     body="csrf=guess")[0] == 403
     # a cross-site form: the browser sends no cookie (SameSite=Strict), and its Origin is not this server
     assert _request(port, "POST", f"/memory/{memory_id}/pin", headers={**form, "Origin": "http://evil.example"},
                     body="csrf=guess")[0] == 403
     assert _request(port, "POST", f"/memory/{memory_id}/pin",
-                    headers={"Cookie": cookie, **form, "Origin": "http://evil.example"}, body="csrf=guess")[0] == 403
-    assert _request(port, "GET", f"/memory/{memory_id}/pin", headers={"Cookie": cookie})[0] == 405
+                    headers={**cookie, **form, "Origin": "http://evil.example"}, body="csrf=guess")[0] == 403
+    assert _request(port, "GET", f"/memory/{memory_id}/pin", headers=cookie)[0] == 405
     shown = json.loads(_cli(viewer["env"], viewer["repo"], "get", memory_id, "--json"))
     assert shown["pinned"] is False
 
@@ -259,7 +321,7 @@ def _search_mode(viewer: dict[str, object], wanted: str = "hybrid", timeout: flo
     (the shared embedding process loads the model on its first start)."""
     deadline = time.monotonic() + timeout
     while True:
-        _, _, body = _request(viewer["port"], "GET", "/health", headers={"Cookie": f"agentmem_ui={viewer['token']}"})
+        _, _, body = _request(viewer["port"], "GET", "/health", headers=viewer["cookie"])
         mode = re.search(r'id="mode" data-search="(\w+)"', body).group(1)
         if mode == wanted or time.monotonic() > deadline:
             return mode
@@ -318,7 +380,7 @@ def test_beside_a_server_the_model_is_loaded_once_for_both(viewer):
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     assert _search_mode(viewer) == "hybrid"
-    _, _, page = _request(viewer["port"], "GET", "/health", headers={"Cookie": f"agentmem_ui={viewer['token']}"})
+    _, _, page = _request(viewer["port"], "GET", "/health", headers=viewer["cookie"])
     service = int(re.search(r"shared embedding process \(pid (\d+)\)", page).group(1))
     params = StdioServerParameters(command=sys.executable, args=["-m", "agentmem_mcp", "serve"], env=viewer["env"],
                                    cwd=str(viewer["repo"]))
@@ -347,7 +409,7 @@ def test_search_goes_on_when_the_shared_process_dies(viewer):
     """The shared process killed under the viewer: the next searches start another one, and are hybrid again."""
     import signal
 
-    cookie = {"Cookie": f"agentmem_ui={viewer['token']}"}
+    cookie = viewer["cookie"]
     assert _search_mode(viewer) == "hybrid"
     _, _, page = _request(viewer["port"], "GET", "/health", headers=cookie)
     first = int(re.search(r"shared embedding process \(pid (\d+)\)", page).group(1))
@@ -381,8 +443,8 @@ def _start_viewer(env: dict[str, str], cwd: Path) -> tuple[subprocess.Popen, int
     """Another real `agentmem ui` (its process, port and cookie header), once it answers."""
     proc = subprocess.Popen([sys.executable, "-m", "agentmem_mcp", "ui", "--no-browser", "--port", "0"], env=env,
                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    match = re.search(r"http://127\.0\.0\.1:(\d+)/search\?token=([\w-]+)", proc.stdout.readline())
-    port, cookie = int(match.group(1)), {"Cookie": f"agentmem_ui={match.group(2)}"}
+    _, port, _, token = _address(proc.stdout.readline())
+    cookie = _cookie(port, token)
     deadline = time.monotonic() + 30
     while _request(port, "GET", "/search", headers=cookie)[0] != 200:
         assert time.monotonic() < deadline, "the viewer did not answer in 30 s"
@@ -503,7 +565,7 @@ def test_forget_removes_it_from_every_page_and_from_search(browser, viewer):
 
 def test_the_timeline_shows_the_replayed_session_beside_its_summary(browser, viewer):
     _open(browser, viewer, "/sessions")
-    _click(browser, f"#sessions a[href='/session/{SESSION}']")
+    _click(browser, f"#sessions a[href$='/session/{SESSION}']")
     events = browser.find_element(*_by("#events")).text
     assert "fix the checkout button colour" in events and "pnpm test" in events
     assert browser.find_element(*_by("#summary")).text.strip()
@@ -533,7 +595,7 @@ def test_the_lifecycle_page_charts_and_its_sweep_dry_run(browser, viewer):
     assert sum(charts["chart-retention"]["data"][1]) == stats["memories"]
     tiers = charts["chart-tiers"]
     assert {name: values[-1] for name, values in zip(tiers["names"], tiers["data"][1:])} == stats["by_tier"]
-    assert browser.find_elements(*_by("script[src='/static/uplot/uPlot.iife.min.js']"))
+    assert browser.find_elements(*_by("script[src$='/static/uplot/uPlot.iife.min.js']"))
     assert _console_errors(browser) == []
     _click(browser, "#dry_run-form button")
     assert browser.find_element(*_by("#sweep-summary")).text.startswith("dry run: would remove")
@@ -546,7 +608,7 @@ def test_the_timeline_shows_a_replayed_transcript_s_session(browser, viewer):
     prompt = next(r["message"]["content"] for r in records if r.get("type") == "user"
                   and isinstance(r["message"].get("content"), str) and not r["message"]["content"].startswith("<"))
     _open(browser, viewer, "/sessions?project=/home/marco/projects/spotter")
-    _click(browser, f"#sessions a[href='/session/{session}']")
+    _click(browser, f"#sessions a[href$='/session/{session}']")
     assert prompt in browser.find_element(*_by("#events")).text
     assert browser.find_elements(*_by("#events li.event.tool_use"))
     assert browser.find_element(*_by("#summary")).text.strip()
@@ -566,7 +628,7 @@ def test_quarantine_release_audit_and_health(browser, viewer):
     held = viewer["ids"]["held"]
     _open(browser, viewer, "/quarantine")
     assert "Ignore all previous instructions" in browser.find_element(*_by("#quarantined")).text
-    _click(browser, f"form[action='/quarantine/{held}/release'] button")
+    _click(browser, f"form[action$='/quarantine/{held}/release'] button")
     assert "Released" in browser.find_element(*_by("#flash")).text
     assert browser.find_element(*_by("#quarantined")).text == "Nothing is quarantined."
     _open(browser, viewer, "/audit")

@@ -122,9 +122,11 @@ def test_transcript_replay_is_compressed_summarised_and_searchable(env, global_s
     last = store.conn.execute("SELECT MAX(id) FROM observations").fetchone()[0]
     assert session["needs_summary"] == 0 and session["summarized_upto"] == last
 
-    found = store.search("what did we change in session_live.ex")
+    # the replayed session ran in a directory that is no repository here: its project is that directory
+    assert summary.project == session["project"] == session["cwd"]
+    found = store.search("what did we change in session_live.ex", project=summary.project)
     assert summary.id in [h.id for h in found.hits[:3]]  # beside the agent's own reports of the session
-    working = store.search("edit session_live.ex", tiers=["working"])
+    working = store.search("edit session_live.ex", tiers=["working"], project=summary.project)
     assert working.hits and all(h.tier == "working" for h in working.hits)
     assert "session_live.ex" in working.hits[0].title
 

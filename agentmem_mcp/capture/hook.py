@@ -138,7 +138,7 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
     ev = parse_hook_event(client, event_name, decode_payload(raw))
     from ..db.connection import DatabaseError, connect, read_only_reason
     from ..db.migrations import migrate
-    from ..project import project_for, worktree_root
+    from ..project import session_project, worktree_root
     from .observations import ObservationStore, scrub
 
     if ev.extra.get("phase") == "before":  # Cursor's before*Execution, PreToolUse, BeforeTool: the after* records it
@@ -157,7 +157,7 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
         code = exit_code_from_log(ev.extra.get("transcript_path"), ev.extra.get("tool_use_id"))
         if code is not None:
             ev.extra["exit_code"] = code
-    project = project_for(ev.cwd)
+    project = session_project(ev.cwd)
     scrubbed = scrub(ev, settings.max_output_chars)
     conn = told = None
     busy_timeout_ms = min(settings.busy_timeout_ms, HOOK_BUSY_TIMEOUT_MS)

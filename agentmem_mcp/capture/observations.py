@@ -17,7 +17,9 @@ from ..lazy_regex import lazy
 from .events import HookEvent, event_fingerprint
 from .redact import (
     decodes_secrets,
+    dumps_environment,
     is_sensitive_path,
+    makes_secrets,
     names_sensitive_file,
     redact,
     redact_value,
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 
 WITHHELD = "[content of a sensitive file, not recorded]"
 DECODED = "[output of a decoding command, not recorded]"
+ENVIRONMENT = "[output of a command that prints the environment or stored secrets, not recorded]"
+GENERATED = "[output of a command that makes a secret, not recorded]"
 _CONTENT_KEYS = ("content", "new_string", "old_string", "edits", "new_source", "contents", "text")
 MAX_INPUT_CHARS = 8000
 MAX_PROMPT_CHARS = 8000
@@ -56,8 +60,10 @@ def scrub(ev: HookEvent, max_output_chars: int) -> HookEvent:
     """The event as it may be stored: nothing secret, nothing private, nothing huge.
 
     A tool call on a deny-listed file (`.env`, keys, `.pgpass`, ...), whether by a file tool or by a shell command
-    naming it (`cat .env`, `source .env`), keeps no content and no output; a shell command that decodes or decrypts
-    (`base64 -d`) keeps no output; lines of a search's output that come from a deny-listed file are dropped."""
+    naming it (`cat .env`, `source .env`, `cat .e*`), keeps no content and no output; a shell command that decodes or
+    decrypts (`base64 -d`), prints the environment (`printenv`, `kubectl get secret -o yaml`) or makes a secret
+    (`openssl rand -hex 32`) keeps no output; lines of a search's output that come from a deny-listed file are
+    dropped."""
     command = _command(ev.tool_input)
     sensitive = any(is_sensitive_path(path) for path in ev.files) or (
         command is not None and names_sensitive_file(command))
@@ -71,6 +77,10 @@ def scrub(ev: HookEvent, max_output_chars: int) -> HookEvent:
             output = WITHHELD
         elif command is not None and decodes_secrets(command):
             output = DECODED
+        elif command is not None and dumps_environment(command):
+            output = ENVIRONMENT
+        elif command is not None and makes_secrets(command):
+            output = GENERATED
         else:
             output = redact(without_sensitive_lines(truncate_middle(output, max_output_chars * 2)))
         output = truncate_middle(output, max_output_chars)

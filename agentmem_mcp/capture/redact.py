@@ -18,9 +18,9 @@ TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["MAX_DEPTH", "PRIVATE", "REDACTED", "TRUNCATED_DEPTH", "decodes_secrets", "is_sensitive_key",
-           "is_sensitive_path", "names_sensitive_file", "redact", "redact_value", "truncate_middle",
-           "without_sensitive_lines"]
+__all__ = ["MAX_DEPTH", "PRIVATE", "REDACTED", "TRUNCATED_DEPTH", "decodes_secrets", "dumps_environment",
+           "is_sensitive_key", "is_sensitive_path", "makes_secrets", "names_sensitive_file", "redact", "redact_value",
+           "truncate_middle", "without_sensitive_lines"]
 
 REDACTED = "[REDACTED]"
 PRIVATE = "[PRIVATE]"
@@ -166,11 +166,21 @@ def _redact_value(value: Any, depth: int) -> Any:
     return redact(str(value))
 
 
-_TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults", ".schema")
+_TEMPLATE_SUFFIXES = tuple(sep + word for sep in "._-" for word in ("example", "sample", "template", "dist",
+                                                                     "defaults", "schema"))
+_BACKUP_SUFFIXES = (".bak", ".old", ".orig", ".save", ".swp", ".swo", ".backup", ".tmp")
+
+
+def _unbacked(base: str) -> str:
+    """A file name without the marks of a copy: `.env~`, `.env.bak`, `#.env#` -> `.env`."""
+    base = base.lstrip("#").rstrip("~#")
+    while base.endswith(_BACKUP_SUFFIXES):
+        base = base.rsplit(".", 1)[0].rstrip("~#")
+    return base
 _SENSITIVE_NAMES = frozenset(
     (
         ".netrc _netrc .pgpass .npmrc .pypirc credentials credentials.json .git-credentials .htpasswd .dockercfg"
-        " .envrc .secrets secrets.yaml secrets.yml secrets.json secrets.toml"
+        " .envrc .flaskenv .secrets secrets.yaml secrets.yml secrets.json secrets.toml"
     ).split()
 )
 _SENSITIVE_EXTENSIONS = (".pem", ".key", ".p12", ".pfx", ".keystore", ".jks", ".p8", ".ppk", ".env")
@@ -181,16 +191,16 @@ _SENSITIVE_TAILS = (".aws/credentials", ".docker/config.json", ".kube/config")
 def is_sensitive_path(path: str) -> bool:
     """True when the file at `path` probably holds credentials: .env files, private keys, .netrc, ...
 
-    Accepts relative, absolute and Windows paths. Templates (`.env.example`, `.env.sample`,
-    `.env.template`) and public keys (`*.pub`) are not sensitive.
+    Accepts relative, absolute and Windows paths. Variants and copies count (`.env-prod`, `.env~`, `.env.bak`,
+    `.flaskenv`); templates (`.env.example`, `.env-sample`, `.env.template`) and public keys (`*.pub`) do not.
     """
     norm = path.strip().strip("\"'").replace("\\", "/").rstrip("/").lower()
-    base = norm.rsplit("/", 1)[-1]
+    base = _unbacked(norm.rsplit("/", 1)[-1])  # `.env~`, `.env.bak`, `#.env#`: a copy of the file
     if not base or base.endswith(".pub") or base.endswith(_TEMPLATE_SUFFIXES):
         return False
     return (
         base == ".env"
-        or base.startswith(".env.")
+        or base.startswith((".env.", ".env-", ".env_"))
         or base in _SENSITIVE_NAMES
         or base.endswith(_SENSITIVE_EXTENSIONS)
         or base.startswith(_SSH_KEY_PREFIXES)
@@ -199,15 +209,41 @@ def is_sensitive_path(path: str) -> bool:
 
 
 _SHELL_WORD = lazy(r"[^\s;|&<>()`'\"=]+")
+_GLOB_CHARS = frozenset("*?[")
+_BRACES = lazy(r"\{[^{}]*\}")
+# What a glob in a command may expand to: a name of each kind that `is_sensitive_path` denies.
+_DENIED_EXAMPLES = (".env", ".env.local", ".env.production", ".env-prod", ".flaskenv", ".envrc", ".netrc", "_netrc",
+                    ".pgpass", ".npmrc", ".pypirc", ".git-credentials", ".htpasswd", ".dockercfg", ".secrets",
+                    "credentials", "credentials.json", "secrets.yaml", "secrets.yml", "secrets.json", "secrets.toml",
+                    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "server.pem", "server.key", "cert.p12", "cert.pfx",
+                    "app.keystore", "app.jks", "key.p8", "key.ppk", "prod.env")
+
+
+def _glob_may_be_sensitive(word: str) -> bool:
+    """A shell glob (`.e*`, `.en?`, `.[e]nv`, `*.pem`, `config/.env*`) that could expand to a deny-listed file; as
+    the shell does, a pattern matches a dot file only when it starts with a dot; `*` and `*.*` count as nothing."""
+    from fnmatch import fnmatchcase
+
+    pattern = _BRACES.sub("*", word.replace("\\", "/").rsplit("/", 1)[-1]).lower()
+    if not pattern.strip("*?") or pattern == "*.*":
+        return False
+    return any(fnmatchcase(name, pattern) for name in _DENIED_EXAMPLES
+               if pattern.startswith(".") or not name.startswith("."))
 
 
 def names_sensitive_file(command: str) -> bool:
     """True when a shell command names a deny-listed file (`cat .env`, `grep KEY config/.env.prod`,
-    `source .env`, `head ~/.ssh/id_rsa`, `less ~/.pgpass`): what it prints may be that file's content."""
+    `source .env`, `head ~/.ssh/id_rsa`, `less ~/.pgpass`), also through a glob (`cat .e*`, `cat .en?`): what it
+    prints may be that file's content."""
     if len(command) > 20_000:
         command = command[:20_000]
-    return any(is_sensitive_path(word) for word in _SHELL_WORD.findall(command) if "." in word or "_" in word
-               or word in _SENSITIVE_NAMES)
+    for word in _SHELL_WORD.findall(command):
+        if _GLOB_CHARS.intersection(word) or "{" in word:
+            if _glob_may_be_sensitive(word):
+                return True
+        elif ("." in word or "_" in word or word in _SENSITIVE_NAMES) and is_sensitive_path(word):
+            return True
+    return False
 
 
 _DECODER_WORDS = ("base64", "openssl", "gpg", "sops", "age", "xxd")
@@ -223,6 +259,43 @@ def decodes_secrets(command: str) -> bool:
     command = command[:20_000]
     low = command.lower()
     return any(word in low for word in _DECODER_WORDS) and _DECODER.search(command) is not None
+
+
+_ENVIRONMENT_WORDS = ("env", "set", "export", "declare", "typeset", "compose", "kubectl", "environ", "heroku", "vercel",
+                      "getenv", "%env")
+_ENVIRONMENT = lazy(
+    r"(?i)(?:^|[;&|(`{]|\$\()\s*(?:sudo\s+(?:-\S+\s+)*)?(?:printenv\b|env(?:\s+-[0iu]\S*(?:\s+[A-Z_]\w*)?)*\s*"
+    r"(?:$|[|;&>)`])|export\s+-p\b|declare\s+-[a-z]*[xp]|typeset\s+-[a-z]*x|set\s*(?:$|[|;&>)]))|"
+    r"\bdocker[\s-]compose\b[^|;&\n]*\sconfig\b|\bkubectl\b[^|;&\n]*\b(?:get|describe|edit)\s+secrets?\b|"
+    r"\b(?:python[\d.]*|node|ruby|perl|php|deno|bun)\b[^|;&\n]*\s-[a-z]*[cepr]\b[^\n]*(?:\benviron\b|process\.env|"
+    r"\bENV\b|getenv|%ENV|\$_ENV|\$_SERVER)|/proc/[\w/]*environ\b|\bheroku\s+config\b(?!:set)|"
+    r"\bvercel\s+env\s+(?:pull|ls)\b"
+)
+_MAKER_WORDS = ("rand", "token_", "urandom", "pwgen", "secret", "genkey", "keygen", "mkpasswd", "key:generate")
+_MAKES_SECRETS = lazy(
+    r"(?i)\bopenssl\s+rand\b|\bsecrets\.token_|\btoken_(?:hex|urlsafe|bytes)\b|/dev/u?random\b|\bpwgen\b|"
+    r"\bgpg2?\s+[^|;&\n]*--gen-random\b|\b(?:rails|rake)\s+secret\b|\bphx\.gen\.secret\b|"
+    r"\bget_random_secret_key\b|\bkey:generate\b[^|;&\n]*--show\b|\brandomBytes\b|\bos\.urandom\b|\bwg\s+genkey\b|"
+    r"\bage-keygen\b|\bmkpasswd\b"
+)
+
+
+def dumps_environment(command: str) -> bool:
+    """True when a shell command prints the environment or a store of secrets (`printenv`, `env | sort`, `export -p`,
+    `docker compose config`, `kubectl get secret -o yaml`, `python -c "print(os.environ)"`, `heroku config`): its
+    output is not recorded. The output's shape is judged too, wherever it comes from (`environment.py`)."""
+    command = command[:20_000]
+    low = command.lower()
+    return any(word in low for word in _ENVIRONMENT_WORDS) and _ENVIRONMENT.search(command) is not None
+
+
+def makes_secrets(command: str) -> bool:
+    """True when a shell command makes a secret (`openssl rand -hex 32`, `python -c "import secrets; ..."`,
+    `head -c 32 /dev/urandom | base64`, `rails secret`, `wg genkey`): what it prints is a fresh key that has no
+    recognisable shape (a bare 64-hex string is as often a content hash), so it is not recorded."""
+    command = command[:20_000]
+    low = command.lower()
+    return any(word in low for word in _MAKER_WORDS) and _MAKES_SECRETS.search(command) is not None
 
 
 _SEARCH_LINE = lazy(r"(?m)^[ \t]*([^\s:]{1,4096}?)(?::\d+[:\-]|:|-\d+-)[^\n]*")

@@ -143,6 +143,9 @@ _FORMAT_RULES: tuple[_Rule, ...] = (
     _rule("stripe_key", _token("rk_(?:live|test)_", "[A-Za-z0-9]{10,247}", "(?![A-Za-z0-9])")),
     _rule("stripe_webhook_secret", _token("whsec_", "[A-Za-z0-9]{20,100}", _ANY)),
     _rule("anthropic_api_key", _token("sk-ant-", r"[A-Za-z0-9_\-]{20,250}", _ANY)),
+    _rule("openrouter_api_key", _token("sk-or-", r"(?:v\d-)?[A-Za-z0-9_\-]{20,250}", _ANY)),
+    _rule("azure_client_secret", r"(?<![A-Za-z0-9_~.\-])([A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34})"
+          r"(?![A-Za-z0-9_~.\-])", 1, needs=("Q~",)),
     _rule("openai_api_key", _token("sk-", r"(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,250}", _ANY),
           check=_mixed_case_digit),
     _rule("huggingface_token", _token("hf_", "[A-Za-z0-9]{30,40}", "(?![A-Za-z0-9])"), check=_mixed_case),
@@ -151,6 +154,9 @@ _FORMAT_RULES: tuple[_Rule, ...] = (
     _rule("pypi_token", _token("pypi-Ag", r"[A-Za-z0-9_\-]{50,400}", _ANY)),
     _rule("twilio", _token("AC", "[0-9a-f]{32}", "(?![A-Za-z0-9])"), needs=("AC",)),
     _rule("twilio", _token("SK", "[0-9a-f]{32}", "(?![A-Za-z0-9])"), needs=("SK",)),
+    # an account SID, then (on its line or the next) the account's 32-hex auth token: Client("AC...", "...")
+    _rule("twilio", r"AC[0-9a-f]{32}(?![0-9A-Za-z])(?:[^\n]{0,100}?\n)?[^\n]{0,100}?(?<![0-9A-Za-z])([0-9a-f]{32})"
+          r"(?![0-9A-Za-z])", 1, needs=("AC",)),
     _rule("sendgrid_api_key", _token(r"SG\.", r"[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}", _ANY),
           needs=("SG.",)),
     _rule("mailgun_api_key", _token("key-", "[0-9a-f]{32}", "(?![A-Za-z0-9])")),
@@ -170,6 +176,13 @@ _FORMAT_RULES: tuple[_Rule, ...] = (
     _rule("jwt", _token("eyJ", r"[A-Za-z0-9_\-]{8,4000}\.eyJ[A-Za-z0-9_\-]{8,8000}\.[A-Za-z0-9_\-]{0,2000}", _ANY)),
 )
 
+# Command-line flags whose argument is a password, and the programs they belong to (on the same line).
+_SPACED_SECRET_FLAGS = (
+    ("a", ("redis-cli",)),
+    ("P", ("zip ", "sqlcmd", "bcp ", "ipmitool")),
+    ("w", ("ldapsearch", "ldapadd", "ldapmodify", "ldapdelete", "ldappasswd", "ldapwhoami")),
+    ("p", ("mongo", "mysqlsh")),
+)
 _CONTEXT_RULES: tuple[_Rule, ...] = (
     _rule("url_password", r"://[^\s:/@?#\"'<>\[\]]{0,256}:([^\s/@\"'<>\[\]]{1,256})@", 1, _not_reference),
     _rule("netrc_password", r"login(?<![a-z0-9_]login)[ \t]+[^\s]{1,256}\s{1,20}password[ \t]+([^\s]{1,256})", 1,
@@ -179,7 +192,11 @@ _CONTEXT_RULES: tuple[_Rule, ...] = (
     _rule("cli_password", r"-p(?<=[ \t]-p)[ \t]*[\"']?([^\s\"'\-][^\s\"']{0,255})", 1, _not_reference,
           on_line=("sshpass", "docker login", "podman login", "nerdctl login", "az login")),
     _rule("cli_password", r"-p(?<=[ \t]-p)[\"']?([^\s\"'\-][^\s\"']{0,255})", 1, _not_reference,
-          on_line=("mysql", "mariadb")),
+          on_line=("mysql", "mariadb", "7z ", "7za ", "rar ")),
+    *(_rule("cli_password", rf"-{flag}(?<=[ \t]-{flag})[ \t]+[\"']?([^\s\"'\-][^\s\"']{{0,255}})", 1, _not_reference,
+            on_line=programs) for flag, programs in _SPACED_SECRET_FLAGS),
+    _rule("cli_password", r"pass:(?<=[ \t\"']pass:)([^\s\"']{1,256})", 1, _not_reference,
+          on_line=("openssl", "pass ", "pass=")),
     _rule("cli_password", r"--(?:[a-z0-9]{1,20}-){0,4}(?:password|passwd|passphrase|token|secret|api-?key|"
           r"access-key|secret-key|private-key|client-secret)[ \t]+[\"']?([^\s\"'\-$\[{<][^\s\"']{2,255})", 1,
           lambda s: not (s.isalpha() and s.islower()), lower=True, needs=("pass", "token", "secret", "key")),
@@ -194,18 +211,20 @@ _CONTEXT_RULES: tuple[_Rule, ...] = (
 # A name that says "secret", then its separator; matched on the lower-cased text at the places that
 # `_ASSIGN_ANCHORS` point to. `_assignment_value` reads the value.
 _ASSIGN = lazy(
-    r"(?:passw(?:or)?d|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|signing[_-]?key|"
-    r"encryption[_-]?key|master[_-]?key|credentials?|_pass|\.pass|-pass|_pwd|\.pwd|-pwd|;pwd|auth|cookie|"
+    r"(?:passw(?:or)?[dt]|passwoord|kennwort|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|"
+    r"signing[_-]?key|encryption[_-]?key|master[_-]?key|credentials?|_pass|\.pass|-pass|_pwd|\.pwd|-pwd|;pwd|"
+    r"_pw(?![a-z])|\.pw(?![a-z])|-pw(?![a-z])|auth|cookie|"
     r"connection[_-]?string|conn[_-]?str|hmac|signing|subscription[_-]?key|license[_-]?key|"
-    r"admin[_-]?key|app[_-]?key)"
+    r"admin[_-]?key|app[_-]?key|_key(?![a-z]))"
     r"(?:[_.\-]?(?:key|value|hash|b64|base64|hex|str|string|plain|data|id|base|bytes|text|\d{1,2}|v\d)){0,2}"
     r"(?:\\?[\"'`]\]?)?[ \t]{0,10}(:=|=>|:(?![:/])|=(?![=>~]))[ \t]{0,10}"
 )
 # Substrings found with str.find, and how far before each one a name from `_ASSIGN` can start
 # ("key" sits 4 characters into "api_key", 11 into "encryption_key"). Cheaper than scanning with _ASSIGN.
 _ASSIGN_ANCHORS = (
-    ("pass", (1, 0)), ("pwd", (1,)), ("secret", (0,)), ("token", (0,)), ("auth", (0,)), ("cred", (0,)),
-    ("cookie", (0,)), ("conn", (0,)), ("key", (3, 4, 6, 7, 8, 10, 11, 13)), ("hmac", (0,)), ("signing", (0,)),
+    ("pass", (1, 0)), ("pwd", (1,)), ("pw", (1,)), ("kennwort", (0,)), ("secret", (0,)), ("token", (0,)),
+    ("auth", (0,)), ("cred", (0,)),
+    ("cookie", (0,)), ("conn", (0,)), ("key", (1, 3, 4, 6, 7, 8, 10, 11, 13)), ("hmac", (0,)), ("signing", (0,)),
 )  # fmt: skip
 _SECRET_WORD = lazy(r"(?i)passw|secret|token|api[_-]?key|credential|_pass|_pwd|auth")
 _STOP_VALUES = frozenset((
@@ -307,6 +326,8 @@ def _assignment_findings(text: str, low: str) -> list[Finding]:
             name_start -= 1
         if _DOC_FIELD.search(text, max(0, name_start - 12), name_start):
             continue
+        if low.startswith("_key", m.start()) and not _UPPER_NAME.fullmatch(text[name_start:m.start() + 4]):
+            continue  # any NAME_KEY of an environment holds a key; a cache_key or sort_key in code does not
         span = _assignment_value(text, m, name_start)
         if span:
             out.append(Finding("secret_assignment", *span))
@@ -428,6 +449,25 @@ def _header_findings(text: str, low: str) -> list[Finding]:
     return out
 
 
+_HTPASSWD = lazy(r"(?<![\w-])htpasswd((?:[ \t]+[^\s;&|]+){1,8})")
+_ARGUMENT = lazy(r"[^\s;&|]+")
+
+
+def _htpasswd_findings(text: str, low: str) -> list[Finding]:
+    """`htpasswd -b[c] FILE USER PASSWORD`, `htpasswd -nb USER PASSWORD`: the password is a positional argument."""
+    out = []
+    for m in _HTPASSWD.finditer(low):
+        words = list(_ARGUMENT.finditer(text, m.start(1), m.end(1)))
+        flags = "".join(w.group().lstrip("-") for w in words if w.group().startswith("-"))
+        args = [w for w in words if not w.group().startswith("-")]
+        if "b" not in flags:
+            continue
+        at = 1 if "n" in flags else 2
+        if len(args) > at and not _placeholder(args[at].group()):
+            out.append(Finding("cli_password", args[at].start(), args[at].end()))
+    return out
+
+
 # A match can only begin where a run begins: inside a run every later start is shorter, so it fails too.
 _CANDIDATE = lazy(r"[A-Za-z0-9+/_\-]{20,}={0,3}")
 _HEX = lazy(r"[0-9a-fA-F\-]+")
@@ -490,11 +530,50 @@ def _looks_random(token: str) -> bool:
     return _entropy(core) >= min(4.2, 0.8 * math.log2(len(core)))
 
 
-def _entropy_findings(text: str) -> list[Finding]:
+_HEX_KEY = lazy(r"[0-9a-f]{32,128}")
+_KEY_BEFORE = lazy(r"key[\"'\]]?[ \t]{0,5}(?::=|=>|:|=)[ \t]{0,5}[\"']?\Z")
+_SECRET_BEFORE = lazy(r"(?:secret|signing|hmac|passphrase|(?:api|private|access|secret|signing)[ _-]?key)\b"
+                      r"[^\n]{0,40}\Z")
+
+
+def _hex_secret(low: str, start: int, end: int) -> bool:
+    """A run of hex digits that is a key by its context, not a hash: the value of a name ending in "key"
+    (`STRIPE_KEY=`, `"apiKey": "`), or 32/48/64/96/128 digits after "secret", "signing", "hmac", "api key" on
+    the same line ("Your signing secret is ..."; a 40-digit git hash is not taken)."""
+    if _HEX_KEY.fullmatch(low, start, end) is None:
+        return False
+    if _KEY_BEFORE.search(low, max(0, start - 24), start) is not None:
+        return True
+    return end - start in (32, 48, 64, 96, 128) and _SECRET_BEFORE.search(low, max(0, start - 64), start) is not None
+
+
+def _entropy_findings(text: str, low: str) -> list[Finding]:
+    """Random-looking runs (`_looks_random`), and hex runs that are keys by their context (`_hex_secret`)."""
     out = []
     for m in _CANDIDATE.finditer(text):
         if _looks_random(m.group()) and not _DIGEST_BEFORE.search(text, max(0, m.start() - 12), m.start()):
             out.append(Finding("high_entropy", m.start(), m.end()))
+        elif m.end() - m.start() >= 32 and _hex_secret(low, m.start(), m.end()):
+            out.append(Finding("hex_secret", m.start(), m.end()))
+    return out
+
+
+_PASS_VALUE = lazy(r"(?:word|wd|phrase)?(?:[ \t]+|=)[\"']?(?!(?:env|file|fd):|stdin\b)([^\s\"'\-][^\s\"']{0,255})")
+
+
+def _pass_flag_findings(text: str, low: str) -> list[Finding]:
+    """The argument of a command-line flag named "-...pass" (`keytool -storepass X`, `openssl -passout pass:X`,
+    `-keypass X`, `-password X`): found from each "pass" in the text, as a regex starting at every "-" cost more."""
+    out = []
+    at = low.find("pass")
+    while at >= 0:
+        dash = max(low.rfind(" -", max(0, at - 14), at), low.rfind("\t-", max(0, at - 14), at))
+        flag = low[dash + 2:at] if dash >= 0 else "-"  # the letters between the dash and "pass" (`store`)
+        if not flag or (flag.isascii() and flag.isalpha()):
+            m = _PASS_VALUE.match(low, at + 4)
+            if m and _not_reference(text[m.start(1):m.end(1)]):
+                out.append(Finding("cli_password", m.start(1), m.end(1)))
+        at = low.find("pass", at + 4)
     return out
 
 
@@ -512,7 +591,10 @@ def _on_line(low: str, pos: int, words: tuple[str, ...]) -> bool:
     return any(low.find(w, line_start, pos) >= 0 for w in words)
 
 
-_CONTINUATION = "\\\n"  # a shell line continuation: backslash, newline
+_CONTINUATION = "\\\n"
+# words in every environment dump `environment.py` finds: a variable named like a secret, or a Kubernetes Secret
+_DUMP_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PW", "CREDENTIAL", "PRIVATE", "DSN", "SALT", "COOKIE", "SIGNING",
+               "DATABASE_URL", "Secret")  # a shell line continuation: backslash, newline
 
 
 def find_secrets(text: str) -> list[Finding]:
@@ -587,8 +669,17 @@ def _find_secrets(text: str) -> list[Finding]:
             raw.append((rank, Finding(rule.kind, start, end)))
     rank = len(_FORMAT_RULES) + len(_CONTEXT_RULES)
     raw += [(rank, f) for f in _header_findings(text, low)]
+    if "htpasswd" in low:
+        raw += [(rank, f) for f in _htpasswd_findings(text, low)]
+    if "pass" in low:
+        raw += [(rank, f) for f in _pass_flag_findings(text, low)]
     raw += [(rank + 1, f) for f in _assignment_findings(text, low)]
-    raw += [(rank + 2, f) for f in _entropy_findings(text)]
+    raw += [(rank + 2, f) for f in _entropy_findings(text, low)]
+    if any(word in text for word in _DUMP_WORDS):  # upper-case names: most texts have none, and skip the import
+        from .environment import environment_values
+
+        raw += [(rank + 3, Finding("environment", start, end)) for start, end in environment_values(text)
+                if not _placeholder(text[start:end], bare=True)]
     return _merge(raw)
 
 

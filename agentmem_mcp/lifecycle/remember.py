@@ -400,6 +400,10 @@ def _validate(store: Parts, content: Any, *, now: float, title: Any = None, type
             raise InvalidInput(f"{name} must be a unix timestamp")
     ids = _str_list("source_ids", source_ids, limit=1000)
     priority, pinned, project, notes = trust_limits(source, priority, bool(pinned), project, store.project)
+    if project is None and provenance(source) == "derived":
+        raise InvalidInput("what the worker derives from a session is never global: the session has no project "
+                           "(it was captured outside any project before agentmem scoped such sessions to their "
+                           "directory)")
     quarantined = instruction_reason(f"{title}\n{content}") if provenance(source) in QUARANTINED_PROVENANCE \
         else None
     files = _str_list("files", files, limit=200)

@@ -11,6 +11,7 @@ from starlette.responses import RedirectResponse, Response
 
 from ..lifecycle import confirm
 from ..models import TYPES, InvalidInput, check_choice, check_memory_id
+from .html import href
 from .state import viewer
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ MAX_CONTENT_CHARS = 100_000
 
 
 def _to(path: str, done: str) -> Response:
-    return RedirectResponse(f"{path}?done={done}", status_code=303)
+    return RedirectResponse(href(path, done=done), status_code=303)
 
 
 def _id(request: Request) -> str:

@@ -1,16 +1,19 @@
 """HTML built by functions that escape every string they are given: `Markup` marks what is already safe HTML,
 anything else (memory content, titles, paths, prompts: attacker-controlled text) is escaped on the way in.
-A link's target comes from `href`, which accepts only this server's own paths."""
+A link's target comes from `href`, which accepts only this server's own paths and puts this run's path in front
+of them (`ROOT`, set for each request by `security.Guard`)."""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from string import Template
 from typing import Any
 from urllib.parse import urlencode
 
 VOID = frozenset({"br", "hr", "input", "img", "meta", "link"})
+ROOT: ContextVar[str] = ContextVar("agentmem_viewer_root", default="")  # this run's path, e.g. "/r7Kq..."
 
 
 class Markup(str):
@@ -31,11 +34,13 @@ def join(items: Iterable[Any], sep: str = "") -> Markup:
 
 
 def href(path: str, **params: Any) -> str:
-    """A link to this server's `path` (it must start with one '/'), with the query `params` (None dropped)."""
+    """A link to this server's `path` (it must start with one '/') under this run's path (once: a link `href` made
+    is left as it is), with the query `params` (None dropped)."""
     if not path.startswith("/") or path.startswith("//"):
         raise ValueError(f"not a local path: {path!r}")
     query = urlencode({k: v for k, v in params.items() if v is not None and v != ""}, doseq=True)
-    return path + (f"?{query}" if query else "")
+    root = ROOT.get()
+    return ("" if root and (path + "/").startswith(root + "/") else root) + path + (f"?{query}" if query else "")
 
 
 def tag(element: str, /, *children: Any, **attrs: Any) -> Markup:

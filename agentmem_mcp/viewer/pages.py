@@ -22,7 +22,7 @@ from .state import viewer
 
 
 async def home(request: Request) -> Response:
-    return RedirectResponse("/search", status_code=303)
+    return RedirectResponse(href("/search"), status_code=303)
 
 
 async def search(request: Request) -> Response:
@@ -137,7 +137,7 @@ async def memory(request: Request) -> Response:
     found = await browse.entities(v.db, m["id"])
     history, _ = await browse.audit_rows(v.db, memory_ids=[x["id"] for x in chain], limit=100)
     body = [views.badges(m), views.memory_actions(m, v.keys.csrf, team=bool(v.settings.team_url)),
-            tag("div", m["content"], class_="content", id="content"),
+            tag("div", views.shown(m["content"], m), class_="content", id="content"),
             tag("h2", f"Version chain ({len(chain)})"), views.version_chain(chain, m["id"], compare, now),
             tag("h2", "State and provenance"), views.memory_facts(m, now, stale),
             tag("h2", "Linked memories"), table(("relation", "direction", "memory"), link_rows, class_="list")
@@ -145,7 +145,7 @@ async def memory(request: Request) -> Response:
             tag("h2", "Entities"), join((tag("code", f"{e['kind']}:{e['name']}") for e in found), " ")
             if found else tag("p", "none", class_="muted"),
             tag("h2", "Audit trail"), views.audit_table(history, now)]
-    return await v.page(request, page="/memories", title=m["title"], body=join(body))
+    return await v.page(request, page="/memories", title=views.shown(m["title"], m), body=join(body))
 
 
 async def edit(request: Request) -> Response:
@@ -163,7 +163,7 @@ async def forget(request: Request) -> Response:
     v = viewer(request)
     m = await _memory_or_404(request)
     preview = (await v.call(v.store.forget, ids=[m["id"]], dry_run=True)).to_dict()
-    return await v.page(request, page="/memories", title=f"Forget: {m['title']}",
+    return await v.page(request, page="/memories", title=f"Forget: {views.shown(m['title'], m)}",
                         body=views.forget_preview(m, preview, v.keys.csrf))
 
 
@@ -194,9 +194,9 @@ def _event(o: dict[str, Any]) -> Markup:
     except ValueError:
         found = [o["facts"]]
     found = [str(f) for f in (found if isinstance(found, list) else [found]) if f and str(f) != text]
-    facts = tag("div", "; ".join(found)[:400], class_="muted") if found else ""
+    facts = tag("div", views.shown("; ".join(found)[:400]), class_="muted") if found else ""
     return tag("li", tag("span", f"{o['event']}{' ' + o['tool'] if o['tool'] else ''}{extra}", class_="kind"),
-               text, facts, class_=f"event {o['event']}", data_id=o["id"])
+               views.shown(text), facts, class_=f"event {o['event']}", data_id=o["id"])
 
 
 async def session(request: Request) -> Response:
@@ -216,7 +216,7 @@ async def session(request: Request) -> Response:
                tag("ol", *(_event(o) for o in events), id="events"))
     right = tag("section", tag("h2", "Summary"),
                 join([views.memory_link(summary["id"], summary["title"]),
-                      tag("div", summary["content"], class_="content", id="summary")]) if summary
+                      tag("div", views.shown(summary["content"], summary), class_="content", id="summary")]) if summary
                 else tag("p", "Not summarised yet: the worker summarises a session after it stops.", class_="muted"),
                 tag("h2", f"Memories made from it ({len(others)})"),
                 tag("ul", *(tag("li", views.memory_link(m["id"], m["title"]), " ",
@@ -274,6 +274,11 @@ async def changes(request: Request) -> Response:
     after_observation = int(arg.number(request, "observation", 0, 2 ** 62) or 0)
     after_memory = int(arg.number(request, "memory", 0, 2 ** 62) or 0)
     session_id = arg.text(request, "session", 200) or None
-    return JSONResponse(await browse.changes(v.db, after_observation=after_observation, after_memory=after_memory,
-                                            session_id=session_id))
+    found = await browse.changes(v.db, after_observation=after_observation, after_memory=after_memory,
+                                 session_id=session_id)
+    for row in found["observations"]:
+        row["prompt"], row["title"] = views.shown(row["prompt"]) or None, views.shown(row["title"]) or None
+    for row in found["memories"]:
+        row["title"] = views.shown(row["title"], row)
+    return JSONResponse(found)
 

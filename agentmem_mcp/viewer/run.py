@@ -67,7 +67,7 @@ def serve(port: int = 0, open_browser: bool = True) -> int:
     keys = Secrets()
     bound = sock.getsockname()[1]
     keys.allow_port(bound)
-    url = f"http://{HOST}:{bound}/search?token={keys.token}"
+    url = f"http://{HOST}:{bound}{keys.root}/search?token={keys.token}"
     server = uvicorn.Server(uvicorn.Config(build_app(settings, keys), log_level="warning", access_log=False,
                                            lifespan="on", server_header=False))
     print(f"agentmem ui: {url}", flush=True)

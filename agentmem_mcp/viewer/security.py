@@ -1,7 +1,13 @@
-"""Every request passes here first: the Host header must name this server (no DNS rebinding), the per-run token
-must come as the cookie (or once in the URL, which sets the cookie and redirects to the same page without it),
-a state change must be a POST carrying the CSRF token from the page, and every answer gets a strict
-Content-Security-Policy and no-store caching. Anything else is answered 403 and reaches no page."""
+"""Every request passes here first: the Host header must name this server (no DNS rebinding), the path must start
+with this run's own path (`Secrets.root`, random), the per-run token must come as the cookie (or once in the URL,
+which sets the cookie and redirects to the same page without it), a state change must be a POST carrying the CSRF
+token from the page, and every answer gets a strict Content-Security-Policy and no-store caching. Anything else is
+answered 403 and reaches no page.
+
+The cookie is bound to this run: named for its port (`agentmem_ui_<port>`) and sent by the browser only under the
+run's path (`Path=/<root>`). Cookies do not keep to a port: with `Path=/` a browser sends it to every server on
+127.0.0.1 (a dev server on :3000 would read the token); no other local server is ever asked for a path under this
+run's random one, so none receives it."""
 
 from __future__ import annotations
 
@@ -12,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-COOKIE = "agentmem_ui"
+from .html import ROOT
+
+COOKIE = "agentmem_ui"  # the cookie's name is this, then "_" and the port
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 HEADERS = [
@@ -37,10 +45,13 @@ class Secrets:
 
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    root: str = field(default_factory=lambda: "/" + secrets.token_urlsafe(12))  # every path of this run starts so
     hosts: tuple[str, ...] = ()  # the Host header values this server answers to (set once the port is known)
+    cookie: str = COOKIE
 
     def allow_port(self, port: int) -> None:
         self.hosts = (f"127.0.0.1:{port}", f"localhost:{port}")
+        self.cookie = f"{COOKIE}_{port}"
 
 
 def same(a: str | None, b: str) -> bool:
@@ -84,8 +95,12 @@ class Guard:
         if header(scope, b"host") not in self.keys.hosts:
             await refuse(with_headers, "this viewer answers only at 127.0.0.1 or localhost on its own port")
             return
+        root, path = self.keys.root, scope["path"]
+        if path != root and not path.startswith(root + "/"):
+            await refuse(with_headers, "open the address `agentmem ui` printed (it carries this run's path and token)")
+            return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        if not same(cookies(scope).get(COOKIE), self.keys.token):
+        if not same(cookies(scope).get(self.keys.cookie), self.keys.token):
             if scope["method"] in SAFE_METHODS and same(query.get("token"), self.keys.token):
                 rest = urlencode({k: v for k, v in query.items() if k != "token"})
                 await redirect_with_cookie(with_headers, scope["path"] + (f"?{rest}" if rest else ""), self.keys)
@@ -106,7 +121,12 @@ class Guard:
                 await refuse(with_headers, "the form's CSRF token is missing or wrong: reload the page and retry")
                 return
             receive = replay(body)
-        await self.app(scope, receive, with_headers)
+        inner = {**scope, "path": path[len(root):] or "/", "raw_path": (path[len(root):] or "/").encode()}
+        mark = ROOT.set(root)
+        try:
+            await self.app(inner, receive, with_headers)
+        finally:
+            ROOT.reset(mark)
 
 
 async def read_body(receive: Receive) -> bytes | None:
@@ -146,7 +166,7 @@ async def refuse(send: Send, why: str) -> None:
 
 
 async def redirect_with_cookie(send: Send, location: str, keys: Secrets) -> None:
-    cookie = f"{COOKIE}={keys.token}; HttpOnly; SameSite=Strict; Path=/"
+    cookie = f"{keys.cookie}={keys.token}; HttpOnly; SameSite=Strict; Path={keys.root}"
     await send({"type": "http.response.start", "status": 303,
                 "headers": [(b"location", location.encode()), (b"set-cookie", cookie.encode()),
                             (b"content-length", b"0")]})

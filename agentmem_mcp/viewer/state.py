@@ -26,7 +26,7 @@ from ..db import browse
 from ..lifecycle.retention import retention
 from ..version import package_version
 from . import embedding
-from .html import Markup, join, render, tag
+from .html import ROOT, Markup, join, render, tag
 from .security import Secrets
 
 HERE = Path(__file__).parent
@@ -103,7 +103,7 @@ class Viewer:
                       nav=nav, flash=flash, mode=mode, search=search, page=page, live=live,
                       observation=marks["observation"],
                       memory=marks["memory"], version=self.version, home=str(self.settings.home),
-                      assets=assets)
+                      assets=assets, root=ROOT.get())
         return HTMLResponse(text, status_code=status)
 
 

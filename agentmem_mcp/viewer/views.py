@@ -12,7 +12,7 @@ from typing import Any
 from ..lifecycle.retention import retention
 from ..models import PRIORITIES, TIERS, TYPES
 from ..ranking import humanize_age
-from ..trust import provenance
+from ..trust import as_data, provenance, typed_by_user
 from .html import Markup, definition_list, esc, hidden, href, join, post_form, table, tag
 
 
@@ -42,8 +42,14 @@ def short_project(project: str | None) -> Markup:
     return tag("span", project.rstrip("/").rsplit("/", 1)[-1] or project, title=project)
 
 
+def shown(text: str | None, row: Any = None) -> str:
+    """Captured or derived text as the viewer shows it: as the agent would be shown it (`trust.as_data`;
+    `row`: the memory it belongs to, whose own words a user's memory are)."""
+    return as_data(text or "", trusted=row is not None and typed_by_user(row))
+
+
 def memory_link(memory_id: str, title: str | None = None) -> Markup:
-    return tag("a", title if title else memory_id, href=href(f"/memory/{memory_id}"))
+    return tag("a", shown(title) if title else memory_id, href=href(f"/memory/{memory_id}"))
 
 
 def session_link(session_id: str, text: str | None = None) -> Markup:
@@ -197,7 +203,7 @@ def version_chain(chain: Sequence[dict[str, Any]], current: str, compare: str | 
         title = Markup(tag("strong", name)) if v["id"] == current else memory_link(v["id"], name)
         diff_link = tag("a", "diff with this", href=href(f"/memory/{current}", compare=v["id"])) \
             if v["id"] != current else ""
-        rows.append((title, v["title"], v["source"], when(v["created_at"], now), diff_link))
+        rows.append((title, shown(v["title"], v), v["source"], when(v["created_at"], now), diff_link))
     chosen = next((v for v in chain if v["id"] == compare), None)
     me = next(v for v in chain if v["id"] == current)
     if chosen is None:
@@ -209,9 +215,9 @@ def version_chain(chain: Sequence[dict[str, Any]], current: str, compare: str | 
         parts.append(tag("h3", f"Changes from v{old['version']} to v{new['version']}"))
         if old["title"] != new["title"]:
             parts.append(tag("h4", "title", class_="muted"))
-            parts.append(word_diff(old["title"], new["title"]))
+            parts.append(word_diff(shown(old["title"], old), shown(new["title"], new)))
             parts.append(tag("h4", "content", class_="muted"))
-        parts.append(word_diff(old["content"], new["content"]))
+        parts.append(word_diff(shown(old["content"], old), shown(new["content"], new)))
     return join(parts)
 
 
@@ -241,7 +247,7 @@ def edit_form(m: dict[str, Any], csrf: str) -> Markup:
 
 
 def forget_preview(m: dict[str, Any], preview: dict[str, Any], csrf: str) -> Markup:
-    rows = [(memory_link(x["id"], f"v{x['version']}"), x["type"], x["title"]) for x in preview["memories"]]
+    rows = [(memory_link(x["id"], f"v{x['version']}"), x["type"], shown(x["title"])) for x in preview["memories"]]
     gone = f"{preview['count']} memor{'y' if preview['count'] == 1 else 'ies'} (every version of this one)"
     return join([
         tag("p", f"Forgetting removes {gone}: the rows, their vectors and their keyword-index entries. The audit "

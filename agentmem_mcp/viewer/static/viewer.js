@@ -4,6 +4,7 @@
 (function () {
   const body = document.body;
   const live = body.dataset.live;
+  const root = body.dataset.root || "";  // this run's path: every address of the viewer starts with it
   if (!live) return;
   let observation = Number(body.dataset.observation || 0);
   let memory = Number(body.dataset.memory || 0);
@@ -34,7 +35,7 @@
     const row = document.createElement("tr");
     row.className = "new";
     row.dataset.id = m.id;
-    cell(row, link("/memory/" + encodeURIComponent(m.id), m.title || m.id));
+    cell(row, link(root + "/memory/" + encodeURIComponent(m.id), m.title || m.id));
     cell(row, m.type + " · " + m.tier);
     cell(row, m.project === null ? "global" : m.project.replace(/\/+$/, "").split("/").pop());
     cell(row, m.source);
@@ -69,7 +70,7 @@
     const row = document.createElement("tr");
     row.className = "new";
     row.dataset.session = o.session_id;
-    cell(row, link("/session/" + encodeURIComponent(o.session_id), o.session_id.slice(0, 18)));
+    cell(row, link(root + "/session/" + encodeURIComponent(o.session_id), o.session_id.slice(0, 18)));
     cell(row, o.project === null ? "global" : o.project.replace(/\/+$/, "").split("/").pop());
     cell(row, o.client || "");
     cell(row, "just now");
@@ -107,7 +108,7 @@
     const query = new URLSearchParams({ observation: String(observation), memory: String(memory) });
     if (live.startsWith("session:")) query.set("session", live.slice("session:".length));
     try {
-      const answer = await fetch("/api/changes?" + query.toString(), { credentials: "same-origin" });
+      const answer = await fetch(root + "/api/changes?" + query.toString(), { credentials: "same-origin" });
       if (answer.ok) {
         const data = await answer.json();
         for (const o of data.observations) {
