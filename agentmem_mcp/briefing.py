@@ -45,7 +45,7 @@ from .db.memories import MemoryFilter
 from .git_state import TreeState
 from .lifecycle import BRANCH, NEXT, OUTCOME, PULL_REQUESTS, STILL_FAILING, UNCOMMITTED, UNRESOLVED, UNTRIED
 from .lifecycle.commands import command_label, normalize_command
-from .lifecycle.reports import fit, names, sentences
+from .lifecycle.reports import fit, names, sentences, versions
 from .lifecycle.retention import retention
 from .ranking import humanize_age
 from .trust import typed_by_user
@@ -228,16 +228,21 @@ def superseded(rows: list[Any]) -> dict[str, list[str]]:
     """Each session's outcome statements that no later session superseded, by memory id (`rows` newest first): a
     statement whose names a later session's statements all name again speaks of a state that has moved on."""
     covered: set[str] = set()
+    versioned: dict[str, str] = {}
     out: dict[str, list[str]] = {}
     for row in rows:
         pieces = outcome_pieces(summary_parts(row["content"]).get(OUTCOME, ""))
         kept = []
         for piece in pieces:
             named = {n for n in names(piece) if not n.isdigit()}
-            if not (named and named <= covered):
+            moved = any(versioned.get(name, number) != number for name, number in versions(piece).items())
+            if not (named and named <= covered) and not moved:  # a later session gives it another version
                 kept.append(piece)
         out[row["id"]] = kept
         covered |= {n for piece in pieces for n in names(piece) if not n.isdigit()}
+        for piece in pieces:
+            for name, number in versions(piece).items():
+                versioned.setdefault(name, number)
     return out
 
 

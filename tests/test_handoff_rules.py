@@ -324,3 +324,16 @@ def test_a_rule_that_points_back_joins_its_sentence_and_agreement_is_not_a_corre
     assert admission("du nutzt den mcp server solltest aber den voice server nutzen",
                      "Du hast recht! Ich sollte den Voice Server nutzen, nicht den MCP.") == [
         "Ich sollte den Voice Server nutzen, nicht den MCP."]
+
+
+def test_an_earlier_sessions_statement_a_later_one_moved_on_is_not_shown():
+    from agentmem_mcp.briefing import superseded
+
+    def summary(memory_id: str, outcome: str) -> dict:
+        return {"id": memory_id, "content": f"Asked: x\nOutcome (the agent's reports): {outcome}"}
+
+    kept = superseded([summary("new", "Next.js 15.5.2 (upgraded). · The parser now lives in src/parse.ts."),
+                       summary("old", "Next.js 14 with Tailwind. · The parser lives in src/parse.ts. · "
+                                      "Added a dark mode toggle in Header.tsx.")])
+    assert kept["new"] == ["Next.js 15.5.2 (upgraded).", "The parser now lives in src/parse.ts."]
+    assert kept["old"] == ["Added a dark mode toggle in Header.tsx."]  # another version, the same file: moved on

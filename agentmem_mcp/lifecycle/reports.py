@@ -42,7 +42,8 @@ _PRAISE = re.compile(r"\b(?:production[- ]ready|enterprise[- ]grade|world[- ]cla
                      r"seamless(?:ly)?|incredible|outstanding|amazing|flawless(?:ly)?|bulletproof|"
                      r"state[- ]of[- ]the[- ]art|"
                      r"best[- ]in[- ]class|100% complete|fully (?:functional|implemented|operational)|"
-                     r"significantly improved|dramatically)\b", re.IGNORECASE)
+                     r"significantly improved|dramatically|professional[- ]grade|modern design|complete functionality|"
+                     r"ready for (?:use|production)|masterclass|excellence|exceptional)\b", re.IGNORECASE)
 _GENERIC_HEADING = re.compile(r"^\W*(?:summary|overview|analysis|details|results?|status|changes?(?: made)?|"
                               r"what (?:was|i) (?:done|changed|did)|key (?:changes|highlights|findings)|"
                               r"implementation(?: summary)?|final (?:summary|reflection|status)|"
@@ -110,6 +111,16 @@ def _blocks(report: str) -> list[tuple[str, str]]:
 def sentences(text: str) -> list[str]:
     """The sentences of one line of prose, as plain text, links shortened."""
     return [s for s in (short_urls(plain(part)).strip() for part in _SENTENCE_END.split(text)) if s]
+
+
+_VERSIONED = re.compile(r"\b([A-Za-z][\w+-]*(?:\.[A-Za-z]+)?)\s+(v?)(\d+(?:\.\d+)*)\b")
+
+
+def versions(text: str) -> dict[str, str]:
+    """The versions a text gives things ("Next.js 15.5.2" -> {"next.js": "15.5.2"}): a dotted number, a number
+    after "v", or any number after a dotted name ("Next.js 14"); not a count ("Updated 3 files")."""
+    return {name.lower(): number for name, v, number in _VERSIONED.findall(text)
+            if "." in number or v or "." in name or "+" in name}
 
 
 def words(text: str) -> int:

@@ -337,8 +337,9 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
         lines.append(clip("Memories saved: " + "; ".join(named), 150))
     room = SUMMARY_MAX_CHARS - sum(len(line) + 1 for line in lines) - len(OUTCOME) - 2
     refused = {path.rsplit("/", 1)[-1] for path in _refused_writes(state)}
-    outcome = outcome_of(turns, max(MIN_OUTCOME_CHARS, min(room, OUTCOME_CHARS)),
-                         keep=lambda s: not (still and _CLAIM.search(s)) and not any(f in s for f in refused))
+    outcome = "" if refused and not state.files else outcome_of(  # its only writes were refused: nothing came
+        turns, max(MIN_OUTCOME_CHARS, min(room, OUTCOME_CHARS)),
+        keep=lambda s: not (still and _CLAIM.search(s)) and not any(f in s for f in refused))
     if outcome:
         lines.insert(at, f"{OUTCOME}: {outcome}")
     room -= len(outcome) + len(REPORTED) + 2
