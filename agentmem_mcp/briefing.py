@@ -61,7 +61,8 @@ SAVED = "Saved knowledge"
 SAVED_SOURCES = ("user", "agent", "import")  # what someone chose to remember, not what the rules derived
 # how much of the last session's outcome and of each earlier session's line the briefing may show, from the most
 # to the least detail; it takes the most that leaves every line of more value in
-DETAIL_LEVELS = ((1600, 900), (1400, 600), (1100, 420), (800, 300), (600, 200), (420, 140), (300, 100))
+# (the last session's outcome, each earlier session's), in characters
+DETAIL_LEVELS = ((1600, 360), (1400, 300), (1100, 240), (800, 180), (600, 140), (420, 100), (300, 80))
 EARLIER_SESSIONS = 6
 SUMMARIES_READ = 12
 OUTCOME_SEPARATOR = " · "
@@ -120,8 +121,9 @@ def handoff_lines(row: Any, tree_state: TreeState | None, tree: str | None, proj
         out.append(f"- {where[0].upper()}{where[1:]}; {requests}.")
     elif prs:
         out.append(f"- Pull requests: {prs}.")
-    if "Tests" in parts:
-        out.append("- Tests: " + fit(_items(parts["Tests"]), 300, "; "))
+    failing = [t for t in _items(parts.get("Tests", "")) if "last run failed" in t]
+    if failing:  # a passing run is in the commands' section already
+        out.append("- Tests: " + fit(failing, 300, "; "))
     if UNCOMMITTED in parts:
         out.append(f"- {UNCOMMITTED}: {parts[UNCOMMITTED]}")
     if STILL_FAILING in parts:
@@ -138,14 +140,21 @@ def handoff_lines(row: Any, tree_state: TreeState | None, tree: str | None, proj
 ASKED_CHARS = 160
 
 
+_ACK = re.compile(r"^\W*(?:y|yes|yep|ok|okay|sure|go|go ahead|continue|proceed|thanks?|ja|oui|sí|si)\b\W*"
+                  r"(?:lets? (?:begin|go|start)|do it|please)?\W*$|^\W*(?:yes|ok|okay),? (?:lets?|let's) ",
+                  re.IGNORECASE)
+
+
 def _asked(row: Any, parts: dict[str, str], prompts: int = 2) -> str:
-    """What the session was asked, in the user's words: its first prompts that are short enough to show whole
-    ('' when none is)."""
-    asked = [a for a in parts.get("Asked", "").split(" / ") if a and len(a) <= ASKED_CHARS and not a.endswith("…")]
+    """What the session was asked, in the user's words: its first prompts short enough to show whole, not an
+    approval or a "continue" ('' when none is)."""
+    asked = [a for a in parts.get("Asked", "").split(" / ") if a and len(a) <= ASKED_CHARS and not a.endswith("…")
+             and not _ACK.match(a)]
     if asked:
         return "\"" + "\" / \"".join(asked[:prompts]) + "\""
     title = row["title"].removeprefix("Session: ")
-    return f"\"{title}\"" if not title.endswith("…") and len(title) <= ASKED_CHARS else ""
+    typed = "Asked" in parts and not title.startswith(("edited ", "ran "))  # not a title the rules made up
+    return f"\"{title}\"" if typed and not title.endswith("…") and len(title) <= ASKED_CHARS else ""
 
 
 _ASKED = re.compile(r'^The agent asked: "(.*)" The user decided: "(.*)"$', re.DOTALL)
@@ -160,7 +169,7 @@ def _decision(row: Any) -> str | None:
         text = " ".join(row["content"].split())
         return text if len(text) <= DECISION_CHARS and not text.endswith("…") else None
     question, answer = (" ".join(g.split()) for g in found.groups())
-    if answer.rstrip().endswith("?"):
+    if any(part.rstrip().endswith("?") for part in re.split(r"(?<=[.!?:])\s+", answer.rstrip("…"))):
         return None  # the user asked back: no choice was made
     if answer.endswith("…") or len(answer) > DECISION_CHARS - 40:
         answer = re.split(r"(?<=[.!?])\s+", answer, maxsplit=1)[0]
@@ -337,7 +346,8 @@ def briefing_lines(conn: Connection, project: str | None, now: float | None = No
         variants = tuple(_session_line(row, now, chars, last=False, pieces=current[row["id"]])
                          for _, chars in DETAIL_LEVELS)
         lines.append(ContextLine(EARLIER, variants[0], row["id"], variants))
-    files = _files_in_play(knowledge, summaries[:2], tree, project)
+    named = " ".join(line.text for line in lines if line.section == LAST)
+    files = [f for f in _files_in_play(knowledge, summaries[:2], tree, project) if f not in named]
     if files:
         lines.append(ContextLine(FILES, "- " + ", ".join(files)))
     return lines

@@ -402,7 +402,8 @@ def test_the_next_session_gets_a_handoff_with_the_working_tree_as_it_is_now(env,
     assert "cart.py now applies discounts before summing" in handoff
     assert "1a2b3c4 Apply discounts" in handoff and "fix/cart-total to github.com:o/shop.git (new branch)" in handoff
     assert "no pull request opened in the session" in handoff
-    assert "`pytest` run 1x, last run passed (5 passed in 0.2s)" in handoff
+    assert "Run the tests: `pytest -q` — last run passed (5 passed in 0.2s)" in briefing
+    assert "Tests:" not in handoff  # a passing run is said once, in the commands
     assert "Not committed at the end: cart.py (after the session's last commit)" in handoff
     assert 'Unresolved: "open the pull request": no reply was recorded' in handoff
     assert "the checkout page still needs to show the discount line" in handoff
