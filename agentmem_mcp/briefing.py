@@ -148,7 +148,9 @@ _ACK = re.compile(r"^\W*(?:y|yes|yep|ok|okay|sure|go|go ahead|continue|proceed|t
 def _asked(row: Any, parts: dict[str, str], prompts: int = 2) -> str:
     """What the session was asked, in the user's words: its first prompts short enough to show whole, not an
     approval or a "continue" ('' when none is)."""
-    asked = [a for a in parts.get("Asked", "").split(" / ") if a and len(a) <= ASKED_CHARS and not a.endswith("…")
+    said = parts.get("Asked", "")
+    separator = " · " if " · " in said else " / "  # summaries written before the separator changed used " / "
+    asked = [a for a in said.split(separator) if a and len(a) <= ASKED_CHARS and not a.endswith("…")
              and not _ACK.match(a)]
     if asked:
         return "\"" + "\" / \"".join(asked[:prompts]) + "\""
@@ -157,7 +159,7 @@ def _asked(row: Any, parts: dict[str, str], prompts: int = 2) -> str:
     return f"\"{title}\"" if typed and not title.endswith("…") and len(title) <= ASKED_CHARS else ""
 
 
-_ASKED = re.compile(r'^The agent asked: "(.*)" The user decided: "(.*)"$', re.DOTALL)
+_ASKED = re.compile(r'^(?:The agent asked: "(.*)" |Among the agent\'s options, )The user decided: "(.*)"$', re.DOTALL)
 DECISION_CHARS = 320
 
 
@@ -168,13 +170,15 @@ def _decision(row: Any) -> str | None:
     if not found:
         text = " ".join(row["content"].split())
         return text if len(text) <= DECISION_CHARS and not text.endswith("…") else None
-    question, answer = (" ".join(g.split()) for g in found.groups())
+    question, answer = (" ".join((g or "").split()) for g in found.groups())
     if any(part.rstrip().endswith("?") for part in re.split(r"(?<=[.!?:])\s+", answer.rstrip("…"))):
         return None  # the user asked back: no choice was made
     if answer.endswith("…") or len(answer) > DECISION_CHARS - 40:
         answer = re.split(r"(?<=[.!?])\s+", answer, maxsplit=1)[0]
         if answer.endswith("…") or len(answer) > DECISION_CHARS - 40:
             return None
+    if question in ("", "which option"):  # a choice among options the agent listed
+        return f"The user chose \"{answer}\""
     for asked in (question, re.split(r"(?<=[.!?])\s+", question)[-1]):
         line = f"The user decided \"{answer}\" when asked \"{asked}\""
         if len(line) <= DECISION_CHARS and not asked.endswith("…"):

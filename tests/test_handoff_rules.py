@@ -113,6 +113,7 @@ def test_an_answer_to_the_agents_question_is_a_decision_and_a_picked_number_is_i
     offer = ("Would you prefer:\n\n1. **A zip file** — same result, simpler to create\n2. **A proper .crx** — "
              "signed package\n\nWhich is it?")
     assert decision(offer, "1") == ("Which is it?", "A zip file — same result, simpler to create")
+    assert decision("Options:\n1. zip\n2. crx", "zip is fine") == ("", "zip is fine")  # a choice, no question
     assert decision("Want to test the current Lichess implementation first, or go ahead with WASM?",
                     "ok go with Lichess") == (
         "Want to test the current Lichess implementation first, or go ahead with WASM?", "ok go with Lichess")

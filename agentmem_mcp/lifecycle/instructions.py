@@ -151,10 +151,10 @@ def decision(reply: str, prompt: str) -> tuple[str, str] | None:
         return None
     choice = _CHOICE.match(typed)
     if choice and choice.group(1).lower() in options:
-        return question or "which option", options[choice.group(1).lower()]
+        return question, options[choice.group(1).lower()]
     if _AGREE.match(typed) and words(typed) <= 3:
         agreed = question and names(question) and not _CHECKING.search(question)
         return (question, typed) if agreed else None
     if _CHOOSING.search(typed) and (question or options):
-        return question or "which option", typed
+        return question, typed
     return None

@@ -111,7 +111,8 @@ def turn_memories(turns: list[Turn], session: Any, last_at: float | None,
         for question, answer in answers:
             if instruction_reason(f"{question} {answer}"):
                 continue
-            out.append({**base, "content": f"The agent asked: \"{question}\" The user decided: \"{answer}\"",
+            said = f"The agent asked: \"{question}\" " if question else "Among the agent's options, "
+            out.append({**base, "content": f"{said}The user decided: \"{answer}\"",
                         "title": clip(f"Decision: {answer} ({question})", 100), "tier": "semantic",
                         "type": "decision", "importance": 0.75, "key": f"decision:{_digest(question, answer)}",
                         "files": existing_files(f"{question} {answer}", tree, project)})

@@ -279,8 +279,8 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
                     key=lambda item: -item[1]["runs"])
     lines = []
     if asked:
-        lines.append("Asked: " + " / ".join(w for w in (whole(a, 240) for a in asked) if w) if any(
-            whole(a, 240) for a in asked) else clip("Asked: " + " / ".join(clip(a, 160) for a in asked), 360))
+        lines.append("Asked: " + ASKED_SEPARATOR.join(w for w in (whole(a, 240) for a in asked) if w) if any(
+            whole(a, 240) for a in asked) else clip("Asked: " + ASKED_SEPARATOR.join(clip(a, 160) for a in asked), 360))
     at = len(lines)  # the outcome goes here, in what room the other lines leave it
     branch = next((t.branch for t in reversed(turns) if t.branch), None) or state.branch
     if branch:
@@ -360,6 +360,7 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
 
 
 OUTCOME_SEPARATOR = " · "
+ASKED_SEPARATOR = " · "  # between the prompts of the Asked line (a prompt may hold " / " itself)
 
 
 def whole(text: str, limit: int) -> str:
