@@ -191,7 +191,7 @@ def statements(report: str) -> list[tuple[float, int, str]]:
         elif kind in ("prose", "labelled"):
             for sentence in sentences(text):
                 intro = sentence.endswith((":", "："))
-                if intro and not names(sentence):
+                if intro and not names(sentence) or is_field(sentence):
                     continue
                 if says_something(sentence.rstrip(":：")):
                     add(sentence.rstrip(":：") + ("." if intro else ""), 2.0 if prose < 2 else 0.5)
