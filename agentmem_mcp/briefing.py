@@ -359,15 +359,19 @@ def briefing_lines(conn: Connection, project: str | None, now: float | None = No
 
 def _files_in_play(knowledge: list[Any], sessions_shown: list[Any], tree: str | None,
                    project: str | None) -> list[str]:
-    """The project files changed most: those edited in several sessions, then the last sessions' files."""
+    """The project files changed most: those edited in several sessions, then those the last sessions changed."""
     counts: dict[str, float] = {}
-    for weight, rows in ((2.0, [r for r in knowledge if r["key"] == "hot-files"]), (1.0, sessions_shown)):
-        for row in rows:
-            for path in json.loads(row["files"] or "[]")[:12]:
-                shown = relative(path, tree, project)
-                if shown.startswith("/") or missing_files({"files": json.dumps([path])}, tree, project):
-                    continue
-                counts[shown] = counts.get(shown, 0) + weight
+    edited = [json.loads(r["files"] or "[]")[:12] for r in knowledge if r["key"] == "hot-files"]
+    for row in sessions_shown:  # what the sessions changed, not every file their reports name
+        changed = summary_parts(row["content"]).get("Files changed", "")
+        edited.append([re.sub(r" \(\d+ edits\)$", "", f) for f in changed.split(", ")
+                       if f and not f.startswith("and ") and not f.endswith("…")])
+    for weight, paths in zip([2.0] * (len(edited) - len(sessions_shown)) + [1.0] * len(sessions_shown), edited):
+        for path in paths:
+            shown = relative(path, tree, project)
+            if shown.startswith("/") or missing_files({"files": json.dumps([path])}, tree, project):
+                continue
+            counts[shown] = counts.get(shown, 0) + weight
     return sorted(counts, key=lambda p: -counts[p])[:10]
 
 

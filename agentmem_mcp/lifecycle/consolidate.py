@@ -519,13 +519,16 @@ def _fixes(by_session: dict[str, list[ObsRecord]], known: set[str]) -> list[Deri
 
 def _same_target(failed: str | None, worked: str | None) -> bool:
     """Whether a later command ran on what the failed one did, with its options changed (`git add X` then
-    `git add -f X`): a positional argument in common, or none before and few after."""
+    `git add -f X`): the same targets or some of them, with other options; a command run on something narrower
+    than what failed (`go build ./pkg` after `go build` failed) skips the problem rather than fixing it."""
     def positionals(command: str | None) -> list[str]:
         segments = command_segments(command)
         return [t for t in (segments[-1][1][1:] if segments else []) if not t.startswith("-")]
 
     before, after = positionals(failed), positionals(worked)
-    return bool(set(before) & set(after)) or not before and len(after) <= 2
+    if not before:
+        return not after  # only its options changed; a run on some of its targets is not its fix
+    return bool(after) and set(after) <= set(before)
 
 
 def _form_of(record: ObsRecord) -> str:

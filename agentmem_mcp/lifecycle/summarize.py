@@ -269,8 +269,11 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
         return path[len(cwd.rstrip("/")) + 1:] if cwd and path.startswith(cwd.rstrip("/") + "/") else path
 
     turns = turns or []
-    asked = [short_urls(t.prompt) for t in turns if len(t.prompt.split()) >= 2 or t.prompt.startswith("/")][:3] \
-        or [short_urls(p) for p in state.prompts]
+    typed = [t for t in turns if len(t.prompt.split()) >= 2 or t.prompt.startswith("/")]
+    busiest = max(typed, key=lambda t: t.tool_results, default=None)  # the main task, when it is not the first ask
+    ordered = ([busiest] if busiest is not None and busiest.tool_results > 2 * (typed[0].tool_results + 1) else []) \
+        + [t for t in typed if t is not busiest or t is typed[0]]
+    asked = list(dict.fromkeys(short_urls(t.prompt) for t in ordered))[:3] or [short_urls(p) for p in state.prompts]
     committed = {path: 1 for c in state.commits for path in c.get("files", ())
                  if path not in state.files and f"{cwd or ''}/{path}" not in state.files}
     files = sorted({**state.files, **committed}.items(), key=lambda item: -item[1])
@@ -401,7 +404,8 @@ def outcome_of(turns: list[Turn], limit: int, keep: Any = None) -> str:
 
 # a claim that the work is done or works: not shown when the session ended with its build or tests failing
 _CLAIM = re.compile(r"\b(?:success(?:fully)?|complete[ds]?|done|finished|works?|working|passing|passe[sd]|fixed|"
-                    r"resolved|ready for|production|erfolgreich|abgeschlossen|funktioniert|fertig|behoben)\b",
+                    r"resolved|ready (?:for|to)|safe to|production|no (?:issues|errors|problems)|coverage|"
+                    r"erfolgreich|abgeschlossen|funktioniert|funktionsfähig|operativ|fertig|behoben)\b",
                     re.IGNORECASE)
 
 
