@@ -307,7 +307,7 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
         shown: list[str] = []
         for path, n in files:
             entry = rel(path) + (f" ({n} edits)" if n > 1 else "")
-            if sum(len(s) + 2 for s in shown) + len(entry) > 320:
+            if sum(len(s) + 2 for s in shown) + len(entry) > 600:
                 break
             shown.append(entry)
         more = f", and {len(files) - len(shown)} more" if len(files) > len(shown) else ""
