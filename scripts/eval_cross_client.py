@@ -112,7 +112,7 @@ def judge(product: Agentmem, result: dict[str, Any], briefing: str) -> dict[str,
         session["summary_title"] = title
         # shown: its request, or the first statement of what came of it (a long request is not shown whole)
         lines = dict(line.split(": ", 1) for line in (found[0]["content"] if found else "").split("\n") if ": " in line)
-        marks = [title[:40], *(asked[:40] for asked in lines.get("Asked", "").split(" / ")),
+        marks = [title[:40], *(asked[:40] for asked in re.split(r" · | / ", lines.get("Asked", ""))),
                  lines.get("Outcome (the agent's reports)", "").split(" · ")[0][:40]]
         session["shown"] = any(mark and " ".join(mark.split()) in flat for mark in marks)
     clients = sorted({s["client"] for s in result["sessions"]}, key=ROTATION.index)
