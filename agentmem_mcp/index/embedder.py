@@ -65,6 +65,7 @@ def session_like(session: Any, *, spinning: bool) -> Any:
 # machine, idle and loaded (scripts/bench_embed_batch.py; docs/benchmarks.md, "Background worker")
 MODEL_BATCH = 8
 PASSAGE_CACHE_ENTRIES = 4096  # ~1.5 KB of vector a text (384 float32), plus the text: a few MB at most
+QUERY_CACHE_ENTRIES = 512
 
 
 class PassageCache:
@@ -86,6 +87,10 @@ class PassageCache:
                     self.hits += 1
                 found.append(vector)
             return found
+
+    def __contains__(self, text: str) -> bool:
+        with self._lock:
+            return text in self._vectors
 
     def put_many(self, texts: Sequence[str], vectors: Sequence[Any]) -> None:
         with self._lock:
@@ -112,6 +117,7 @@ class Embedder:
         self._announced = False
         self.dimension: int | None = KNOWN_DIMENSIONS.get(model_name)
         self.passages = PassageCache()
+        self.queries = PassageCache(QUERY_CACHE_ENTRIES)
         if not enabled:
             self._loaded.set()
 
@@ -213,6 +219,22 @@ class Embedder:
         return vectors
 
     def embed_query(self, text: str) -> Any | None:
+        """The query's normalised float32 vector, or None when the model is not ready. A query asked lately is not
+        embedded again (an agent repeats a search; a prompt is recalled by the hook, then searched by the agent)."""
         if not self.ready:
             return None
+        [vector] = self.queries.get_many([text])
+        if vector is None:
+            vector = self._embed_query(text)
+            if vector is None:
+                return None
+            self.queries.put_many([text], [vector])
+        return vector.copy()
+
+    def knows_query(self, text: str) -> bool:
+        """Whether `embed_query(text)` would answer from the queries asked lately, without the model."""
+        return self.ready and text in self.queries
+
+    def _embed_query(self, text: str) -> Any | None:
+        """The model's vector for one query."""
         return next(iter(self._model.query_embed([text]))).astype("float32")
