@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import re
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -85,11 +86,23 @@ def _check_list(name: str, value: Any, choices: tuple[str, ...]) -> list[str] | 
 
 
 
+_HERE: dict[str, tuple[float, tuple[str | None, str | None]]] = {}
+HERE_SECONDS = 2.0  # how long a directory's project and working tree are taken as known
+
+
 def _where_here(workdir: str | None) -> tuple[str | None, str | None]:
-    """The project and the working tree of the caller's directory (`workdir`, else this process's: a walk up the
-    file system, once per search, not once per hit)."""
+    """The project and the working tree of the caller's directory (`workdir`, else this process's): a walk up the
+    file system, once per directory every HERE_SECONDS, not once per search or per hit."""
     here = workdir or os.getcwd()
-    return project_for(here), worktree_root(here)
+    now = time.monotonic()
+    known = _HERE.get(here)
+    if known is not None and now - known[0] < HERE_SECONDS:
+        return known[1]
+    if len(_HERE) > 64:
+        _HERE.clear()
+    found = project_for(here), worktree_root(here)
+    _HERE[here] = (now, found)
+    return found
 
 
 def _tree_for(project: str | None, here: tuple[str | None, str | None]) -> str | None:
