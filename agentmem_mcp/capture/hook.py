@@ -441,9 +441,12 @@ def main(client: str, event: str | None, wants_help: bool = False, stdin: IO[byt
     run_hook(client, event, stdin)
     sys.stdout.flush()
     if start_process:
-        from .hook_start import start_shared_process
+        try:
+            from .hook_start import start_shared_process
 
-        start_shared_process()
+            start_shared_process()
+        except Exception as exc:  # the next hooks run here, as this one did
+            _log_failure(client, event, RuntimeError(f"the shared process could not be started: {exc}"))
     # Every write is committed: skip interpreter teardown, and with it the WAL checkpoint that closing
     # the last database connection would run (the server or a later writer checkpoints instead).
     sys.stdout.flush()
