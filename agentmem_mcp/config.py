@@ -69,6 +69,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("hook_handoff", "bool", True, "AGENTMEM_HOOK_HANDOFF",
             "Hooks hand their event to the shared embedding process over `<home>/hooks.sock` (0600) when it runs, "
             "which records it; 0: every hook process records its event itself (as it does when none runs)."),
+    Setting("hook_starts_process", "bool", True, "AGENTMEM_HOOK_STARTS_PROCESS",
+            "A hook that finds no shared process running starts one in the background (once a minute at most), so "
+            "that the next hooks hand their events to it; it loads the model only when a server asks, and exits "
+            "after `embed_idle_seconds` without a hook or a request. 0: hooks find one only while a server runs."),
     Setting("fusion", "str", "score", "AGENTMEM_FUSION",
             "How the retrievers are combined: `score` (each retriever's score divided by its best, weighted; "
             "every candidate gets its exact cosine) or `rrf` (weighted reciprocal rank fusion)."),
@@ -170,6 +174,7 @@ class Settings:
     embed_idle_seconds: int
     shared_server: bool
     hook_handoff: bool
+    hook_starts_process: bool
     fusion: str
     weight_bm25: float
     weight_vector: float

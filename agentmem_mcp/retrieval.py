@@ -1,8 +1,9 @@
 """`memory_search`: retrieve (BM25 + vectors + entity graph) -> fuse -> rerank (re-checked against SQLite) -> pack.
 
-The three retrievers run concurrently. Every candidate any of them found gets its exact cosine
-similarity to the query (the vector retriever returns only its nearest 60) and, in BM25, credit for its
-words similar in meaning to the query's (index/words.py); then the retrievers' scores are fused, each
+The query's embedding (and the vector retriever after it) runs on a pool thread while this one runs BM25 and the
+graph. Every candidate any of them found gets its exact cosine similarity to the query (the vector retriever
+returns only its nearest 60) and, in BM25, credit for its words similar in meaning to the query's
+(index/words.py); then the retrievers' scores are fused, each
 divided by its best and weighted (`fusion = score`, the default), or their rankings by weighted
 reciprocal rank fusion (`fusion = rrf`), renormalised over the retrievers that answered. Every
 candidate is joined back against SQLite (so a stale index entry can never resurrect a deleted or
@@ -19,7 +20,9 @@ import json
 import logging
 import os
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .anchors import missing_files, stale_note
@@ -83,11 +86,23 @@ def _check_list(name: str, value: Any, choices: tuple[str, ...]) -> list[str] | 
 
 
 
+_HERE: dict[str, tuple[float, tuple[str | None, str | None]]] = {}
+HERE_SECONDS = 2.0  # how long a directory's project and working tree are taken as known
+
+
 def _where_here(workdir: str | None) -> tuple[str | None, str | None]:
-    """The project and the working tree of the caller's directory (`workdir`, else this process's: a walk up the
-    file system, once per search, not once per hit)."""
+    """The project and the working tree of the caller's directory (`workdir`, else this process's): a walk up the
+    file system, once per directory every HERE_SECONDS, not once per search or per hit."""
     here = workdir or os.getcwd()
-    return project_for(here), worktree_root(here)
+    now = time.monotonic()
+    known = _HERE.get(here)
+    if known is not None and now - known[0] < HERE_SECONDS:
+        return known[1]
+    if len(_HERE) > 64:
+        _HERE.clear()
+    found = project_for(here), worktree_root(here)
+    _HERE[here] = (now, found)
+    return found
 
 
 def _tree_for(project: str | None, here: tuple[str | None, str | None]) -> str | None:
@@ -140,8 +155,7 @@ def search(store: Parts, query: str, *, project: str | None = ..., all_projects:
         store, knobs, query, projects, not include_history, tier_list, type_list, retrievers)
     fused, top, similar = _fuse(store, knobs, results, query_vector, asked, full_match)
     hits = _rerank(store, knobs, fused[: knobs.reranked(limit)], projects, not include_history, type_list, tier_list,
-                   since, until, min_confidence, reasons, query, top, similar, include_quarantined)
-    hits = [hit for hit in hits if hit.score >= knobs.min_score][:limit]
+                   since, until, min_confidence, reasons, query, top, similar, include_quarantined, limit=limit)
     if store.settings.team_url:  # team memory: the server's hits in the same ranking (agentmem_mcp/team/)
         from .team.recall import merge_hits
 
@@ -285,36 +299,39 @@ def _retrieve(store: Parts, knobs: RankingSettings, query: str, projects: list[s
     when the vector retriever did not run), the query's words for `_add_similar_words` (None: not used) and
     a full keyword match's score on BM25's scale (`_bm25_search`; None when BM25 did not answer)."""
     notes: list[str] = []
-    jobs = {}
-    if "bm25" in retrievers:
-        jobs["bm25"] = store.pool.submit(_bm25_search, store, knobs, query, projects, latest_only, tiers, types)
     vector_ran = "vector" in retrievers and store.embedder.ready
-    if vector_ran:
-        jobs["vector"] = store.pool.submit(_vector_search, store, knobs, query, projects, latest_only)
-    elif "vector" in retrievers:
+    if "vector" in retrievers and not vector_ran:
         status = store.embedder.status
         notes.append("vector search is loading (the model loads in the first seconds); results use BM25 + entity "
                      "graph meanwhile" if status == "loading" else
                      f"vector search unavailable ({status.removeprefix('unavailable: ')}); results use BM25 + "
                      f"entity graph")
+    # Only the query's embedding is worth a thread: the model runs outside the GIL while this thread does the rest.
+    # A query embedded lately (and so every retriever) runs here, with no hand-off between threads.
+    vector_job = None
+    if vector_ran and not store.embedder.knows_query(query):
+        vector_job = store.pool.submit(_vector_search, store, knobs, query, projects, latest_only)
+    jobs: dict[str, Callable[[], Any]] = {}
+    if "bm25" in retrievers:
+        jobs["bm25"] = partial(_bm25_search, store, knobs, query, projects, latest_only, tiers, types)
+    if vector_ran:
+        jobs["vector"] = vector_job.result if vector_job is not None else partial(
+            _vector_search, store, knobs, query, projects, latest_only)
     if "graph" in retrievers:
-        jobs["graph"] = store.pool.submit(_graph_search, store, knobs, query)
-    words_job = None
-    if vector_ran and "bm25" in retrievers and knobs.fusion == "score" and knobs.soft_match_weight > 0:
-        words_job = store.pool.submit(query_words, store, query)
+        jobs["graph"] = partial(_graph_search, store, knobs, query)
     results: dict[str, list[tuple[str, float]]] = {}
     reasons: dict[str, str] = {}
     query_vector = None
     full_match = None
     asked: QueryWords | None = None
-    if words_job is not None:
+    if vector_ran and "bm25" in retrievers and knobs.fusion == "score" and knobs.soft_match_weight > 0:
         try:
-            asked = words_job.result()
+            asked = query_words(store, query)
         except Exception as exc:  # search goes on without similar words
             log.warning("similar words unavailable for this search: %s: %s", type(exc).__name__, exc)
-    for name, job in jobs.items():
+    for name, job in sorted(jobs.items(), key=lambda item: item[0] == "vector"):  # the embedding's thread last
         try:
-            result = job.result()
+            result = job()
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # one broken retriever (even a tantivy panic) degrades the answer
@@ -331,6 +348,7 @@ def _retrieve(store: Parts, knobs: RankingSettings, query: str, projects: list[s
             if query_vector is None:
                 continue
         results[name] = list(result)
+    results = {name: results[name] for name in ("bm25", "vector", "graph") if name in results}
     if "bm25" in jobs and (left := store.indexer.rebuilding()):
         notes.append(f"the keyword index is being rebuilt ({left:,} memories left): keyword matches among "
                      "those are missing until it finishes")
@@ -420,23 +438,21 @@ def _rerank(store: Parts, knobs: RankingSettings, fused: list[Fused], projects: 
             latest_only: bool, types: list[str] | None, tiers: list[str] | None, since: float | None,
             until: float | None, min_confidence: float | None, reasons: dict[str, str], query: str, top: float,
             similar: dict[str, str] | None = None,
-            include_quarantined: bool = False) -> list[SearchHit]:
+            include_quarantined: bool = False, limit: int = 100) -> list[SearchHit]:
     """Join the candidates back against SQLite (a stale index entry never resurrects a forgotten or superseded
     memory), drop those the filters exclude, and score each by its fused score x its state, the time window
-    and the how-to boost; best first. `top`: the best fused score possible, so that a perfect match scores 1
-    before its state factor; `similar`: the closest pair of similar words of a candidate, for its `why`."""
+    and the how-to boost; the best `limit` of those scoring at least `min_score`, best first. `top`: the best fused
+    score possible, so that a perfect match scores 1 before its state factor; `similar`: the closest pair of
+    similar words of a candidate, for its `why`. Only the hits returned get a snippet, a `why` and a check of
+    their files."""
     if not fused:
         return []
     by_id = {f.id: f for f in fused}
     rows = memories.by_ids(store.conn, list(by_id))
     now = store.now()
-    query_terms = [t.lower() for t in re.findall(r"\w+", query)]
-    rarity = store.fulltext.word_idf(query_terms)
     window = time_window(query, now)
     how_to = asks_how_to(query)
-    which_file = asks_which_file(query)
-    here = _where_here(store.workdir)
-    hits: list[tuple[float, SearchHit]] = []
+    scored: list[tuple[float, Any, bool]] = []
     chosen = MemoryFilter(projects=projects, latest_only=latest_only, types=types or (), tiers=tiers or (),
                           since=since, until=until, min_confidence=min_confidence,
                           with_quarantined=include_quarantined, live_at=now)
@@ -446,26 +462,32 @@ def _rerank(store: Parts, knobs: RankingSettings, fused: list[Fused], projects: 
         last_used = row["last_accessed_at"] or row["created_at"]
         kept = retention((now - last_used) / 86400, row["strength"])
         factor = state_factor(row["confidence"], row["importance"], row["priority"], kept)
-        entry = by_id[row["id"]]
-        score = entry.score / top * factor
+        score = by_id[row["id"]].score / top * factor
         in_window = window is not None and window[0] <= row["created_at"] <= window[1]
         if in_window:
             score *= knobs.time_window_boost
         if how_to and row["tier"] == "procedural":
             score *= knobs.procedure_boost
-        trusted = typed_by_user(row)
-        shown = with_files((summary_snippet if row["type"] == "summary" else snippet)(
-            row["content"], query_terms, weights=rarity), row["files"], which_file)
-        hits.append((score, SearchHit(
-            id=row["id"], title=as_data(row["title"], trusted=trusted), type=row["type"], tier=row["tier"],
-            project=row["project"], snippet=as_data(shown, trusted=trusted),
-            score=round(score, 4),
-            age=humanize_age(now - row["created_at"]),
-            why=_why(entry, reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"])) + _stale(row, here),
-            confidence=round(row["confidence"], 3), version=row["version"], is_latest=bool(row["is_latest"]),
-        )))
-    hits.sort(key=lambda item: -item[0])
-    return [hit for _, hit in hits]
+        if round(score, 4) >= knobs.min_score:
+            scored.append((score, row, in_window))
+    scored.sort(key=lambda item: -item[0])
+    if not scored:
+        return []
+    query_terms = [t.lower() for t in re.findall(r"\w+", query)]
+    rarity = store.fulltext.word_idf(query_terms)
+    which_file = asks_which_file(query)
+    here = _where_here(store.workdir)
+    return [SearchHit(
+        id=row["id"], title=as_data(row["title"], trusted=typed_by_user(row)), type=row["type"], tier=row["tier"],
+        project=row["project"],
+        snippet=as_data(with_files((summary_snippet if row["type"] == "summary" else snippet)(
+            row["content"], query_terms, weights=rarity), row["files"], which_file), trusted=typed_by_user(row)),
+        score=round(score, 4),
+        age=humanize_age(now - row["created_at"]),
+        why=_why(by_id[row["id"]], reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"]))
+        + _stale(row, here),
+        confidence=round(row["confidence"], 3), version=row["version"], is_latest=bool(row["is_latest"]),
+    ) for score, row, in_window in scored[:limit]]
 
 
 def _why(entry: Fused, graph_reason: str | None, row: Any, in_window: bool = False,

@@ -124,10 +124,12 @@ class Worker:
         deadline = time.monotonic() + seconds
         self.drain_spool()
         while not should_stop():
-            batch = self.compress_batch()
+            batch = self.compress_batch(drain=False)
             report.add(batch)
             if not batch.claimed or time.monotonic() >= deadline:
                 break
+        if report.compressed:  # one BM25 commit for the pass's batches (a commit costs ~0.1 s of tantivy's time)
+            self.store.drain_outbox()
         if should_stop() or (report.claimed and time.monotonic() >= deadline):
             return report  # a backlog remains: summaries and consolidation wait until it is compressed
         report.summaries += summarize.summarize_due(self.store, llm=self.llm)
@@ -179,8 +181,9 @@ class Worker:
             ids = observations.claim(tx, self.holder, now + CLAIM_SECONDS, now, self.batch_size)
         return ids, parked
 
-    def compress_batch(self) -> Report:
-        """Claim a batch and compress it; a batch that fails is retried one observation at a time."""
+    def compress_batch(self, *, drain: bool = True) -> Report:
+        """Claim a batch and compress it; a batch that fails is retried one observation at a time. drain: apply the
+        batch's memories to BM25 now (a pass applies its batches' together, once)."""
         ids, parked = self.claim()
         report = Report(claimed=len(ids), failed=parked)
         if not ids:
@@ -200,6 +203,8 @@ class Worker:
                         raise
                     log.exception("observation %d could not be compressed", obs_id)
                     report.failed += self._fail(obs_id, one)
+        if drain and report.compressed:
+            self.store.drain_outbox()
         return report
 
     def _compress(self, ids: list[int]) -> int:
@@ -218,7 +223,6 @@ class Worker:
                     _add_working_source(tx, result.id, row["id"])
             observations.mark_compressed(tx, [(obs_id, c) for obs_id, c in results.items() if obs_id in owned],
                                          self.holder, now)
-        self.store.drain_outbox()
         return len(owned & set(results))
 
     def _fail(self, obs_id: int, exc: BaseException) -> int:

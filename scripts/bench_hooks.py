@@ -11,6 +11,11 @@
   (AGENTMEM_CONFIG); and as the Claude Code plugin runs it, `sh hooks/run-hook.sh claude-code PostToolUse`, the
   wrapper finding the plugin's own environment (hooks/setup-env.sh; here a `ready` one made of this Python's
   environment) and running the same hook client (`*_plugin`: what the wrapper's check costs over `*_direct`);
+- the same PostToolUse hook with no server running, in a second home that no client holds a process for (the
+  first hook of a day, or hooks without a server): `*_no_server`, the hooks after the first, which find the
+  process that first hook started in the background (capture/hook_start.py); `*_first_of_day`, the first itself:
+  before each such call the process it started is stopped and its once-a-minute mark removed, and the call is
+  followed (untimed) by a wait for the new process's socket, so that its start-up overlaps no other series;
 - SessionStart hook with N memories in the project (context built and printed), direct and alone;
 - UserPromptSubmit hook (BM25 search) with the same store, direct and alone;
 - with --hold-db, a connection to the database stays open through the loop, as a running server's does;
@@ -93,6 +98,11 @@ def stats(values: list[float]) -> dict:
             "p95_ms": round(percentile(values, 0.95), 1)}
 
 
+def rss_of(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
+
+
 def embedding_process_rss(home: Path, model: Path) -> float | None:
     from agentmem_mcp.index.embed_service import ServiceClient, ServiceUnavailable
 
@@ -142,6 +152,42 @@ def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
             proc.kill()
     return {"spawn_to_initialize": stats(spawn_ms), "rss_after_model_mb": round(rss_mb[-1], 1) if rss_mb else None,
             "shared_embedding_process_rss_mb": round(shared_mb, 1) if shared_mb else None}
+
+
+def hook_processes(home: Path) -> list[int]:
+    """The shared processes serving `home` (from /proc: their command line names it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().split()[2]
+        except (OSError, IndexError):
+            continue
+        if b"agentmem_mcp.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def stop_hook_processes(home: Path) -> None:
+    """Stop the processes `hook_processes` finds and wait for them (a first hook of the day starts with none)."""
+    for pid in hook_processes(home):
+        try:
+            os.kill(pid, 15)
+        except ProcessLookupError:
+            continue
+        _wait_gone(pid)
+    (home / "hooks.start").unlink(missing_ok=True)
+
+
+def wait_for_socket(path: Path, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _wait_gone(pid: int, timeout: float = 30.0) -> None:
@@ -210,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         console = [*agentmem_bin(), "hook", "--client", "claude-code"]
         direct = [sys.executable, "-c", HOOK_ENTRY, "hook", "--client", "claude-code"]  # as `agentmem install` writes
         alone = dict(env, AGENTMEM_HOOK_HANDOFF="0")
+        no_server_home = Path(tmp) / "home-no-server"
+        no_server = dict(env, AGENTMEM_HOME=str(no_server_home))
         baseline = [str(args.baseline), "hook", "--client", "claude-code"] if args.baseline else None
         # the baseline recording each event itself, with its own code (handed over, the shared process running
         # is this install's, so the baseline's handed-over series time this install's code)
@@ -235,11 +283,13 @@ def main(argv: list[str] | None = None) -> int:
                                         "hook_event_name": "SessionStart"}).encode()
             prompt_payload = json.dumps({"session_id": f"s{n}", "cwd": str(project), "hook_event_name":
                                          "UserPromptSubmit", "prompt": "how do I run the api tests?"}).encode()
-            post = [payload_8k(n * 8 + k, project) for k in range(6)].__getitem__  # a new tool call every time
+            post = [payload_8k(n * 8 + k, project) for k in range(8)].__getitem__  # a new tool call every time
             run("post_tool_use_8kb", [*console, "PostToolUse"], post(0), env)
             run("post_tool_use_8kb_direct", [*direct, "PostToolUse"], post(1), env)
             run("post_tool_use_8kb_alone", [*direct, "PostToolUse"], post(2), alone)
             run("post_tool_use_8kb_plugin", [*wrapper, "PostToolUse"], post(5), as_plugin)
+            if n:  # the first loop's first-of-day call has started the process these find
+                run("post_tool_use_8kb_no_server", [*direct, "PostToolUse"], post(6), no_server)
             run("post_tool_use_8kb_with_config", [*console, "PostToolUse"], post(3), with_config)
             out = run("session_start_direct", [*direct, "SessionStart"], start_payload, env)
             if n == 0:
@@ -247,6 +297,10 @@ def main(argv: list[str] | None = None) -> int:
             run("session_start_alone", [*direct, "SessionStart"], start_payload, alone)
             run("user_prompt_submit_direct", [*direct, "UserPromptSubmit"], prompt_payload, env)
             run("user_prompt_submit_alone", [*direct, "UserPromptSubmit"], prompt_payload, alone)
+            stop_hook_processes(no_server_home)
+            run("post_tool_use_8kb_first_of_day", [*direct, "PostToolUse"], post(7), no_server)
+            if not wait_for_socket(no_server_home / "hooks.sock"):
+                raise SystemExit("the first hook started no process that takes the next hooks")
             if baseline:
                 run("baseline_post_tool_use_8kb", [*baseline, "PostToolUse"], post(4), env)
                 out = run("baseline_session_start", [*baseline, "SessionStart"], start_payload, env)
@@ -259,13 +313,16 @@ def main(argv: list[str] | None = None) -> int:
                 run("baseline_user_prompt_submit_alone", [*baseline_alone, "UserPromptSubmit"], prompt_payload, alone)
         shared.close()
         _wait_gone(shared.pid)
+        results["no_server_process_rss_mb"] = [round(rss_of(pid), 1) for pid in hook_processes(no_server_home)]
+        stop_hook_processes(no_server_home)
         if held is not None:
             held.close()
         for name, values in series.items():
             results[name] = {**stats(values), "memories": args.memories} if "session_start" in name else stats(values)
         bare, bare_cpu = results["bare_python"]["p50_ms"], results["bare_python_cpu"]["p50_ms"]
         for name in ("post_tool_use_8kb", "post_tool_use_8kb_direct", "post_tool_use_8kb_alone",
-                     "post_tool_use_8kb_plugin", "baseline_post_tool_use_8kb"):
+                     "post_tool_use_8kb_plugin", "post_tool_use_8kb_no_server", "post_tool_use_8kb_first_of_day",
+                     "baseline_post_tool_use_8kb"):
             if name in results:
                 results[f"{name}_minus_bare_p50_ms"] = round(results[name]["p50_ms"] - bare, 1)
                 results[f"{name}_over_bare_p50"] = round(results[name]["p50_ms"] / bare, 2)

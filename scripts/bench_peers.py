@@ -1,4 +1,5 @@
-"""agentmem beside a peer, on one machine, call by call: mcp-memory-service (PyPI) on the same model files.
+"""agentmem beside its peers, on one machine, call by call: mcp-memory-service (PyPI) on the same model files, and
+basic-memory (PyPI) in its text mode.
 
     python scripts/bench_peers.py [--sizes 1000,10000] [--searches 40] [--saves 20] [--mcp-runs 3]
                                   [--peer-python /usr/bin/python3.11] [--venv DIR] [--version 12.4.0] [--json OUT]
@@ -11,11 +12,17 @@
   same corpus (scripts/bench_core.py's generated memories, real model vectors in both, built through each one's
   batch write path) and then the same calls, alternated one by one (which system goes first alternates too);
   each call is timed inside its driver, so the pipes are not counted.
-- Reported, per size: save p50/p95 (one memory, embedding included), search p50/p95 (10 results), and recall@5
+- Reported, per size: save p50/p95 (one memory, embedding included), search p50/p95 (10 results) of the bench's 15
+  queries asked again and again (both systems keep the vectors of recent queries, so after the first round neither
+  embeds them) and of as many queries never asked before (each embedded: `search_new_queries`), and recall@5
   of the 48 hand-written paraphrase pairs (scripts/data/paraphrase_pairs.json) saved among the corpus.
 - Then the MCP servers over stdio (newline-delimited JSON-RPC, as a client sends it), spawned in turn: spawn to
   the `initialize` answer, `tools/call` search p50 once the model is loaded, and the server's RSS (for agentmem
   also the shared embedding process's, which several sessions share).
+- basic-memory (--basic-memory-sizes, 1,000 by default: it writes a markdown note and indexes it per call, ~0.3 s)
+  in a venv of its own (Python 3.12+, --bm-python), driven through its own MCP tool functions in one process
+  (`write_note`, `search_notes`), as its CLI calls them; it searches by SQLite FTS here, its vector search needing
+  a model it downloads from the Hugging Face Hub. Not in the MCP part.
 Ratios are peer / agentmem (above 1: agentmem is faster or smaller).
 """
 
@@ -37,7 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from bench_core import DEFAULT_MODEL, MODEL_NAME, PARAPHRASES, QUERIES, memory_text, percentile  # noqa: E402
+from bench_core import DEFAULT_MODEL, MODEL_NAME, NOUNS, PARAPHRASES, QUERIES, memory_text, percentile  # noqa: E402
 from machine import describe_machine  # noqa: E402
 
 PEER = "mcp-memory-service"
@@ -82,6 +89,70 @@ async def main():
 
 asyncio.run(main())
 '''
+
+
+BASIC_MEMORY = "basic-memory"
+
+# basic-memory's driver, run by its venv's interpreter: notes written and searched through its own MCP tool functions
+# (in process, as its CLI calls them), in text mode: its vector search needs a model from the Hugging Face Hub.
+BASIC_MEMORY_DRIVER = r'''
+import asyncio, json, sys, time, warnings
+warnings.filterwarnings("ignore")
+from loguru import logger
+logger.remove()
+from basic_memory.mcp.tools import search_notes, write_note
+
+async def main():
+    contents = {}
+    async def note(item):
+        title = f"n{len(contents)}"
+        contents[title] = item["content"]
+        await write_note(title=title, content=item["content"], directory="bench")
+    for line in sys.stdin:
+        request = json.loads(line)
+        op = request["op"]
+        started = time.perf_counter()
+        if op == "build":
+            for item in request["items"]:
+                await note(item)
+            answer = {}
+        elif op == "save":
+            await note(request["item"])
+            answer = {}
+        elif op == "search":
+            found = await search_notes(query=request["query"], page_size=10, output_format="json")
+            titles = [r.get("title") for r in found.get("results", [])] if isinstance(found, dict) else []
+            answer = {"contents": [contents[t] for t in titles if t in contents]}
+        else:
+            break
+        answer["ms"] = (time.perf_counter() - started) * 1000
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+asyncio.run(main())
+'''
+
+
+def basic_memory_python(args: argparse.Namespace) -> Path | None:
+    """basic-memory's venv (made with --bm-python, it needs Python 3.12+), installed from PyPI once; None when
+    that fails (the table then leaves it out and says why)."""
+    python = args.bm_venv / "bin" / "python"
+    try:
+        if not python.exists():
+            subprocess.run([args.bm_python, "-m", "venv", str(args.bm_venv)], check=True)
+        if subprocess.run([str(python), "-c", "import basic_memory"], capture_output=True).returncode != 0:
+            subprocess.run([str(python), "-m", "pip", "install", "-q", BASIC_MEMORY], check=True)
+        return python
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"basic-memory left out: {exc}", file=sys.stderr)
+        return None
+
+
+def basic_memory_env(base: dict[str, str], tmp: Path, name: str) -> dict[str, str]:
+    home = tmp / f"bm-home-{name}"
+    home.mkdir(parents=True, exist_ok=True)
+    return dict(base, HOME=str(home), BASIC_MEMORY_HOME=str(home / "notes"), BASIC_MEMORY_CONFIG_DIR=str(home / "cfg"),
+                BASIC_MEMORY_LOG_LEVEL="WARNING", HF_HUB_OFFLINE="1", LOGFIRE_IGNORE_NO_CONFIG="1")
 
 
 def agentmem_driver(home: Path, model: Path) -> int:
@@ -133,9 +204,12 @@ class Driver:
 
     def call(self, **request) -> dict:
         assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except BrokenPipeError:
+            line = ""
         if not line:
             raise SystemExit(f"the {self.name} driver died (exit {self.proc.wait()}): "
                              f"{self.log.read_text(errors='replace')[-2000:]}")
@@ -187,12 +261,21 @@ def alternate(drivers: list[Driver], n: int, request) -> dict[str, list[dict]]:
     """Call every driver with request(i) for i < n, alternating which goes first."""
     answers: dict[str, list[dict]] = {d.name: [] for d in drivers}
     for i in range(n):
-        for driver in (drivers if i % 2 == 0 else drivers[::-1]):
+        for driver in drivers[i % len(drivers):] + drivers[:i % len(drivers)]:
             answers[driver.name].append(driver.call(**request(i)))
     return answers
 
 
-def bench_size(size: int, args: argparse.Namespace, peer_python: Path, tmp: Path, base_env: dict[str, str]) -> dict:
+def new_queries(count: int, seed: int) -> list[str]:
+    """`count` queries neither system has seen (a bench query and a noun of the corpus): both embed each one, where
+    the repeated QUERIES are answered from each one's cache of recent query vectors after their first round."""
+    pool = [f"{query} {noun}" for query in QUERIES for noun in NOUNS]
+    random.Random(seed).shuffle(pool)
+    return pool[:count]
+
+
+def bench_size(size: int, args: argparse.Namespace, peer_python: Path, tmp: Path, base_env: dict[str, str],
+               bm_python: Path | None = None) -> dict:
     rng = random.Random(size)
     corpus = [memory_text(rng, n) for n in range(size)]
     pairs = json.loads(PARAPHRASES.read_text())["pairs"]
@@ -202,6 +285,9 @@ def bench_size(size: int, args: argparse.Namespace, peer_python: Path, tmp: Path
     peer = Driver(PEER, [str(peer_python), "-c", PEER_DRIVER], peer_env(base_env, tmp, args.model, str(size)),
                   tmp / f"peer-{size}.log")
     drivers = [ours, peer]
+    if bm_python is not None:
+        drivers.append(Driver(BASIC_MEMORY, [str(bm_python), "-c", BASIC_MEMORY_DRIVER],
+                              basic_memory_env(base_env, tmp, str(size)), tmp / f"bm-{size}.log"))
     try:
         build_s = {}
         for driver in drivers:
@@ -211,6 +297,8 @@ def bench_size(size: int, args: argparse.Namespace, peer_python: Path, tmp: Path
             build_s[driver.name] = round(time.perf_counter() - started, 1)
             print(f"  {driver.name}: {len(corpus):,} memories built in {build_s[driver.name]} s", file=sys.stderr)
         searches = alternate(drivers, args.searches, lambda i: {"op": "search", "query": QUERIES[i % len(QUERIES)]})
+        fresh = new_queries(args.searches, seed=size)
+        new_searches = alternate(drivers, len(fresh), lambda i: {"op": "search", "query": fresh[i]})
         save_rng = random.Random(size + 1)
         saves = [memory_text(save_rng, 10_000_000 + i) for i in range(args.saves)]
         saved = alternate(drivers, args.saves, lambda i: {"op": "save", "item": saves[i]})
@@ -219,13 +307,20 @@ def bench_size(size: int, args: argparse.Namespace, peer_python: Path, tmp: Path
         for driver in drivers:
             driver.close()
     row: dict = {"memories": len(corpus), "build_s": build_s}
-    for name in (ours.name, peer.name):
-        row[name] = {"search": stats([a["ms"] for a in searches[name]]), "save": stats([a["ms"] for a in saved[name]]),
+    for name in (driver.name for driver in drivers):
+        row[name] = {"search": stats([a["ms"] for a in searches[name]]),
+                     "search_new_queries": stats([a["ms"] for a in new_searches[name]]),
+                     "save": stats([a["ms"] for a in saved[name]]),
                      "paraphrase_recall@5": sum(pairs[i]["memory"] in a["contents"][:5]
                                                 for i, a in enumerate(found[name])),
                      "paraphrase_pairs": len(pairs)}
     row["ratio_peer_over_agentmem"] = {
-        what: round(row[peer.name][what]["p50_ms"] / row[ours.name][what]["p50_ms"], 2) for what in ("search", "save")}
+        what: round(row[peer.name][what]["p50_ms"] / row[ours.name][what]["p50_ms"], 2)
+        for what in ("search", "search_new_queries", "save")}
+    if bm_python is not None:
+        row["ratio_basic_memory_over_agentmem"] = {
+            what: round(row[BASIC_MEMORY][what]["p50_ms"] / row[ours.name][what]["p50_ms"], 2)
+            for what in ("search", "search_new_queries", "save")}
     return row
 
 
@@ -308,12 +403,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--saves", type=int, default=20)
     parser.add_argument("--mcp-runs", type=int, default=3)
     parser.add_argument("--peer-python", default="/usr/bin/python3.11")
+    parser.add_argument("--basic-memory-sizes", default="1000",
+                        help="sizes basic-memory joins (its writes take ~0.3 s a note); empty: never")
+    parser.add_argument("--bm-python", default=shutil.which("python3.12") or "python3.12",
+                        help="a Python 3.12+ for basic-memory's venv")
+    parser.add_argument("--bm-venv", type=Path,
+                        default=Path.home() / ".cache" / "agentmem-bench" / BASIC_MEMORY)
     parser.add_argument("--venv", type=Path, default=Path.home() / ".cache" / "agentmem-bench" / "mcp-memory-service")
     parser.add_argument("--version", default="12.4.0")
     parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH", DEFAULT_MODEL)))
     parser.add_argument("--json", type=Path)
     parser.add_argument("--driver", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    args.model = args.model.resolve()  # the peer finds it through symbolic links made in another folder
     if args.driver:
         return agentmem_driver(args.driver, args.model)
     from agentmem_mcp.version import package_version
@@ -321,13 +423,17 @@ def main(argv: list[str] | None = None) -> int:
     peer_python = peer_venv(args)
     results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
                      "command": "python scripts/bench_peers.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-                     "versions": {"agentmem": package_version(), PEER: args.version}, "sizes": {}}
+                     "versions": {"agentmem": package_version(), PEER: args.version, BASIC_MEMORY: "latest on PyPI, "
+                                  "text search (its vector search needs a model from the Hugging Face Hub)"},
+                     "sizes": {}}
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTMEM_", "MCP_MEMORY_"))}
     tmp = Path(tempfile.mkdtemp(prefix="bench-peers-"))
     try:
         for size in [int(s) for s in args.sizes.split(",") if s]:
             print(f"{size:,} memories", file=sys.stderr)
-            results["sizes"][size] = bench_size(size, args, peer_python, tmp, base_env)
+            with_bm = str(size) in args.basic_memory_sizes.split(",")
+            bm_python = basic_memory_python(args) if with_bm else None
+            results["sizes"][size] = bench_size(size, args, peer_python, tmp, base_env, bm_python)
             print(json.dumps({size: results["sizes"][size]}, indent=1), flush=True)
         if args.mcp_runs:
             results["mcp"] = bench_mcp(args, peer_python, tmp, base_env)

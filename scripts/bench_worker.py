@@ -1,13 +1,16 @@
 """Benchmark the background worker's rules path: observations processed per second, embedding and indexing
 included (what `agentmem worker --once` does after the model has loaded).
 
-    python scripts/bench_worker.py [--observations 2000] [--runs 3] [--replay TRANSCRIPT]
+    python scripts/bench_worker.py [--observations 2000] [--runs 3] [--replay TRANSCRIPT | --replay-dir DIR]
 
 Each run starts from a fresh home holding N pending observations (synthetic and all different by default;
-with --replay, the transcript replayed into as many sessions as needed) and times `Worker.run_until_idle()`:
+with --replay, the transcript replayed into as many sessions as needed; with --replay-dir, e.g.
+../shared/eval/coding, every Claude Code transcript under DIR replayed once, each its own session in its own
+project, in name order: all their events, --observations ignored) and times `Worker.run_until_idle()`:
 compression, one working-tier memory per observation (embedded in batches, BM25 through the outbox),
-session summaries, consolidation and upkeep. It prints the median of the runs, how the time splits, the
-date, the machine and the command. The model path comes from AGENTMEM_EMBED_MODEL_PATH.
+session summaries, consolidation and upkeep. It prints the median of the runs, how the time splits, the CPU the
+process used (all threads: moves less than wall time with other jobs' load), the date, the machine and the
+command. The model path comes from AGENTMEM_EMBED_MODEL_PATH.
 """
 
 from __future__ import annotations
@@ -114,6 +117,20 @@ def replayed_events(path: str, n: int) -> list[HookEvent]:
     return events[:n]
 
 
+def replayed_dir(directory: str) -> list[HookEvent]:
+    """Every transcript under `directory` (*.jsonl, subfolders included, in name order), replayed once; a session
+    resumed from an earlier one of the same folder skips the records it copied (no hook fired for them)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from transcript_replay import claude_code_timeline
+
+    paths = sorted(Path(directory).rglob("*.jsonl"))
+    if not paths:
+        raise SystemExit(f"no *.jsonl transcript under {directory}")
+    seen: dict[Path, set[str]] = {}
+    return [parse_hook_event("claude-code", name, payload) for path in paths
+            for _, name, payload in claude_code_timeline(path, seen.setdefault(path.parent, set()))]
+
+
 def one_run(events: list[HookEvent], embedder: TimedEmbedder) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(env={}, home=Path(tmp) / "home")
@@ -124,11 +141,11 @@ def one_run(events: list[HookEvent], embedder: TimedEmbedder) -> dict[str, float
             count = store.conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
             embedder.seconds, embedder.texts, embedder.chars = 0.0, 0, 0
             embedder.passages = PassageCache()  # each run starts as a new process does: nothing embedded yet
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             report = Worker(store).run_until_idle()
-            seconds = time.perf_counter() - started
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
             assert report.compressed == count, report.text()
-            return {"observations": count, "seconds": seconds, "embedding": embedder.seconds,
+            return {"observations": count, "seconds": seconds, "cpu_seconds": cpu, "embedding": embedder.seconds,
                     "embedded_texts": embedder.texts, "embedded_chars": embedder.chars,
                     "summaries": report.summaries, "consolidated": report.consolidated}
 
@@ -138,18 +155,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--observations", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--replay", help="a Claude Code transcript to replay instead of synthetic events")
+    parser.add_argument("--replay-dir", help="replay every Claude Code transcript under this folder once")
     args = parser.parse_args(argv)
     model = Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL)
     embedder = TimedEmbedder("sentence-transformers/all-MiniLM-L6-v2", model)
     if not embedder.load():
         print(f"cannot load the embedding model from {model}: {embedder.error}", file=sys.stderr)
         return 1
-    events = replayed_events(args.replay, args.observations) if args.replay else synthetic_events(args.observations)
+    if args.replay_dir:
+        events = replayed_dir(args.replay_dir)
+    elif args.replay:
+        events = replayed_events(args.replay, args.observations)
+    else:
+        events = synthetic_events(args.observations)
     runs = []
     for n in range(args.runs):
         result = one_run(events, embedder)
         runs.append(result)
         print(f"run {n + 1}: {result['observations']} observations in {result['seconds']:.2f} s "
+              f"({result['cpu_seconds']:.2f} s of CPU, all threads) "
               f"({result['observations'] / result['seconds']:.1f}/s; embedding {result['embedding']:.2f} s for "
               f"{result['embedded_texts']} texts of {result['embedded_chars']:,} characters, "
               f"{result['summaries']} summaries, {result['consolidated']} consolidated)", flush=True)
@@ -158,12 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({
         "observations_per_second": round(median, 1),
         "observations_per_second_excluding_embedding": round(without, 1),
+        "observations_per_cpu_second": round(statistics.median(r["observations"] / r["cpu_seconds"] for r in runs), 1),
         "embedding_share": round(statistics.median(r["embedding"] / r["seconds"] for r in runs), 3),
         "embedded_texts_per_second": round(statistics.median(r["embedded_texts"] / r["embedding"] for r in runs), 1),
         "embedded_texts_per_observation": round(statistics.median(r["embedded_texts"] / r["observations"]
                                                                   for r in runs), 3),
         "observations": runs[0]["observations"], "runs": len(runs),
-        "source": f"replay of {args.replay}" if args.replay else "synthetic, all different",
+        "source": (f"every transcript under {args.replay_dir}, once" if args.replay_dir else
+                   f"replay of {args.replay}" if args.replay else "synthetic, all different"),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": describe_machine(),
         "command": " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv]),

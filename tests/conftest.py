@@ -80,5 +80,6 @@ def cli_env(home: Path, model_path: Path) -> dict[str, str]:
 
     markers = {name for name, _ in (*AGENT_SHELLS, *AGENT_APPS)}
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_") and k not in markers}
-    env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(model_path))
+    # a hook that finds no shared process would start one that outlives the test (tests/test_hook_start.py turns it on)
+    env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(model_path), AGENTMEM_HOOK_STARTS_PROCESS="0")
     return env

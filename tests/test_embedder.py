@@ -178,3 +178,27 @@ def test_a_text_embedded_lately_is_not_embedded_again(model_path):
     small.get_many(["a"])  # a is used again: b is now the oldest
     small.put_many(["c"], [np.ones(2)])
     assert [v is not None for v in small.get_many(["a", "b", "c"])] == [True, False, True]
+
+
+def test_words_go_to_the_model_in_big_batches_and_sentences_in_small_ones(model_path):
+    from agentmem_mcp.index.embedder import Embedder
+
+    fresh = Embedder(MODEL_NAME, model_path)
+    assert fresh.load()
+    calls: list[tuple[int, int]] = []
+    model_embed = fresh._model.embed
+
+    def counted(texts, batch_size=256):
+        texts = list(texts)
+        calls.append((len(texts), batch_size))
+        return model_embed(texts, batch_size=batch_size)
+
+    fresh._model.embed = counted
+    words = [f"word{n}" for n in range(40)]
+    sentences = [f"Ran `pytest -q tests/test_{n}.py`: {n} passed, the cache was warm" for n in range(10)]
+    vectors = fresh.embed([*sentences[:5], *words, *sentences[5:]])
+    assert sorted(calls) == [(10, 4), (40, 32)]  # one call for each kind, each at its own batch size
+    alone = Embedder(MODEL_NAME, model_path)
+    assert alone.load()
+    one_by_one = [vector for text in [*sentences[:5], *words, *sentences[5:]] for vector in alone.embed([text])]
+    assert all(np.array_equal(v, w) for v, w in zip(vectors, one_by_one))

@@ -48,6 +48,7 @@ def listener(private_home: Path):
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
     env["AGENTMEM_HOME"] = str(home)
+    env["AGENTMEM_HOOK_STARTS_PROCESS"] = "0"  # these tests start (or fake) the listener themselves
     return env
 
 

@@ -556,3 +556,36 @@ def test_a_session_summary_says_where_the_work_was_pushed(env, repo, settings, e
                       "spike to github.com:acme/exporter.git (new branch)")
     assert "acme/other" not in summary and "hunter22" not in summary
     assert any("5c1b231" in hit.snippet for hit in found.hits[:5])
+
+
+def test_a_pass_applies_its_batches_to_bm25_in_one_commit(env, repo, global_store, monkeypatch):
+    from agentmem_mcp.lifecycle import summarize
+
+    agent = Agent(env, repo, "s-bm25").start()
+    for n in range(35):
+        agent.bash(f"pytest -q tests/test_case_{n}.py", output=f"{n} passed")
+    store = global_store
+    commits: list[int] = []
+    apply = store.fulltext.apply
+
+    def counted(upserts, deletes):
+        upserts = list(upserts)
+        commits.append(len(upserts))
+        return apply(upserts, deletes)
+
+    before_summaries: list[list[int]] = []
+    summarize_due = summarize.summarize_due
+
+    def summaries(*args, **kwargs):
+        before_summaries.append(list(commits))
+        return summarize_due(*args, **kwargs)
+
+    monkeypatch.setattr(store.fulltext, "apply", counted)
+    monkeypatch.setattr(summarize, "summarize_due", summaries)
+    worker = Worker(store, batch_size=10, sweep=False)
+    worker._last_maintenance = time.time()  # no upkeep in this pass
+    report = worker.run_pass(consolidate_every=1e9)
+    assert report.compressed == 36  # the session's start and its 35 commands, in 4 batches
+    assert before_summaries == [[35]]  # one commit for the 4 batches' 35 memories (the start makes none), first
+    assert [hit.title for hit in store.search("test_case_7", tiers=["working"], all_projects=True).hits][:1] == \
+        ["Ran `pytest -q tests/test_case_7.py` (7 passed)"]

@@ -427,9 +427,11 @@ BeforeAgent, AfterTool, AfterAgent, ...).
 """
 
 
-def main(client: str, event: str | None, wants_help: bool = False, stdin: IO[bytes] | None = None) -> int:
+def main(client: str, event: str | None, wants_help: bool = False, stdin: IO[bytes] | None = None, *,
+         start_process: bool = False) -> int:
     """`agentmem hook [--client C] EVENT` in this process, its arguments as capture/hook_client.py
-    read them (it first tries to hand the event to the running shared process, then comes here)."""
+    read them (it first tries to hand the event to the running shared process, then comes here).
+    start_process: no shared process was running; once the event is answered, start one for the next hooks."""
     if wants_help:
         sys.stdout.write(HOOK_USAGE)
         return 0
@@ -437,6 +439,14 @@ def main(client: str, event: str | None, wants_help: bool = False, stdin: IO[byt
         _log_failure(client, "?", ValueError("agentmem hook needs an EVENT argument"))
         return 0
     run_hook(client, event, stdin)
+    sys.stdout.flush()
+    if start_process:
+        try:
+            from .hook_start import start_shared_process
+
+            start_shared_process()
+        except Exception as exc:  # the next hooks run here, as this one did
+            _log_failure(client, event, RuntimeError(f"the shared process could not be started: {exc}"))
     # Every write is committed: skip interpreter teardown, and with it the WAL checkpoint that closing
     # the last database connection would run (the server or a later writer checkpoints instead).
     sys.stdout.flush()

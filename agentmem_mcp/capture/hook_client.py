@@ -13,7 +13,9 @@ code a hook runs (`capture.hook.respond`) and sends only after the observation i
 
 When no process answers (none running, a home or socket not private, a timeout, a broken connection) the event is
 handled in this process (`capture/hook.py`), as it always was: nothing is lost. If the shared process committed
-and died before answering, the event is recorded again here, and the observation's count says 2.
+and died before answering, the event is recorded again here, and the observation's count says 2. When none was
+running at all (the first hook of the day, or hooks without a server), this process also starts one in the
+background for hooks (`capture.hook.start_shared_process`), so that the next hooks find it.
 """
 
 import _socket
@@ -86,29 +88,51 @@ def private_socket(home: str, path: str) -> bool:
             and (sock_st.st_mode & 0o170000) == 0o140000)
 
 
+def _private_or_missing(home: str) -> bool:
+    """The home is this user's and nobody else can enter it, or it is not made yet (the hook makes it private)."""
+    try:
+        st = os.stat(home)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return st.st_uid == os.geteuid() and not st.st_mode & 0o077
+
+
 def hand_off(client: str, event: str, raw: bytes, env) -> bytes | None:
     """What to print, as the running process answered (b"" for nothing); None when no process took the event."""
+    return try_hand_off(client, event, raw, env)[0]
+
+
+def try_hand_off(client: str, event: str, raw: bytes, env) -> tuple:
+    """(`hand_off`'s answer, whether no process listens: no socket, or a socket nobody accepts on). A socket that
+    is not private, a timeout or a broken connection is not "none listens": something is there."""
     if os.name == "nt" or not hasattr(_socket, "AF_UNIX"):
-        return None
+        return None, False
     home = home_dir(env)
     path = os.path.join(home, SOCKET_NAME)
-    if len(path) > 100 or not private_socket(home, path):
-        return None
+    if len(path) > 100:
+        return None, False
+    if not private_socket(home, path):
+        return None, _private_or_missing(home) and not os.path.lexists(path)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(HANDOFF_TIMEOUT_S)
-        sock.connect(path)
+        try:
+            sock.connect(path)
+        except (ConnectionRefusedError, FileNotFoundError):  # a socket left by a process that died
+            return None, True
         sock.sendall(encode_request(client, event, request_env(env), raw))
         sock.shutdown(_socket.SHUT_WR)
         chunks = []
         while chunk := sock.recv(1 << 16):
             chunks.append(chunk)
-    except OSError:  # no process, a dead socket, a timeout: this process handles the event
-        return None
+    except OSError:  # a dead socket, a timeout: this process handles the event
+        return None, False
     finally:
         sock.close()
     answer = b"".join(chunks)
-    return answer[len(ANSWERED):] if answer.startswith(ANSWERED) else None
+    return (answer[len(ANSWERED):] if answer.startswith(ANSWERED) else None), False
 
 
 def parse_args(argv: list) -> tuple:
@@ -154,12 +178,14 @@ def main(argv: list) -> int:
     """`hook [--client C] EVENT`: hand off or handle; always exits 0 (through os._exit, see capture/hook.py)."""
     client, event, wants_help = parse_args(argv)
     stdin = sys.stdin.buffer
+    absent = False
     if event is not None and not wants_help:
         raw = b""
+        answer, absent = None, False
         try:
             raw = stdin.read(MAX_STDIN_BYTES + 1)
-            answer = None if _alone(os.environ) or len(raw) > MAX_STDIN_BYTES else hand_off(client, event, raw,
-                                                                                              os.environ)
+            if not _alone(os.environ) and len(raw) <= MAX_STDIN_BYTES:
+                answer, absent = try_hand_off(client, event, raw, os.environ)
         except BaseException:
             answer = None
         if answer is not None:
@@ -172,7 +198,7 @@ def main(argv: list) -> int:
         stdin = _Prefixed(raw, stdin)
     from agentmem_mcp.capture.hook import main as in_process
 
-    return in_process(client, event, wants_help, stdin)
+    return in_process(client, event, wants_help, stdin, start_process=absent)
 
 
 def run() -> None:

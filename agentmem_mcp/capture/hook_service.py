@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ class HookListener(PrivateListener):
         self.home = home
         self._connections: Any = None
         self.handled = 0
+        self.last_event = float("-inf")  # time.monotonic() of the last event taken
 
     def prepare(self) -> None:
         try:  # what every hook needs, imported before the first one comes
@@ -74,6 +76,7 @@ class HookListener(PrivateListener):
                     return
             except (OSError, ValueError):
                 return
+            self.last_event = time.monotonic()
             from .hook import respond
 
             text = respond(client, event, raw, env, connections=self._connections)

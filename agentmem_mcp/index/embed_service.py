@@ -264,9 +264,7 @@ class SharedEmbedder(Embedder):
     def _embed_passages(self, texts: list[str]) -> list[Any] | None:
         return self._embed("passage", texts)
 
-    def embed_query(self, text: str) -> Any | None:
-        if not self.ready:
-            return None
+    def _embed_query(self, text: str) -> Any | None:
         vectors = self._embed("query", [text])
         return vectors[0] if vectors else None
 
@@ -372,6 +370,8 @@ class EmbedService:
         self.embedder: Embedder | None = Embedder(model_name, model_path) if model_name else None
         self.sessions: Any = None
         self.session_first = False
+        self.model_on_demand = False
+        self.hooks: Any = None
         self.last_request = time.monotonic()
         self.busy = 0
         self.connections = 0
@@ -397,13 +397,15 @@ class EmbedService:
             try:
                 if sessions is not None and self.session_first:  # its `initialize` answer first, as a server's
                     sessions.server_built.wait(SESSION_FIRST_WAIT_S)
-                if self.embedder is not None and not self.embedder.load():
+                if self.embedder is not None and not self.model_on_demand and not self.embedder.load():
                     log.warning("shared embedding process: the model cannot load: %s", self.embedder.error)
                     if sessions is None:
                         return 1
                     self.embedder = None  # the sessions go on, on BM25 + graph, as a server of their own would
                 listener = self._listen()
-                hooks = self._take_hooks()
+                hooks = self.hooks = self._take_hooks()
+                if hooks is not None and self.model_on_demand:  # started by a hook: the next ones come soon
+                    hooks.last_event = time.monotonic()
                 searches = self._take_searches()
                 try:
                     (log.info if self.embedder is not None else log.debug)(
@@ -491,15 +493,7 @@ class EmbedService:
             try:
                 conn, _ = listener.accept()
             except TimeoutError:
-                now = time.monotonic()
-                sessions = self.sessions.active if self.sessions is not None else 0
-                last_left = max(self.last_disconnect, self.sessions.last_end if self.sessions is not None else 0.0)
-                with self._state:
-                    idle = sessions == 0 and self.busy == 0 and now - max(self.last_request, last_left) > \
-                        self.idle_seconds
-                    deserted = sessions == 0 and self.connections == 0 and now - last_left > min(EMPTY_GRACE_S,
-                                                                                                self.idle_seconds)
-                if idle or deserted or not self._socket_is_ours():
+                if self._done(time.monotonic()) or not self._socket_is_ours():
                     return
                 continue
             uid = other_user(conn)
@@ -510,6 +504,21 @@ class EmbedService:
             with self._state:
                 self.connections += 1
             threading.Thread(target=self._serve_connection, args=(conn,), daemon=True).start()
+
+    def _done(self, now: float) -> bool:
+        """Whether to exit: no session, and no request or hook for `idle_seconds`; or, with the model loaded, no
+        server or session for EMPTY_GRACE_S (its memory goes back). Without the model (a process started by hooks,
+        `model_on_demand`), hooks keep it up to `idle_seconds` apart."""
+        sessions = self.sessions.active if self.sessions is not None else 0
+        last_left = max(self.last_disconnect, self.sessions.last_end if self.sessions is not None else 0.0)
+        last_hook = self.hooks.last_event if self.hooks is not None else float("-inf")
+        holds_model = self.embedder is not None and (self.embedder.ready or not self.model_on_demand)
+        with self._state:
+            idle = sessions == 0 and self.busy == 0 and now - max(self.last_request, last_left, last_hook) > \
+                self.idle_seconds
+            deserted = sessions == 0 and self.connections == 0 and now - last_left > min(EMPTY_GRACE_S,
+                                                                                        self.idle_seconds)
+        return idle or deserted and (holds_model or now - last_hook > self.idle_seconds)
 
     def _serve_connection(self, conn: socket.socket) -> None:
         try:
@@ -540,11 +549,14 @@ class EmbedService:
     def _answer(self, conn: socket.socket, request: dict[str, Any]) -> None:
         op = request.get("op")
         if op == "hello":
-            _send(conn, {"ok": self.embedder is not None, "model": self.model_name, "pid": os.getpid(),
+            if self.embedder is not None and not self.embedder.ready and not self.embedder.load():
+                log.warning("shared process: the model cannot load: %s", self.embedder.error)
+            _send(conn, {"ok": self.embedder is not None and self.embedder.ready, "model": self.model_name,
+                         "pid": os.getpid(),
                          "dim": self.embedder.dimension if self.embedder is not None else None,
                          "model_path": str(self.model_path) if self.model_path else None})
             return
-        if self.embedder is None:
+        if self.embedder is None or not self.embedder.ready:
             _send(conn, {"ok": False, "error": "no model in this process"})
             return
         texts = request.get("texts")

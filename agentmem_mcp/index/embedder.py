@@ -62,9 +62,13 @@ def session_like(session: Any, *, spinning: bool) -> Any:
 
 
 # Texts per model call, sorted by length first: small batches of like length ran faster than big ones on a 2-core
-# machine, idle and loaded (scripts/bench_embed_batch.py; docs/benchmarks.md, "Background worker")
-MODEL_BATCH = 8
+# machine, idle and loaded (scripts/bench_embed_batch.py; docs/benchmarks.md, "Background worker"); texts of a word
+# or two (the worker's word vectors) take less of the model's time in bigger batches
+MODEL_BATCH = 4
+SHORT_TEXT_CHARS = 24
+SHORT_TEXT_BATCH = 32
 PASSAGE_CACHE_ENTRIES = 4096  # ~1.5 KB of vector a text (384 float32), plus the text: a few MB at most
+QUERY_CACHE_ENTRIES = 512
 
 
 class PassageCache:
@@ -86,6 +90,10 @@ class PassageCache:
                     self.hits += 1
                 found.append(vector)
             return found
+
+    def __contains__(self, text: str) -> bool:
+        with self._lock:
+            return text in self._vectors
 
     def put_many(self, texts: Sequence[str], vectors: Sequence[Any]) -> None:
         with self._lock:
@@ -112,6 +120,7 @@ class Embedder:
         self._announced = False
         self.dimension: int | None = KNOWN_DIMENSIONS.get(model_name)
         self.passages = PassageCache()
+        self.queries = PassageCache(QUERY_CACHE_ENTRIES)
         if not enabled:
             self._loaded.set()
 
@@ -205,14 +214,33 @@ class Embedder:
         # texts of like length batched together: a batch is padded to its longest text, so one long text among
         # short ones makes the whole batch cost what it costs
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        short = sum(1 for i in order if len(texts[i]) <= SHORT_TEXT_CHARS)
         vectors: list[Any] = [None] * len(texts)
-        for index, vector in zip(order, self._model.embed([texts[i] for i in order], batch_size=MODEL_BATCH)):
-            vectors[index] = vector.astype("float32")
+        for part, batch in ((order[:short], SHORT_TEXT_BATCH), (order[short:], MODEL_BATCH)):
+            if part:
+                for index, vector in zip(part, self._model.embed([texts[i] for i in part], batch_size=batch)):
+                    vectors[index] = vector.astype("float32")
         if len(texts) > 32:  # a big batch's working memory goes back to the system (no arena keeps it)
             release_freed()
         return vectors
 
     def embed_query(self, text: str) -> Any | None:
+        """The query's normalised float32 vector, or None when the model is not ready. A query asked lately is not
+        embedded again (an agent repeats a search; a prompt is recalled by the hook, then searched by the agent)."""
         if not self.ready:
             return None
+        [vector] = self.queries.get_many([text])
+        if vector is None:
+            vector = self._embed_query(text)
+            if vector is None:
+                return None
+            self.queries.put_many([text], [vector])
+        return vector.copy()
+
+    def knows_query(self, text: str) -> bool:
+        """Whether `embed_query(text)` would answer from the queries asked lately, without the model."""
+        return self.ready and text in self.queries
+
+    def _embed_query(self, text: str) -> Any | None:
+        """The model's vector for one query."""
         return next(iter(self._model.query_embed([text]))).astype("float32")
