@@ -62,7 +62,8 @@ SAVED_SOURCES = ("user", "agent", "import")  # what someone chose to remember, n
 # how much of the last session's outcome and of each earlier session's line the briefing may show, from the most
 # to the least detail; it takes the most that leaves every line of more value in
 # (the last session's outcome, each earlier session's), in characters
-DETAIL_LEVELS = ((1600, 360), (1400, 300), (1100, 240), (800, 180), (600, 140), (420, 100), (300, 80))
+DETAIL_LEVELS = ((1600, 720), (1600, 520), (1600, 360), (1400, 300), (1100, 240), (800, 180), (600, 140), (420, 100),
+                 (300, 80))
 EARLIER_SESSIONS = 6
 SUMMARIES_READ = 12
 OUTCOME_SEPARATOR = " · "
@@ -161,11 +162,30 @@ def _asked(row: Any, parts: dict[str, str], prompts: int = 2) -> str:
 
 _ASKED = re.compile(r'^(?:The agent asked: "(.*)" |Among the agent\'s options, )The user decided: "(.*)"$', re.DOTALL)
 DECISION_CHARS = 320
+# a question about how the session goes on (whether to go ahead, in what order), not about what the project is: a
+# short answer to it steered that session and is no decision for the next ones
+_STEERING = re.compile(
+    r"\b(?:how (?:should|shall|do|would you like|want) (?:we|i|me to) (?:proceed|continue|go on|start)|"
+    r"(?:should|shall) (?:i|we)\b|(?:do|would) you (?:want|like) me to|want me to|"
+    r"wie (?:sollen|wollen|möchtest du|soll ich) (?:wir |ich )?(?:vorgehen|weitermachen|fortfahren)|"
+    r"soll(?:en)? (?:ich|wir)\b|möchtest du,? dass ich|"
+    r"comment (?:veux-tu|voulez-vous|dois-je|devons-nous) (?:procéder|continuer)|dois-je|devons-nous|"
+    r"(?:veux-tu|voulez-vous) que je|cómo (?:quieres|debo|debemos) (?:proceder|seguir)|¿?debo\b|quieres que)",
+    re.IGNORECASE)
+STEERING_WORDS = 8  # an answer this long states something of its own, whatever it answered
+_PICKING = re.compile(r"^\W*(?:which|what|welche[rs]?|was|quel(?:le)?s?|qué|cuál(?:es)?)\b", re.IGNORECASE)
+
+
+def _steering(question: str) -> bool:
+    """Whether a question asks whether or how to go on (not which thing to pick)."""
+    return any(_STEERING.search(part) and not _PICKING.match(part)
+               for part in re.split(r"(?<=[.!?])\s+", question))
 
 
 def _decision(row: Any) -> str | None:
     """A decision in one whole line: the user's answer, then the question it answered (its last sentence when the
-    whole is too long); None when the answer itself does not fit whole. Other decisions are shown as written."""
+    whole is too long); None when the answer itself does not fit whole, or is a short answer to whether or how the
+    session should go on. Other decisions are shown as written."""
     found = _ASKED.match(row["content"])
     if not found:
         text = " ".join(row["content"].split())
@@ -173,6 +193,8 @@ def _decision(row: Any) -> str | None:
     question, answer = (" ".join((g or "").split()) for g in found.groups())
     if any(part.rstrip().endswith("?") for part in re.split(r"(?<=[.!?:])\s+", answer.rstrip("…"))):
         return None  # the user asked back: no choice was made
+    if _steering(question) and len(answer.split()) < STEERING_WORDS:
+        return None  # how that session went on, shown with it
     if answer.endswith("…") or len(answer) > DECISION_CHARS - 40:
         answer = re.split(r"(?<=[.!?])\s+", answer, maxsplit=1)[0]
         if answer.endswith("…") or len(answer) > DECISION_CHARS - 40:

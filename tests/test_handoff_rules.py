@@ -338,3 +338,32 @@ def test_an_earlier_sessions_statement_a_later_one_moved_on_is_not_shown():
                                       "Added a dark mode toggle in Header.tsx.")])
     assert kept["new"] == ["Next.js 15.5.2 (upgraded).", "The parser now lives in src/parse.ts."]
     assert kept["old"] == ["Added a dark mode toggle in Header.tsx."]  # another version, the same file: moved on
+
+
+def test_the_agents_self_assessment_is_no_outcome_but_a_claim_about_a_named_thing_is():
+    from agentmem_mcp.lifecycle.reports import says_something
+
+    for verdict in ("All work has been successfully completed!", "History-System voll funktionsfähig.",
+                    "The CLI is now a world-class, enterprise-grade platform with all GitHub issues resolved.",
+                    "Tout fonctionne parfaitement maintenant."):
+        assert not says_something(verdict), verdict
+    for fact in ("Task-103 has been successfully completed.", "All 47 tests in test_api.py pass.",
+                 "Successfully pushed to GitHub!", "The navbar layout bug has been fixed!"):
+        assert says_something(fact), fact
+
+
+def test_a_short_answer_to_whether_or_how_to_go_on_is_no_decision_for_the_next_sessions():
+    from agentmem_mcp.briefing import _decision
+
+    def answered(question: str, answer: str) -> str | None:
+        return _decision({"content": f'The agent asked: "{question}" The user decided: "{answer}"'})
+
+    assert answered("The hook blocks on old issues. How should we proceed?", "fix the issues") is None
+    assert answered("Der Plan hat 5 Phasen. Wie sollen wir vorgehen?", "Gesamtplan validieren, dann Phase 1") is None
+    assert answered("Do you want me to push now?", "yes, push") is None
+    # a pick among things is a decision, and so is a long answer that states a rule of its own
+    assert answered("Which tools should we set up?", "Credo + Dialyxir") is not None
+    assert answered("Welche Programmiersprache soll das CLI-Tool verwenden?", "TypeScript (Bun)") is not None
+    assert answered("Soll ich einen Slash-Command implementieren?",
+                    "Entscheidungen sollten nicht erst bei session ende, sondern direkt protokolliert werden.") \
+        is not None

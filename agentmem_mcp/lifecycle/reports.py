@@ -44,6 +44,18 @@ _PRAISE = re.compile(r"\b(?:production[- ]ready|enterprise[- ]grade|world[- ]cla
                      r"best[- ]in[- ]class|100% complete|fully (?:functional|implemented|operational)|"
                      r"significantly improved|dramatically|professional[- ]grade|modern design|complete functionality|"
                      r"ready for (?:use|production)|masterclass|excellence|exceptional)\b", re.IGNORECASE)
+# praise no statement of fact carries: a sentence holding it is the agent's self-assessment, whatever it names
+_HYPE = re.compile(r"\b(?:production[- ]ready|enterprise[- ]grade|world[- ]class|bulletproof|state[- ]of[- ]the[- ]art|"
+                   r"best[- ]in[- ]class|flawless(?:ly)?|masterclass|professional[- ]grade)\b", re.IGNORECASE)
+# a claim that the work succeeded
+CLAIM = re.compile(r"\b(?:success(?:fully)?|complete[ds]?|done|finished|works?|working|passing|passe[sd]|fixed|"
+                   r"resolved|ready (?:for|to)|safe to|production|no (?:issues|errors|problems)|coverage|"
+                   r"erfolgreich|abgeschlossen|funktioniert|funktionsfähig|operativ|fertig|behoben|"
+                   r"réussi|terminé|corrigé|fonctionne|exitoso|completado|funciona|corregido)\b", re.IGNORECASE)
+# a claim about everything at once ("all work is done", "the system is fully working"): no one thing it is about
+_SWEEPING = re.compile(r"\b(?:all|every(?:thing|one)?|entire(?:ly)?|whole|fully|completely|system|alles|alle|"
+                       r"gesamte?|voll(?:ständig)?|tout(?:es?)?|entièrement|todo|todas?|completamente)\b",
+                       re.IGNORECASE)
 _GENERIC_HEADING = re.compile(r"^\W*(?:summary|overview|analysis|details|results?|status|changes?(?: made)?|"
                               r"what (?:was|i) (?:done|changed|did)|key (?:changes|highlights|findings)|"
                               r"implementation(?: summary)?|final (?:summary|reflection|status)|"
@@ -148,14 +160,16 @@ def is_field(text: str) -> bool:
 
 
 def says_something(sentence: str) -> bool:
-    """A sentence worth showing as an outcome: not narration, filler, a question to the user, nor praise that
-    names nothing, and long enough to be a statement."""
+    """A sentence worth showing as an outcome: not narration, filler, a question to the user, nor the agent's
+    self-assessment (hype whatever it names; praise, or success claimed of everything at once, naming nothing), and long
+    enough to be a statement."""
     core = _FILLER_PREFIX.sub("", sentence).strip()
     if not core or _FILLER.match(core) or is_narration(core) or _QUESTION_END.search(core) or looks_like_code(core):
         return False
-    if words(core) < 3:
+    if words(core) < 3 or _HYPE.search(core):
         return False
-    return not (_PRAISE.search(core) and not names(core))
+    sweeping = CLAIM.search(core) and _SWEEPING.search(core.replace("-", " "))
+    return not ((_PRAISE.search(core) or sweeping) and not names(core))
 
 
 def statements(report: str) -> list[tuple[float, int, str]]:

@@ -40,7 +40,7 @@ from .consolidate import (
     write_saves,
 )
 from .digest import clip, digest, distinct, plain, short_urls
-from .reports import fit, lead, names, next_steps
+from .reports import CLAIM, fit, lead, names, next_steps
 from .session_log import session_reports, summary_files, transcript_path, turn_memories
 
 if TYPE_CHECKING:
@@ -342,7 +342,7 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     refused = {path.rsplit("/", 1)[-1] for path in _refused_writes(state)}
     outcome = "" if refused and not state.files else outcome_of(  # its only writes were refused: nothing came
         turns, max(MIN_OUTCOME_CHARS, min(room, OUTCOME_CHARS)),
-        keep=lambda s: not (still and _CLAIM.search(s)) and not any(f in s for f in refused))
+        keep=lambda s: not (still and CLAIM.search(s)) and not any(f in s for f in refused))
     if outcome:
         lines.insert(at, f"{OUTCOME}: {outcome}")
     room -= len(outcome) + len(REPORTED) + 2
@@ -403,10 +403,7 @@ def outcome_of(turns: list[Turn], limit: int, keep: Any = None) -> str:
 
 
 # a claim that the work is done or works: not shown when the session ended with its build or tests failing
-_CLAIM = re.compile(r"\b(?:success(?:fully)?|complete[ds]?|done|finished|works?|working|passing|passe[sd]|fixed|"
-                    r"resolved|ready (?:for|to)|safe to|production|no (?:issues|errors|problems)|coverage|"
-                    r"erfolgreich|abgeschlossen|funktioniert|funktionsfähig|operativ|fertig|behoben)\b",
-                    re.IGNORECASE)
+
 
 
 def _refused_writes(state: SessionState) -> list[str]:
