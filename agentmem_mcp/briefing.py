@@ -160,10 +160,12 @@ def _asked(row: Any, parts: dict[str, str], prompts: int = 2) -> str:
     return f"\"{title}\"" if typed and not title.endswith("…") and len(title) <= ASKED_CHARS else ""
 
 
-_ASKED = re.compile(r'^(?:The agent asked: "(.*)" |Among the agent\'s options, )The user decided: "(.*)"$', re.DOTALL)
+_ASKED = re.compile(r'^(?:The agent asked: "(.*)" |Among the agent\'s options, )The user (decided|picked): "(.*)"$',
+                    re.DOTALL)
 DECISION_CHARS = 320
-# a question about how the session goes on (whether to go ahead, in what order), not about what the project is: a
-# short answer to it steered that session and is no decision for the next ones
+# a question about how the session goes on (whether to go ahead, in what order), not about what the project is: an
+# option of the agent's picked in answer steered that session and is no decision for the next ones (the user's own
+# words in answer may be: "main was clean; fix the issues")
 _STEERING = re.compile(
     r"\b(?:how (?:should|shall|do|would you like|want) (?:we|i|me to) (?:proceed|continue|go on|start)|"
     r"(?:should|shall) (?:i|we)\b|(?:do|would) you (?:want|like) me to|want me to|"
@@ -172,7 +174,6 @@ _STEERING = re.compile(
     r"comment (?:veux-tu|voulez-vous|dois-je|devons-nous) (?:procéder|continuer)|dois-je|devons-nous|"
     r"(?:veux-tu|voulez-vous) que je|cómo (?:quieres|debo|debemos) (?:proceder|seguir)|¿?debo\b|quieres que)",
     re.IGNORECASE)
-STEERING_WORDS = 8  # an answer this long states something of its own, whatever it answered
 _PICKING = re.compile(r"^\W*(?:which|what|welche[rs]?|was|quel(?:le)?s?|qué|cuál(?:es)?)\b", re.IGNORECASE)
 
 
@@ -184,17 +185,17 @@ def _steering(question: str) -> bool:
 
 def _decision(row: Any) -> str | None:
     """A decision in one whole line: the user's answer, then the question it answered (its last sentence when the
-    whole is too long); None when the answer itself does not fit whole, or is a short answer to whether or how the
-    session should go on. Other decisions are shown as written."""
+    whole is too long); None when the answer itself does not fit whole, or is one of the agent's options picked
+    in answer to whether or how the session should go on. Other decisions are shown as written."""
     found = _ASKED.match(row["content"])
     if not found:
         text = " ".join(row["content"].split())
         return text if len(text) <= DECISION_CHARS and not text.endswith("…") else None
-    question, answer = (" ".join((g or "").split()) for g in found.groups())
+    question, verb, answer = (" ".join((g or "").split()) for g in found.groups())
     if any(part.rstrip().endswith("?") for part in re.split(r"(?<=[.!?:])\s+", answer.rstrip("…"))):
         return None  # the user asked back: no choice was made
-    if _steering(question) and len(answer.split()) < STEERING_WORDS:
-        return None  # how that session went on, shown with it
+    if _steering(question) and verb == "picked":
+        return None  # how that session went on, picked among the agent's own options
     if answer.endswith("…") or len(answer) > DECISION_CHARS - 40:
         answer = re.split(r"(?<=[.!?])\s+", answer, maxsplit=1)[0]
         if answer.endswith("…") or len(answer) > DECISION_CHARS - 40:

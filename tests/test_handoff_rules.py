@@ -352,18 +352,35 @@ def test_the_agents_self_assessment_is_no_outcome_but_a_claim_about_a_named_thin
         assert says_something(fact), fact
 
 
-def test_a_short_answer_to_whether_or_how_to_go_on_is_no_decision_for_the_next_sessions():
+def test_an_option_picked_on_whether_or_how_to_go_on_is_no_decision_for_the_next_sessions():
     from agentmem_mcp.briefing import _decision
+    from agentmem_mcp.capture.transcript import _picked
 
-    def answered(question: str, answer: str) -> str | None:
-        return _decision({"content": f'The agent asked: "{question}" The user decided: "{answer}"'})
+    question = "The hook blocks on old issues. How should we proceed?"
+    result = {"questions": [{"question": question, "options": [{"label": "Skip hook (--no-verify)"},
+                                                                 {"label": "Fix pre-existing issues"}]}],
+              "answers": {question: "Fix pre-existing issues"}}
+    assert _picked(result, "/repo") == ["Fix pre-existing issues"]
+    assert _picked({**result, "answers": {question: "main was clean; fix the issues"}}, "/repo") == []
 
-    assert answered("The hook blocks on old issues. How should we proceed?", "fix the issues") is None
+    def answered(asked: str, answer: str, verb: str = "picked") -> str | None:
+        return _decision({"content": f'The agent asked: "{asked}" The user {verb}: "{answer}"'})
+
+    assert answered(question, "Fix pre-existing issues") is None
     assert answered("Der Plan hat 5 Phasen. Wie sollen wir vorgehen?", "Gesamtplan validieren, dann Phase 1") is None
-    assert answered("Do you want me to push now?", "yes, push") is None
-    # a pick among things is a decision, and so is a long answer that states a rule of its own
+    assert answered("Do you want me to push now?", "Yes, push") is None
+    # the user's own words on how to go on, and a pick among things, are decisions
+    assert answered(question, "main was clean; fix the issues", "decided") is not None
     assert answered("Which tools should we set up?", "Credo + Dialyxir") is not None
     assert answered("Welche Programmiersprache soll das CLI-Tool verwenden?", "TypeScript (Bun)") is not None
-    assert answered("Soll ich einen Slash-Command implementieren?",
-                    "Entscheidungen sollten nicht erst bei session ende, sondern direkt protokolliert werden.") \
-        is not None
+
+def test_narration_and_agreement_are_no_outcome_in_the_languages_users_write():
+    from agentmem_mcp.lifecycle.reports import is_narration
+
+    for said in ("Bevor ich den Plan überarbeite, lass uns die Strategie klären.", "You're absolutely right.",
+                 "Du hast Recht - ich war dabei, Over-Engineering zu betreiben.", "Je vais corriger le test.",
+                 "Voy a revisar el archivo."):
+        assert is_narration(said), said
+    for statement in ("Zuerst wurde der Parser gebaut.", "The parser now lives in src/parse.ts.",
+                      "Verstandene Regeln gelten."):
+        assert not is_narration(statement), statement

@@ -44,6 +44,7 @@ class Turn:
     slash_command: str | None = None
     timestamp: str | None = None
     answers: list[tuple[str, str]] = field(default_factory=list)  # (the agent's question, the user's answer)
+    picked: list[str] = field(default_factory=list)  # the answers that were one of the options the agent offered
     ended: str = ""  # how the turn ended when not with a reply: "interrupted", "api-error" or "rejected"
     error: str = ""  # the client's error line when it ended on an API error ("API Error: 400 ...")
     branch: str | None = None  # the git branch the client recorded for the turn (Claude Code's `gitBranch`)
@@ -139,6 +140,7 @@ def parse_turns(lines: list[str]) -> list[Turn]:
                                                  for b in content):
                 if turns:
                     turns[-1].answers.extend(_answers(record.get("toolUseResult"), cwd))
+                    turns[-1].picked.extend(_picked(record.get("toolUseResult"), cwd))
                     delegated = _agent_reports(content, reports, cwd)
                     turns[-1].replies.extend(delegated)
                     turns[-1].delegated.extend(delegated)
@@ -205,6 +207,18 @@ def _answers(result: object, cwd: str) -> list[tuple[str, str]]:
         return []
     return [(_clip(redact(relative_to(q, cwd)), 300), _clip(redact(relative_to(a, cwd)), 300))
             for q, a in result["answers"].items() if isinstance(q, str) and isinstance(a, str) and a.strip()]
+
+
+def _picked(result: object, cwd: str) -> list[str]:
+    """The answers (as `_answers` gives them) that are the label of an option the question offered: a pick among
+    the agent's choices, not the user's own words."""
+    if not isinstance(result, dict) or not isinstance(result.get("answers"), dict) \
+            or not isinstance(result.get("questions"), list):
+        return []
+    labels = {(q.get("question"), o.get("label")) for q in result["questions"] if isinstance(q, dict)
+              for o in (q.get("options") or []) if isinstance(o, dict)}
+    return [_clip(redact(relative_to(a, cwd)), 300) for q, a in result["answers"].items()
+            if isinstance(a, str) and (q, a) in labels]
 
 
 def read_transcript(path: str | None) -> list[Turn]:

@@ -31,7 +31,15 @@ _NARRATION = re.compile(
     r"i'?ve (?:read|reviewed|looked|analy[sz]ed|examined|explored|checked|gathered)|i have (?:read|reviewed|looked)|"
     r"based on (?:my|the) (?:analysis|review)|this (?:looks|means|is because)|"
     r"it (?:looks|seems) like|okay|ok\b|alright|"
-    r"good(?: choice| catch| news| question)?\b|got it|understood|aha|hmm|ah\b|oh\b|sure\b)(?![\w'])",
+    r"good(?: choice| catch| news| question)?\b|got it|understood|aha|hmm|ah\b|oh\b|sure\b|before i|"
+    r"you(?:'re| are) (?:absolutely |completely |totally )?right|"
+    # the same openings in German, French and Spanish
+    r"lass (?:mich|uns)|ich werde|ich muss|ich sehe|ich schaue|ich prüfe|jetzt (?:werde|prüfe|schaue)|"
+    r"zuerst (?:werde|muss|schaue|prüfe) ich|"
+    r"als nächstes|bevor ich|du hast (?:völlig |absolut )?recht|sie haben recht|verstanden|alles klar|"
+    r"laisse[zr]?-moi|je vais|je dois|je vois|maintenant,? je|d'abord,? je|tu as raison|vous avez raison|"
+    r"compris|d'accord|déjame|voy a|necesito|veo que|ahora voy|tienes razón|entendido|"
+    r"de acuerdo)(?![\w'])",
     re.IGNORECASE)
 _FILLER = re.compile(r"^\W*(?:perfect|great|excellent|awesome|wonderful|fantastic|done|success|all set|"
                      r"mission accomplished|complete|completed|fixed|thank you[^.!?]*|thanks[^.!?]*)\W*$",

@@ -112,7 +112,8 @@ def turn_memories(turns: list[Turn], session: Any, last_at: float | None,
             if instruction_reason(f"{question} {answer}"):
                 continue
             said = f"The agent asked: \"{question}\" " if question else "Among the agent's options, "
-            out.append({**base, "content": f"{said}The user decided: \"{answer}\"",
+            verb = "picked" if question and answer in turn.picked else "decided"  # one of the options offered
+            out.append({**base, "content": f"{said}The user {verb}: \"{answer}\"",
                         "title": clip(f"Decision: {answer} ({question})", 100), "tier": "semantic",
                         "type": "decision", "importance": 0.75, "key": f"decision:{_digest(question, answer)}",
                         "files": existing_files(f"{question} {answer}", tree, project)})

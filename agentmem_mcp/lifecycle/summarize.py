@@ -402,10 +402,6 @@ def outcome_of(turns: list[Turn], limit: int, keep: Any = None) -> str:
     return OUTCOME_SEPARATOR.join(s for _, _, group in sorted(chosen) for s in group)
 
 
-# a claim that the work is done or works: not shown when the session ended with its build or tests failing
-
-
-
 def _refused_writes(state: SessionState) -> list[str]:
     """The files whose write or edit failed in the session and that no later edit changed."""
     out = []
