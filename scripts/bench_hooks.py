@@ -51,7 +51,7 @@ import agentmem_mcp  # noqa: E402
 from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.db.connection import connect  # noqa: E402
 from agentmem_mcp.index.embedder import Embedder  # noqa: E402
-from agentmem_mcp.install import HOOK_ENTRY  # noqa: E402
+from agentmem_mcp.install.install import HOOK_ENTRY  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
 
 PYTEST_LINE = "tests/test_api.py::test_case_{n} PASSED [ {p}%] in 0.0{n}s — checked response schema for /v1/items\n"
@@ -165,7 +165,8 @@ def hook_processes(home: Path) -> list[int]:
             state = (entry / "stat").read_text().split()[2]
         except (OSError, IndexError):
             continue
-        if b"agentmem_mcp.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline and state != "Z":
+        if (b"agentmem_mcp.runtime.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline
+                and state != "Z"):
             found.append(int(entry.name))
     return found
 

@@ -166,8 +166,8 @@ def serve_pids(home: Path) -> list[int]:
 
 
 def shared_pids(home: Path) -> list[int]:
-    """Pids of the user's shared process of `home` (agentmem_mcp/shared_process.py)."""
-    return [pid for pid, argv in _command_lines(home) if any(b"agentmem_mcp.shared_process" in a for a in argv)]
+    """Pids of the user's shared process of `home` (agentmem_mcp/runtime/shared_process.py)."""
+    return [pid for pid, argv in _command_lines(home) if any(b"agentmem_mcp.runtime.shared_process" in a for a in argv)]
 
 
 def kill9(pid: int) -> None:

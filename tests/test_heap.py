@@ -12,7 +12,7 @@ from .conftest import REPO
 
 ARENAS_AFTER_SIX_THREADS = """
 import ctypes, sys, tempfile, threading
-from agentmem_mcp.heap import limit_arenas
+from agentmem_mcp.index.heap import limit_arenas
 if sys.argv[1] == "limit":
     limit_arenas()
 libc = ctypes.CDLL("libc.so.6")

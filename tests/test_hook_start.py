@@ -19,7 +19,7 @@ import pytest
 
 from agentmem_mcp.capture import hook_client
 from agentmem_mcp.capture.hook_start import START_MARK, start_shared_process
-from agentmem_mcp.install import HOOK_ENTRY
+from agentmem_mcp.install.install import HOOK_ENTRY
 from tests.conftest import MODEL_NAME
 
 
@@ -34,7 +34,8 @@ def _processes(home: Path) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if b"agentmem_mcp.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline and state != "Z":
+        if (b"agentmem_mcp.runtime.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline
+                and state != "Z"):
             found.append(int(entry.name))
     return found
 

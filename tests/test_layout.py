@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import agentmem_mcp
-from agentmem_mcp.briefing import session_context
-from agentmem_mcp.context import prompt_context
+from agentmem_mcp.recall.briefing import session_context
+from agentmem_mcp.recall.context import prompt_context
 
 PACKAGE = Path(agentmem_mcp.__file__).parent
 
@@ -75,7 +75,7 @@ def circles(edges: dict[str, set[str]]) -> list[set[str]]:
 
 def test_no_import_circles():
     edges = module_imports()
-    assert "agentmem_mcp.store" in edges["agentmem_mcp.cli_io"]  # the imports inside functions are read
+    assert "agentmem_mcp.store" in edges["agentmem_mcp.cli.common"]  # the imports inside functions are read
     assert circles(edges) == []
 
 
@@ -85,10 +85,10 @@ def test_operations_do_not_import_the_store():
     `store`."""
     edges = module_imports()
     importers = {name for name, targets in edges.items() if "agentmem_mcp.store" in targets}
-    assert importers <= {"agentmem_mcp.cli", "agentmem_mcp.cli_io", "agentmem_mcp.cli_commands",
-                         "agentmem_mcp.server", "agentmem_mcp.worker", "agentmem_mcp.viewer.actions",
+    assert importers <= {"agentmem_mcp.cli.app", "agentmem_mcp.cli.common", "agentmem_mcp.cli.commands",
+                         "agentmem_mcp.server.app", "agentmem_mcp.runtime.worker", "agentmem_mcp.viewer.actions",
                          "agentmem_mcp.viewer.state", "agentmem_mcp.team.cli", "agentmem_mcp.team.tools",
-                         "agentmem_mcp.search_service"}, importers
+                         "agentmem_mcp.runtime.search_service"}, importers
 
 
 def test_circles_are_found():
@@ -120,8 +120,8 @@ OWNERS = {
     "memory_vectors": {"agentmem_mcp.db.vectors"},
     "vector_changes": {"agentmem_mcp.db.vectors"},  # the change log that keeps each process's copy of the codes
     "word_vectors": {"agentmem_mcp.db.word_vectors"},
-    "leases": {"agentmem_mcp.lease"},
-    "llm_ledger": {"agentmem_mcp.llm"},
+    "leases": {"agentmem_mcp.runtime.lease"},
+    "llm_ledger": {"agentmem_mcp.lifecycle.llm"},
 }
 TEAM = "agentmem_mcp.team."  # team memory's tables (team_*), local and on its server
 
@@ -281,7 +281,7 @@ def test_a_search_behind_a_long_bm25_queue_leaves_it_to_the_indexer(store, monke
     from dataclasses import replace
 
     from agentmem_mcp.db import index_outbox
-    from agentmem_mcp.ranking_settings import RankingSettings
+    from agentmem_mcp.recall.ranking_settings import RankingSettings
 
     saved = [store.save(f"the nightly export job {n} writes parquet files to the archive bucket").id
              for n in range(6)]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentmem_mcp import retrieval
 from agentmem_mcp.index.embedder import Embedder
+from agentmem_mcp.recall import retrieval
 from tests.conftest import MODEL_NAME
 
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..socket_listener import PrivateListener
+from ..runtime.socket_listener import PrivateListener
 from .hook_client import ANSWERED, MAX_STDIN_BYTES, SOCKET_NAME, decode_request
 
 log = logging.getLogger("agentmem.hook_service")
@@ -50,8 +50,8 @@ class HookListener(PrivateListener):
 
     def prepare(self) -> None:
         try:  # what every hook needs, imported before the first one comes
-            from .. import context  # noqa: F401
             from ..db import migrations  # noqa: F401
+            from ..recall import context  # noqa: F401
             from . import hook, observations  # noqa: F401
 
             self._connections = hook.Connections()

@@ -58,7 +58,7 @@ def describe_holder(pid: int) -> str:
         command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         command = ""
-    if "agentmem_mcp.shared_process" in command:
+    if "agentmem_mcp.runtime.shared_process" in command:
         return f"process {pid}, agentmem's shared process (it exits 5 s after its last session has gone)"
     if "agentmem_mcp" in command or command.split(" ", 1)[0].endswith("/agentmem"):
         return f"process {pid}, an agentmem command"

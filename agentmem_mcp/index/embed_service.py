@@ -1,7 +1,7 @@
 """One embedding model per user, shared by every `agentmem serve` of that user.
 
 Each server used to load its own model (~170 MB each once loaded). Now the first server that needs vectors (or the
-first relay, relay.py) starts `python -m agentmem_mcp.shared_process`, a process of the same user that loads the
+first relay, relay.py) starts `python -m agentmem_mcp.runtime.shared_process`, a process of the same user that loads the
 model once and answers over a Unix socket in the home (`embed.sock`, 0600; never a network port). It refuses a home
 that others can enter, answers only peers of its own user (SO_PEERCRED where the system has it), and exits once no
 request came for `embed_idle_seconds`, EMPTY_GRACE_S (5 s) after its last server or session disconnected, or when
@@ -33,9 +33,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..heap import release_freed
-from ..socket_listener import other_user
+from ..runtime.socket_listener import other_user
 from .embedder import Embedder
+from .heap import release_freed
 
 log = logging.getLogger("agentmem.embed_service")
 
@@ -179,7 +179,7 @@ class ServiceClient:
 def start_service(home: Path, model_name: str, model_path: Path | None, idle_seconds: int) -> subprocess.Popen:
     """Start the shared process, detached from the caller's session, its stdio and its file descriptors (an MCP
     server's stdin and stdout are its client's pipes)."""
-    command = [sys.executable, "-m", "agentmem_mcp.shared_process", "--home", str(home), "--model", model_name,
+    command = [sys.executable, "-m", "agentmem_mcp.runtime.shared_process", "--home", str(home), "--model", model_name,
                "--idle-seconds", str(idle_seconds)]
     if model_path is not None:
         command += ["--model-path", str(model_path)]
@@ -465,7 +465,7 @@ class EmbedService:
         made (the command then searches in its own process)."""
         if self.embedder is None:
             return None
-        from ..search_service import SearchListener
+        from ..runtime.search_service import SearchListener
 
         searches = SearchListener(self.home, self.shared_embedder_for)
         try:

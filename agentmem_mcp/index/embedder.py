@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..heap import release_freed
+from .heap import release_freed
 from .model_files import ModelUnavailable, cached_or_downloaded, default_model_cache, downloaded_folder, local_folder
 from .sentence_model import MEAN_POOLED, SentenceModel, onnx_session, without_telemetry
 

@@ -30,7 +30,7 @@ def apply(conn: Connection, rows: list[dict[str, Any]], held: set[str]) -> int:
     """Put pulled rows in the copy (a forgotten one is removed, and so is one whose text reads as instructions to
     an agent); the gids in `held`, shared from this machine (its store has them), are left out. Inside the
     caller's transaction."""
-    from ..trust import instruction_reason
+    from ..trust.policy import instruction_reason
 
     changed = 0
     for row in rows:
