@@ -104,7 +104,7 @@ def rss_of(pid: int) -> float:
 
 
 def embedding_process_rss(home: Path, model: Path) -> float | None:
-    from agentmem_mcp.index.embed_service import ServiceClient, ServiceUnavailable
+    from agentmem_mcp.runtime.embed_service import ServiceClient, ServiceUnavailable
 
     try:
         client = ServiceClient(home, MODEL_NAME, model)
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                "command": "python scripts/bench_hooks.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     with tempfile.TemporaryDirectory() as tmp:
         home, project = Path(tmp) / "home", Path(tmp) / "project"
-        project.mkdir(parents=True)  # a real repository: SessionStart reads its `git status` (git_state.py)
+        project.mkdir(parents=True)  # a real repository: SessionStart reads its `git status` (recall/git_state.py)
         subprocess.run(["git", "init", "-q", str(project)], check=True)
         for n in range(200):
             (project / f"module_{n}.py").write_text(f"x = {n}\n")
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         baseline_alone = [str(args.baseline.parent / "python"), "-c", HOOK_ENTRY, "hook", "--client",
                           "claude-code"] if args.baseline else None
         series: dict[str, list[float]] = {}
-        from agentmem_mcp.index.embed_service import connect_or_start
+        from agentmem_mcp.runtime.embed_service import connect_or_start
 
         shared = connect_or_start(home, MODEL_NAME, args.model, 600)  # stands in for a running `agentmem serve`
         results["shared_process_pid"] = shared.pid

@@ -18,7 +18,7 @@ Each scenario gets a fresh home seeded with memories, one of them forgotten, the
                       pending call fails clearly, the session goes on in its own process, the next session recovers
 
 The first nine run `serve` as the session's own server (AGENTMEM_SHARED_SERVER=0), so the process killed at a pause
-point is the one the client started; the last runs the default, a relay to the user's shared process (relay.py).
+point is the one the client started; the last runs the default, a relay to the user's shared process (runtime/relay.py).
 
 and is then checked: the agent got a clear error or an answer, never a hang; the next server start recovers
 (recovery time: its spawn to the first search that finds every kept memory); every acknowledged memory is

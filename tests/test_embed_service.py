@@ -1,4 +1,4 @@
-"""The shared embedding process (index/embed_service.py): real servers over stdio (AGENTMEM_SHARED_SERVER=0; relays
+"""The shared embedding process (runtime/embed_service.py): real servers over stdio (AGENTMEM_SHARED_SERVER=0; relays
 are tests/test_relay.py), the real process and model.
 
 Every test starts its own process in its own home; each exits by itself once its servers are gone."""
@@ -21,7 +21,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from agentmem_mcp.files import ensure_private_dir
-from agentmem_mcp.index.embed_service import (
+from agentmem_mcp.runtime.embed_service import (
     EmbedService,
     ServiceClient,
     ServiceUnavailable,
@@ -251,7 +251,7 @@ def test_servers_hold_no_model_and_only_the_lease_holder_imports_the_worker(cli_
                     imported = [_imported(log) for log in logs]
                     assert sum("agentmem_mcp.runtime.worker" in modules for modules in imported) == 1
                     for modules in imported:
-                        assert "agentmem_mcp.index.embed_service" in modules and "numpy" in modules
+                        assert "agentmem_mcp.runtime.embed_service" in modules and "numpy" in modules
                         assert not modules & {"fastembed", "onnxruntime", "tokenizers", "huggingface_hub"}
                     client = ServiceClient(private_home, MODEL_NAME, model_path)
                     maps = Path(f"/proc/{client.pid}/maps").read_text()

@@ -1,4 +1,4 @@
-"""The C heap of the long-lived processes (heap.py): at most two malloc arenas, unless the user says otherwise."""
+"""The C heap of the long-lived processes (index/heap.py): at most two malloc arenas, unless the user says otherwise."""
 
 from __future__ import annotations
 

@@ -109,7 +109,7 @@ def test_the_first_hook_starts_a_process_that_takes_the_next_ones(env, home, pro
 
 
 def test_a_server_arriving_later_gets_the_model_from_that_process(env, home, project, model_path):
-    from agentmem_mcp.index.embed_service import connect_or_start
+    from agentmem_mcp.runtime.embed_service import connect_or_start
 
     _hook(_tool_call(project, 1), env, project)
     assert _wait(lambda: (home / hook_client.SOCKET_NAME).exists(), 30)

@@ -1,5 +1,5 @@
-"""`agentmem serve` as a relay to the shared process (relay.py, session_host.py): real relays over stdio with the MCP
-SDK's client, the real shared process, its real death."""
+"""`agentmem serve` as a relay to the shared process (runtime/relay.py, runtime/session_host.py): real relays over
+stdio with the MCP SDK's client, the real shared process, its real death."""
 
 from __future__ import annotations
 

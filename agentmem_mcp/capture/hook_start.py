@@ -3,7 +3,7 @@
 `capture/hook_client.py` finds no process on `<home>/hooks.sock` (the first hook of the day, or hooks without a
 server); the hook then records its event itself (`capture/hook.py`) and, once it has answered, starts
 `python -m agentmem_mcp.runtime.shared_process --for-hooks` in the background: a process that takes hooks at once
-and loads the embedding model only when a server asks for it (index/embed_service.py).
+and loads the embedding model only when a server asks for it (runtime/embed_service.py).
 """
 
 from __future__ import annotations

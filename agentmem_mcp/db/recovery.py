@@ -248,7 +248,7 @@ def _all_rows(source: sqlean.Connection, table: str, names: str, skipped: list[s
 
 
 def _write_export(conn: sqlean.Connection, report: Recovery) -> None:
-    """The recovered memories and links as `agentmem export` writes them (see transfer.py)."""
+    """The recovered memories and links as `agentmem export` writes them (see upkeep/transfer.py)."""
     from ..models import EXPORT_FORMAT as FORMAT
     from ..models import Memory
 

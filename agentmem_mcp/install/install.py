@@ -3,7 +3,7 @@
 `plan_install` / `plan_uninstall` read the client's config files and compute their new text without touching
 anything (that is `--dry-run`); `apply` writes a plan: a copy of every file it changes first, all of one run in
 one folder (`<AGENTMEM_HOME>/backups/<time>-<action>-<client>/`), then an atomic replace that keeps the file's
-mode. Which files each client has, and what a client cannot do: `install_clients.py`.
+mode. Which files each client has, and what a client cannot do: `install/clients.py`.
 
 What is ours: the MCP server named ``agentmem``, and every hook whose command runs agentmem's
 ``hook --client <client> <event>``. Everything else in the files (other servers, other hooks on the same events,

@@ -3,7 +3,7 @@
 A client starts one `agentmem serve` per agent session. A whole server holds the MCP SDK (~55 MB that cannot be
 imported in part) and a store: four sessions held ~570 MB. So this module imports only `os`, `sys`, `_socket`,
 `select` and `json`, no MCP SDK and no agentmem library: it connects to `<home>/sessions.sock`, the socket of the
-user's shared process (index/embed_service.py, started here when none runs, as servers start it for the model), sends
+user's shared process (runtime/embed_service.py, started here when none runs, as servers start it for the model), sends
 one header (its AGENTMEM_* variables, its working directory, its pid), then copies the client's stdin to the socket
 and the socket's lines to stdout until either side ends. That process serves the session (session_host.py) with the
 settings of those variables and the project of that directory, as this process would have.

@@ -1,4 +1,4 @@
-"""A relay's own server, when the shared process went during its session (relay.py).
+"""A relay's own server, when the shared process went during its session (runtime/relay.py).
 
 The client keeps its session: this process builds the server it would have run without a relay, gives it the
 client's `initialize` and `notifications/initialized` again and the rest of a line the client had begun, and then

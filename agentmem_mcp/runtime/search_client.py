@@ -1,6 +1,6 @@
-"""`agentmem search`'s front door: ask the user's running shared process (index/embed_service.py, which holds the
+"""`agentmem search`'s front door: ask the user's running shared process (runtime/embed_service.py, which holds the
 embedding model while agent sessions run) to search, instead of loading the model in this process (~290 MB, most of
-a second). The other side is search_service.py.
+a second). The other side is runtime/search_service.py.
 
 Like a hook (capture/hook_client.py), this imports little: it sends the command's variables (AGENTMEM_*), its
 directory and its arguments over `<home>/search.sock` (0600, in a home nobody else can enter, never a network port),

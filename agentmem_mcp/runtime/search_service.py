@@ -1,6 +1,6 @@
 """Searches of the `agentmem search` command, taken by the user's shared process (the other side of search_client.py).
 
-The shared process (index/embed_service.py) holds the embedding model while agent sessions run, and listens on
+The shared process (runtime/embed_service.py) holds the embedding model while agent sessions run, and listens on
 `<home>/search.sock` as well (0600; it refuses peers of another user where the system says who they are). Each
 connection is one search: the command's variables, its directory and its arguments. The process loads the settings
 from those variables, as the command would, and answers with `Store.search`'s answer, or with the error the command

@@ -1,7 +1,7 @@
 """The background worker inside `agentmem serve`: works while this server holds the worker lease.
 
 Every server keeps trying for the lease (`lease.LeaseKeeper`), but one holds it at a time: the worker itself
-(worker.py: compression, summaries, consolidation, the sweep, ~2 MB of a server's memory once imported) is
+(runtime/worker.py: compression, summaries, consolidation, the sweep, ~2 MB of a server's memory once imported) is
 imported by the server that holds it, when it first does, so four sessions import it once, not four times.
 """
 

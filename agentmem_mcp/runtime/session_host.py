@@ -1,6 +1,6 @@
-"""Agent sessions served by the user's shared process, one per relay (the other side of relay.py).
+"""Agent sessions served by the user's shared process, one per relay (the other side of runtime/relay.py).
 
-The shared process (index/embed_service.py, run by shared_process.py) listens on `<home>/sessions.sock` (0600, in a
+The shared process (embed_service.py, run by shared_process.py) listens on `<home>/sessions.sock` (0600, in a
 home nobody else can enter; it refuses peers of another user where the system says who they are). A relay sends one
 header: its agentmem variables, its working directory, its pid. The session gets settings built from those variables
 (`load_settings(env)`: the relay's environment and config file, not this process's), the project of that directory

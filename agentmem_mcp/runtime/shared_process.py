@@ -1,7 +1,7 @@
 """The user's shared agentmem process: `python -m agentmem_mcp.runtime.shared_process --home HOME`.
 
-Started on demand by the first relay (`agentmem serve`, relay.py), the first server that needs vectors
-(index/embed_service.py) or a hook that found none running (capture/hook_start.py; `--for-hooks`: the model loads
+Started on demand by the first relay (`agentmem serve`, runtime/relay.py), the first server that needs vectors
+(runtime/embed_service.py) or a hook that found none running (capture/hook_start.py; `--for-hooks`: the model loads
 when a server first asks for it), one per home (it holds `<home>/embed.lock`). It holds the embedding model
 (`<home>/embed.sock`), takes hook events (`<home>/hooks.sock`, capture/hook_service.py) and serves agent sessions
 (`<home>/sessions.sock`, session_host.py); each socket is 0600 in a home nobody else can enter. Its settings are those
@@ -31,9 +31,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from ..config import ConfigError, load_settings
     from ..files import ensure_private_dir
-    from ..index.embed_service import EmbedService
     from ..index.heap import limit_arenas
     from ..logs import setup_logging
+    from .embed_service import EmbedService
     from .session_host import SessionListener
 
     limit_arenas()

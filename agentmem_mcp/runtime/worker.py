@@ -1,6 +1,6 @@
 """The background worker: compress observations, summarise sessions, consolidate knowledge, prune.
 
-It runs inside whichever `agentmem serve` holds the worker lease (serve_worker.py), and on demand as
+It runs inside whichever `agentmem serve` holds the worker lease (runtime/serve_worker.py), and on demand as
 `agentmem worker --once | --forever` (`run_cli`). Work is claimed idempotently: a batch of pending
 observations is claimed (claimed_by / claimed_until, attempts + 1) in one BEGIN IMMEDIATE transaction,
 and its results (the compressed columns and one working-tier memory per observation) commit in one

@@ -6,7 +6,7 @@ history whose newest entries matter most); `omitted` then says how many of each 
 answer's JSON is still over `chars`, its longest texts are cut to one common length, the longest length that fits
 (each keeps its start); `cut` then gives each cut text's full length by its place in the answer
 ("memory.content", "history.2.content"). `more`, when anything was left out, is the tool's own words on how to see
-the rest. Pure functions: `server.py` applies them to each tool's answer, which is both the text the model reads and
+the rest. Pure functions: `server/app.py` applies them to each tool's answer, which is both the text the model reads and
 the structuredContent.
 """
 

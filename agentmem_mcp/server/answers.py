@@ -1,5 +1,5 @@
 """What each MCP tool answers, as types: the SDK turns a tool's return type into its `outputSchema`, and checks each
-structuredContent against it. Every answer may also carry what its size cap left out (`Capped`, answer_cap.py).
+structuredContent against it. Every answer may also carry what its size cap left out (`Capped`, server/answer_cap.py).
 A key not named here is allowed, and the keys a tool may leave out are NotRequired, so an answer can change
 without breaking a client that checks the schema."""
 

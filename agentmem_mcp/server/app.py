@@ -116,10 +116,10 @@ class AppState:
 
 
 def _embedder(settings: Settings) -> Any:
-    """The shared embedding process's model (index/embed_service.py), or None: the store loads its own."""
+    """The shared embedding process's model (runtime/embed_service.py), or None: the store loads its own."""
     if not (settings.shared_embedder and settings.embeddings):
         return None
-    from ..index.embed_service import SharedEmbedder
+    from ..runtime.embed_service import SharedEmbedder
 
     return SharedEmbedder(settings.home, settings.embed_model, settings.embed_model_path,
                           idle_seconds=settings.embed_idle_seconds)

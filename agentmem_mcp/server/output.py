@@ -1,5 +1,5 @@
 """The shapes of the MCP tools' answers and schemas: compact for the model that reads them, complete in
-`structuredContent` for a program. Pure functions; `server.py` applies them."""
+`structuredContent` for a program. Pure functions; `server/app.py` applies them."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 - `provenance(source)`: user (the CLI, statements the user typed), agent (`memory_save` over MCP),
   derived (the worker, from observations: sources `hook` and `consolidation`), import.
 - `typed_by_user(row)`: a memory whose text is the user's own, shown as written.
-- The text policy lives in `injection.py` and is imported here too: `instruction_reason(text)` (a prompt
+- The text policy lives in `trust/injection.py` and is imported here too: `instruction_reason(text)` (a prompt
   injection; memories from agents, the worker or an import that match are quarantined), `neutralize(text)`
   (markup defused) and `as_data(text)`, the one step every text passes on its way out to an agent.
 
@@ -12,7 +12,7 @@ The hook path imports this module: the standard library only, patterns compiled 
 
 from __future__ import annotations
 
-from .injection import (  # noqa: F401 (the text policy lives in injection.py; callers import it from here too)
+from .injection import (  # noqa: F401 (the text policy lives in trust/injection.py; callers import it from here too)
     WITHHELD,
     as_data,
     hidden_text,

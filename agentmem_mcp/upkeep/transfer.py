@@ -200,7 +200,7 @@ def _import_memory(store: Parts, m: dict[str, Any], claims_kept: bool) -> bool:
                       files=json.dumps([redact(str(f)) for f in m.get("files") or []]),
                       pinned=int(bool(m.get("pinned"))), is_latest=int(bool(m.get("is_latest", True))),
                       root_id=m.get("root_id") or m["id"])
-        # an export may come from anywhere: text that addresses the agent stays quarantined (trust.py)
+        # an export may come from anywhere: text that addresses the agent stays quarantined (trust/policy.py)
         values["quarantined"] = m.get("quarantined") or instruction_reason(f"{values['title']}\n{content}")
         commit = m.get("anchor_commit")
         values["anchor_commit"] = commit.lower() if isinstance(commit, str) and re.fullmatch(r"[0-9a-fA-F]{7,40}",

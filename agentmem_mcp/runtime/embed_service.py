@@ -1,9 +1,9 @@
 """One embedding model per user, shared by every `agentmem serve` of that user.
 
 Each server used to load its own model (~170 MB each once loaded). Now the first server that needs vectors (or the
-first relay, relay.py) starts `python -m agentmem_mcp.runtime.shared_process`, a process of the same user that loads the
-model once and answers over a Unix socket in the home (`embed.sock`, 0600; never a network port). It refuses a home
-that others can enter, answers only peers of its own user (SO_PEERCRED where the system has it), and exits once no
+first relay, relay.py) starts `python -m agentmem_mcp.runtime.shared_process`, a process of the same user that
+loads the model once and answers over a Unix socket in the home (`embed.sock`, 0600; never a network port). It refuses a
+home that others can enter, answers only peers of its own user (SO_PEERCRED where the system has it), and exits once no
 request came for `embed_idle_seconds`, EMPTY_GRACE_S (5 s) after its last server or session disconnected, or when
 its socket file is removed or replaced; never while it serves an agent session (session_host.py).
 
@@ -33,9 +33,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..runtime.socket_listener import other_user
-from .embedder import Embedder
-from .heap import release_freed
+from ..index.embedder import Embedder
+from ..index.heap import release_freed
+from .socket_listener import other_user
 
 log = logging.getLogger("agentmem.embed_service")
 
@@ -465,7 +465,7 @@ class EmbedService:
         made (the command then searches in its own process)."""
         if self.embedder is None:
             return None
-        from ..runtime.search_service import SearchListener
+        from .search_service import SearchListener
 
         searches = SearchListener(self.home, self.shared_embedder_for)
         try:
