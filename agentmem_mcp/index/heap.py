@@ -24,9 +24,8 @@ def limit_arenas() -> None:
     """At most `ARENAS` malloc arenas for the process, unless the user set MALLOC_ARENA_MAX (glibc's own setting).
 
     glibc gives each thread that allocates an arena of its own, up to 8 per core, and each keeps the pages it
-    has touched: a server's search threads (one per retriever), its model loader and indexer held ~4 MB more
-    this way, of ~105 MB, and searched no faster (docs/benchmarks.md, "Session 15, rss"). Call it first
-    thing, before the threads exist."""
+    has touched: a server's search threads (one per retriever), its model loader and indexer hold more memory
+    that way and search no faster (docs/benchmarks.md). Call it first thing, before the threads exist."""
     libc = _libc()
     if libc is not None and "MALLOC_ARENA_MAX" not in os.environ:
         try:
@@ -38,8 +37,8 @@ def limit_arenas() -> None:
 def release_freed() -> None:
     """Hand memory freed on the C heap back to the system: what onnxruntime took to make a model's session
     beyond what it keeps (the model's file, the graph before its optimisation: ~55 MB for the default model),
-    and a big batch's working memory. `agentmem serve` held 259 MB once its model was loaded, against 314 MB
-    without it (scripts/bench_hooks.py, docs/benchmarks.md)."""
+    and a big batch's working memory (a server's memory once its model is loaded: scripts/bench_hooks.py,
+    docs/benchmarks.md)."""
     libc = _libc()
     if libc is not None:
         try:

@@ -1,6 +1,6 @@
 """One embedding model per user, shared by every `agentmem serve` of that user.
 
-Each server used to load its own model (~170 MB each once loaded). Now the first server that needs vectors (or the
+A loaded model takes ~170 MB, so the servers do not load one each: the first server that needs vectors (or the
 first relay, relay.py) starts `python -m agentmem_mcp.runtime.shared_process`, a process of the same user that
 loads the model once and answers over a Unix socket in the home (`embed.sock`, 0600; never a network port). It refuses a
 home that others can enter, answers only peers of its own user (SO_PEERCRED where the system has it), and exits once no
