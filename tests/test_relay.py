@@ -20,8 +20,9 @@ from agentmem_mcp.files import ensure_private_dir
 from .test_embed_service import _imported, _wait_for
 
 # what a relay may import of agentmem: the CLI's entry and the modules it reads the home's place with
-RELAY_MODULES = {"agentmem_mcp", "agentmem_mcp.__main__", "agentmem_mcp.cli.app", "agentmem_mcp.cli.common",
-                 "agentmem_mcp.runtime.relay", "agentmem_mcp.capture", "agentmem_mcp.capture.hook_client"}
+RELAY_MODULES = {"agentmem_mcp", "agentmem_mcp.__main__", "agentmem_mcp.cli", "agentmem_mcp.cli.app",
+                 "agentmem_mcp.cli.common", "agentmem_mcp.runtime", "agentmem_mcp.runtime.relay",
+                 "agentmem_mcp.capture", "agentmem_mcp.capture.hook_client"}
 
 
 def _shared_processes(home: Path) -> list[int]:
