@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 import traceback
 from pathlib import Path
 
@@ -152,6 +154,14 @@ def test_stage_packages_import_nothing_when_imported():
                 found.setdefault(path.parent.name, []).append(node.lineno)
     assert found == {}
 
+
+def test_a_console_script_written_before_the_move_still_runs():
+    """An install made when the command was `agentmem_mcp/cli.py` has a console script that reads `from
+    agentmem_mcp.cli import main`; `agentmem install` writes `agentmem` or `python -m agentmem_mcp` (unchanged)."""
+    old_script = "import sys; from agentmem_mcp.cli import main; sys.exit(main(['--version']))"
+    for argv in ([sys.executable, "-c", old_script], [sys.executable, "-m", "agentmem_mcp", "--version"]):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout.startswith("agentmem "), (argv, done.stdout, done.stderr)
 
 def test_the_library_never_imports_an_edge():
     """The edges (cli/, server/, runtime/, viewer/, and the hook's and team memory's entry modules) import the
