@@ -9,7 +9,7 @@ from typing import Any
 
 from .kinds import PRIORITIES, SHOWN_TIERS, SOURCES, TIERS, TYPES  # noqa: F401 (this module's API too)
 
-EXPORT_FORMAT = "agentmem-export/1"  # the header of `agentmem export` files (transfer.py) and recovery's copy
+EXPORT_FORMAT = "agentmem-export/1"  # the header of `agentmem export` files (upkeep/transfer.py) and recovery's copy
 
 MEMORY_ID = re.compile(r"^m_[0-9a-f]{16}$")
 

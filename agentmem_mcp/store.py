@@ -88,7 +88,7 @@ class Store:
                    sync_index=sync_index, index_in_background=index_in_background, workdir=workdir)
 
     def _erase_forgotten(self, memories_deleted: bool) -> None:
-        from .maintenance import erase_forgotten
+        from .upkeep.maintenance import erase_forgotten
 
         erased = erase_forgotten(self, memories_deleted=memories_deleted)
         if erased.busy_readers:
@@ -212,7 +212,7 @@ class Store:
 
     def search(self, query: str, **options: Any):
         """Find memories; see `retrieval.search` for the arguments."""
-        from .retrieval import search
+        from .recall.retrieval import search
 
         return search(self, query, **options)
 
@@ -224,7 +224,7 @@ class Store:
 
     def stats(self, **options: Any) -> dict[str, Any]:
         """What is in the store; see `stats.stats`."""
-        from .stats import stats
+        from .upkeep.stats import stats
 
         return stats(self, **options)
 

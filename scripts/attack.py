@@ -61,33 +61,33 @@ _MARKUP = re.compile(r"</?\s*[A-Za-z_][\w:-]*(?:\s[^<>]{0,200})?>|<\|[^|<>\n]{1,
 def markers(text: str) -> list[str]:
     """The payload's tag-like sequences that could open or close a client's markup, as a model reads them (fullwidth,
     small-form and look-alike characters folded, invisible ones dropped: `trust.normalize`)."""
-    from agentmem_mcp.trust import normalize
+    from agentmem_mcp.trust.policy import normalize
 
     return [m.group(0).strip() for m in _MARKUP.finditer(normalize(text)) if not m.group(0).startswith("<!--")]
 
 
 def markup_shown(payload_text: str, shown: str) -> list[str]:
     """The payload's markers that appear in `shown` (read the same way)."""
-    from agentmem_mcp.trust import normalize
+    from agentmem_mcp.trust.policy import normalize
 
     folded = normalize(shown)
     return [marker for marker in markers(payload_text) if marker in folded]
 
 
 def instruction_reason(text: str) -> str | None:
-    from agentmem_mcp.trust import instruction_reason as reason
+    from agentmem_mcp.trust.policy import instruction_reason as reason
 
     return reason(text)
 
 
 def hidden(text: str) -> str:
-    from agentmem_mcp.trust import hidden_text
+    from agentmem_mcp.trust.policy import hidden_text
 
     return hidden_text(text)
 
 
 def normalized(text: str) -> str:
-    from agentmem_mcp.trust import normalize
+    from agentmem_mcp.trust.policy import normalize
 
     return unicodedata.normalize("NFKC", normalize(text)).lower()
 

@@ -1,5 +1,5 @@
 """Wall time and peak memory of the `agentmem search` command, while an agent session runs (the user's shared process
-holds the model: the command hands it the search, search_client.py) and while none does (the command loads the
+holds the model: the command hands it the search, runtime/search_client.py) and while none does (the command loads the
 model itself).
 
     python scripts/bench_cli_search.py [--memories 1000] [--searches 30] [--json OUT]

@@ -219,7 +219,7 @@ def bulk_build(store: Store, size: int, seed: int, batch: int = BULK_BATCH, work
     (each text holds its number), no memory superseded (build() passes supersede_check=False too), no answer
     chunk (no memory is in a session). tests/test_bench_core_bulk.py compares it with `build` table by table."""
     from agentmem_mcp.db import audit
-    from agentmem_mcp.maintenance import rebuild_bm25
+    from agentmem_mcp.upkeep.maintenance import rebuild_bm25
 
     if store.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]:
         raise SystemExit(f"{store.settings.home}: a bulk build needs an empty store")
@@ -463,8 +463,8 @@ def stage_clocks(store: Store):
     """Time the stages of each search while inside: the query's embedding, BM25, the vector retriever's KNN
     (binary-code scan + exact re-scoring), the entity graph, and the query's similar words. The retrievers run
     on parallel threads, so the stages overlap; what is left of a search's time is fusion, rerank and packing."""
-    from agentmem_mcp import retrieval
     from agentmem_mcp.index import vectors
+    from agentmem_mcp.recall import retrieval
 
     clocks: dict[str, list[float]] = {}
     patched = [(retrieval, "_bm25_search", "bm25"), (retrieval, "_graph_search", "graph"),

@@ -38,9 +38,9 @@ from machine import describe_machine  # noqa: E402
 
 from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.lifecycle.sweep import sweep  # noqa: E402
-from agentmem_mcp.maintenance import erase_forgotten  # noqa: E402
 from agentmem_mcp.models import NotFound  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
+from agentmem_mcp.upkeep.maintenance import erase_forgotten  # noqa: E402
 
 
 def one_run(memories: int, forget: int, secure: bool, seed: int) -> dict[str, float]:

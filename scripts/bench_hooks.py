@@ -51,7 +51,7 @@ import agentmem_mcp  # noqa: E402
 from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.db.connection import connect  # noqa: E402
 from agentmem_mcp.index.embedder import Embedder  # noqa: E402
-from agentmem_mcp.install import HOOK_ENTRY  # noqa: E402
+from agentmem_mcp.install.install import HOOK_ENTRY  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
 
 PYTEST_LINE = "tests/test_api.py::test_case_{n} PASSED [ {p}%] in 0.0{n}s — checked response schema for /v1/items\n"
@@ -104,7 +104,7 @@ def rss_of(pid: int) -> float:
 
 
 def embedding_process_rss(home: Path, model: Path) -> float | None:
-    from agentmem_mcp.index.embed_service import ServiceClient, ServiceUnavailable
+    from agentmem_mcp.runtime.embed_service import ServiceClient, ServiceUnavailable
 
     try:
         client = ServiceClient(home, MODEL_NAME, model)
@@ -165,7 +165,8 @@ def hook_processes(home: Path) -> list[int]:
             state = (entry / "stat").read_text().split()[2]
         except (OSError, IndexError):
             continue
-        if b"agentmem_mcp.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline and state != "Z":
+        if (b"agentmem_mcp.runtime.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline
+                and state != "Z"):
             found.append(int(entry.name))
     return found
 
@@ -219,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                "command": "python scripts/bench_hooks.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     with tempfile.TemporaryDirectory() as tmp:
         home, project = Path(tmp) / "home", Path(tmp) / "project"
-        project.mkdir(parents=True)  # a real repository: SessionStart reads its `git status` (git_state.py)
+        project.mkdir(parents=True)  # a real repository: SessionStart reads its `git status` (recall/git_state.py)
         subprocess.run(["git", "init", "-q", str(project)], check=True)
         for n in range(200):
             (project / f"module_{n}.py").write_text(f"x = {n}\n")
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         baseline_alone = [str(args.baseline.parent / "python"), "-c", HOOK_ENTRY, "hook", "--client",
                           "claude-code"] if args.baseline else None
         series: dict[str, list[float]] = {}
-        from agentmem_mcp.index.embed_service import connect_or_start
+        from agentmem_mcp.runtime.embed_service import connect_or_start
 
         shared = connect_or_start(home, MODEL_NAME, args.model, 600)  # stands in for a running `agentmem serve`
         results["shared_process_pid"] = shared.pid

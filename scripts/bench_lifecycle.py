@@ -40,10 +40,10 @@ sys.path.insert(0, str(REPO))  # this checkout's package, not the installed one
 
 from machine import cpu_model  # noqa: E402
 
-from agentmem_mcp.briefing import session_context  # noqa: E402
 from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.db.connection import connect  # noqa: E402
 from agentmem_mcp.lifecycle.sweep import sweep  # noqa: E402
+from agentmem_mcp.recall.briefing import session_context  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
 
 DAY = 86400.0

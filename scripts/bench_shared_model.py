@@ -44,8 +44,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.index.embed_service import ServiceClient, ServiceUnavailable  # noqa: E402
 from agentmem_mcp.index.embedder import Embedder  # noqa: E402
+from agentmem_mcp.runtime.embed_service import ServiceClient, ServiceUnavailable  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
 
 

@@ -322,7 +322,7 @@ from agentmem_mcp.project import project_for
 settings = load_settings()
 conn = connect(settings.database, load_vec=False)
 project = project_for(sys.argv[1])
-import agentmem_mcp.context as context
+import agentmem_mcp.recall.context as context
 started = time.perf_counter()
 context.session_context(conn, project, settings.context_budget_tokens)
 print((time.perf_counter() - started) * 1000)

@@ -41,11 +41,11 @@ from bench_core import hashed_vectors  # noqa: E402
 from bench_lifecycle import build  # noqa: E402
 from machine import describe_machine  # noqa: E402
 
-from agentmem_mcp.briefing import session_context  # noqa: E402
 from agentmem_mcp.capture.hook import handle  # noqa: E402
 from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.db import audit  # noqa: E402
 from agentmem_mcp.db.memories import content_hash  # noqa: E402
+from agentmem_mcp.recall.briefing import session_context  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
 
 SESSIONS = 40

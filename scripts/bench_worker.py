@@ -37,8 +37,8 @@ from agentmem_mcp.capture.events import HookEvent, parse_hook_event  # noqa: E40
 from agentmem_mcp.capture.observations import ObservationStore, scrub  # noqa: E402
 from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.index.embedder import Embedder, PassageCache  # noqa: E402
+from agentmem_mcp.runtime.worker import Worker  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
-from agentmem_mcp.worker import Worker  # noqa: E402
 
 WORDS = ("parser config session render token cache handler export billing invoice user account queue retry "
          "schema migration report index search vector client server router loader writer reader").split()

@@ -94,8 +94,8 @@ class Agentmem:
         reports = []
         for _ in range(5):
             if self.in_process:
+                from agentmem_mcp.runtime.worker import Worker
                 from agentmem_mcp.store import Store
-                from agentmem_mcp.worker import Worker
 
                 with Store.open(self.settings(), project=None, embedder=self.embedder()) as store:
                     text = Worker(store, llm=None).run_until_idle().text()

@@ -62,15 +62,15 @@ from agentmem_mcp.index.tokenize import STOPWORDS, terms, without_stamp  # noqa:
 from agentmem_mcp.index.vectors import chunk_text  # noqa: E402
 from agentmem_mcp.lifecycle.remember import derive_title  # noqa: E402
 from agentmem_mcp.lifecycle.retention import retention  # noqa: E402
-from agentmem_mcp.ranking import state_factor  # noqa: E402
-from agentmem_mcp.retrieval import (  # noqa: E402
+from agentmem_mcp.recall.ranking import state_factor  # noqa: E402
+from agentmem_mcp.recall.retrieval import (  # noqa: E402
     RETRIEVER_DEPTH,
     TIME_WINDOW_BOOST,
     query_word_vectors,
     query_words,
 )
+from agentmem_mcp.recall.timewords import time_window, without_relative_time  # noqa: E402
 from agentmem_mcp.store import memory_text  # noqa: E402
-from agentmem_mcp.timewords import time_window, without_relative_time  # noqa: E402
 
 Features = dict[str, np.ndarray]
 

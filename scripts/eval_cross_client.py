@@ -36,7 +36,7 @@ from harness import agentmem_bin  # noqa: E402
 from machine import describe_machine  # noqa: E402
 from transcript_replay import claude_code_events, codex_events, gemini_events  # noqa: E402
 
-from agentmem_mcp.clients import NAMES  # noqa: E402
+from agentmem_mcp.capture.clients import NAMES  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SPEC = REPO / "../shared/eval/coding/spec.json"

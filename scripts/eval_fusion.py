@@ -55,7 +55,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package, not the installed one
 
-from agentmem_mcp import retrieval  # noqa: E402
+from agentmem_mcp.recall import retrieval  # noqa: E402
 
 SHIPPED = retrieval.fuse_scores
 MODEL = Path("/work/shared/models/all-MiniLM-L6-v2-onnx-int8")
@@ -89,7 +89,7 @@ def signals(results: dict[str, list[tuple[str, float]]]) -> dict[str, float] | N
 
 
 def _query_terms(store: Any, query: str) -> set[str]:
-    from agentmem_mcp.timewords import without_relative_time
+    from agentmem_mcp.recall.timewords import without_relative_time
 
     return set(store.fulltext.query_terms(without_relative_time(query)))
 
@@ -145,7 +145,7 @@ def _fusion_part(variant: str) -> str:
 def _normalised(results, weights, absent, gains: dict[str, Callable[[list[float]], Callable[[float], float]]]):
     """Score fusion with each retriever's scores mapped to 0..1 by `gains[name](its scores)` instead of being
     divided by its best (a retriever not named keeps that)."""
-    from agentmem_mcp.ranking import _fuse
+    from agentmem_mcp.recall.ranking import _fuse
 
     mapped = {}
     for name, pairs in results.items():

@@ -166,8 +166,8 @@ def serve_pids(home: Path) -> list[int]:
 
 
 def shared_pids(home: Path) -> list[int]:
-    """Pids of the user's shared process of `home` (agentmem_mcp/shared_process.py)."""
-    return [pid for pid, argv in _command_lines(home) if any(b"agentmem_mcp.shared_process" in a for a in argv)]
+    """Pids of the user's shared process of `home` (agentmem_mcp/runtime/shared_process.py)."""
+    return [pid for pid, argv in _command_lines(home) if any(b"agentmem_mcp.runtime.shared_process" in a for a in argv)]
 
 
 def kill9(pid: int) -> None:
@@ -204,9 +204,9 @@ def _inodes(path: str, listening_only: bool, allowed: tuple[str, ...] = ()) -> s
 
 def network_listeners(pids: list[int], home: Path | None = None) -> list[str]:
     """Sockets the processes listen on (TCP listen, any UDP socket, a listening Unix socket): should be none, but
-    for the shared process's sockets in `home` (0600, in the private home): embeddings (index/embed_service.py),
-    hook events handed to it (capture/hook_service.py), relayed sessions (session_host.py) and the command line's
-    searches (search_service.py)."""
+    for the shared process's sockets in `home` (0600, in the private home): embeddings (runtime/embed_service.py),
+    hook events handed to it (capture/hook_service.py), relayed sessions (runtime/session_host.py) and the command
+    line's searches (runtime/search_service.py)."""
     allowed = tuple(str(home / name) for name in ("embed.sock", "hooks.sock", "sessions.sock", "search.sock")) \
         if home else ()
     table = {}

@@ -75,8 +75,8 @@ def store(settings, embedder):
 @pytest.fixture
 def cli_env(home: Path, model_path: Path) -> dict[str, str]:
     """Environment for running the real `agentmem` command in a subprocess, without the markers of a coding agent's
-    shell (tests that play the agent set them: confirm_user.py), whatever shell runs the tests."""
-    from agentmem_mcp.confirm_user import AGENT_APPS, AGENT_SHELLS
+    shell (tests that play the agent set them: cli/confirm_user.py), whatever shell runs the tests."""
+    from agentmem_mcp.cli.confirm_user import AGENT_APPS, AGENT_SHELLS
 
     markers = {name for name, _ in (*AGENT_SHELLS, *AGENT_APPS)}
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_") and k not in markers}

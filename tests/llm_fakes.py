@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentmem_mcp.llm import LLMError, estimate_tokens
+from agentmem_mcp.lifecycle.llm import LLMError, estimate_tokens
 
 
 @dataclass

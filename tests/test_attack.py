@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentmem_mcp.trust import WITHHELD, as_data, instruction_reason, neutralize
+from agentmem_mcp.trust.policy import WITHHELD, as_data, instruction_reason, neutralize
 
 from .conftest import REPO
 

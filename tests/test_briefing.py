@@ -10,20 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from agentmem_mcp.briefing import session_context
 from agentmem_mcp.capture.hook import handle
 from agentmem_mcp.capture.transcript import mentioned_paths, parse_turns
 from agentmem_mcp.capture.turns import read_turns
-from agentmem_mcp.context import PROMPT_SNIPPET_CHARS, _matched_window, worth_recalling
 from agentmem_mcp.index.fulltext import FulltextIndex
 from agentmem_mcp.lifecycle.consolidate import command_segments, normalize_command, working_form
 from agentmem_mcp.lifecycle.digest import digest, plain
 from agentmem_mcp.lifecycle.session_log import session_reports
 from agentmem_mcp.lifecycle.summarize import SessionState, render
-from agentmem_mcp.ranking import estimate_tokens
+from agentmem_mcp.recall.briefing import session_context
+from agentmem_mcp.recall.context import PROMPT_SNIPPET_CHARS, _matched_window, worth_recalling
+from agentmem_mcp.recall.ranking import estimate_tokens
+from agentmem_mcp.runtime.worker import Worker
 from agentmem_mcp.store import Store
-from agentmem_mcp.trust import neutralize
-from agentmem_mcp.worker import Worker
+from agentmem_mcp.trust.policy import neutralize
 
 from .transcript_replay import claude_code_events
 
@@ -190,8 +190,8 @@ def test_briefing_gives_sessions_more_detail_when_the_budget_has_room(env, tmp_p
 
 def test_search_answers_how_to_questions_with_procedures_and_shows_the_rare_words(env, tmp_path, settings,
                                                                                embedder):
-    from agentmem_mcp.ranking import asks_how_to
-    from agentmem_mcp.retrieval import snippet
+    from agentmem_mcp.recall.ranking import asks_how_to
+    from agentmem_mcp.recall.retrieval import snippet
 
     assert asks_how_to("How do I run the unit tests offline?") and asks_how_to("which command starts the app")
     assert not asks_how_to("why did the unit tests fail offline?")
@@ -318,7 +318,7 @@ def test_knowledge_about_deleted_files_stays_out_of_the_briefing(env, tmp_path, 
 def test_a_memory_naming_files_keeps_the_commit_they_were_seen_at(env, tmp_path, settings, embedder):
     import subprocess
 
-    from agentmem_mcp.anchors import head_commit
+    from agentmem_mcp.recall.anchors import head_commit
 
     project = tmp_path / "repo"
     project.mkdir()

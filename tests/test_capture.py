@@ -121,7 +121,7 @@ def test_transcript_replay_through_the_real_hooks(client, project, hook_env, hom
     answer = json.loads(second.stdout)
     context = (answer["hookSpecificOutput"]["additionalContext"] if client == "claude-code"
                else answer["additional_context"])
-    from agentmem_mcp.ranking import estimate_tokens
+    from agentmem_mcp.recall.ranking import estimate_tokens
 
     assert estimate_tokens(context) <= 1500
     assert "session_live.ex" in context and "mix test" in context, context

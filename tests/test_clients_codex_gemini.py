@@ -11,7 +11,7 @@ import subprocess
 import jsonschema
 import pytest
 
-from agentmem_mcp.context import HEADER, PROMPT_HEADER
+from agentmem_mcp.recall.context import HEADER, PROMPT_HEADER
 
 from .fake_models import FakeGemini, FakeResponses
 from .real_clients import (

@@ -1,4 +1,4 @@
-"""The shared embedding process (index/embed_service.py): real servers over stdio (AGENTMEM_SHARED_SERVER=0; relays
+"""The shared embedding process (runtime/embed_service.py): real servers over stdio (AGENTMEM_SHARED_SERVER=0; relays
 are tests/test_relay.py), the real process and model.
 
 Every test starts its own process in its own home; each exits by itself once its servers are gone."""
@@ -21,7 +21,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from agentmem_mcp.files import ensure_private_dir
-from agentmem_mcp.index.embed_service import (
+from agentmem_mcp.runtime.embed_service import (
     EmbedService,
     ServiceClient,
     ServiceUnavailable,
@@ -215,8 +215,8 @@ def test_servers_hold_no_model_and_only_the_lease_holder_imports_the_worker(cli_
     """Four sessions' memory (issue 22): a server with the shared process imports no model runtime, the server that
     holds the worker lease imports the worker and the others never do, and the shared process runs the model
     without fastembed's imports."""
-    from agentmem_mcp import lease
     from agentmem_mcp.db.connection import connect
+    from agentmem_mcp.runtime import lease
 
     project = tmp_path / "webapp"
     (project / ".git").mkdir(parents=True)
@@ -241,7 +241,7 @@ def test_servers_hold_no_model_and_only_the_lease_holder_imports_the_worker(cli_
                     await b.initialize()
                     await hybrid(a)
                     await hybrid(b)
-                    assert _wait_for(lambda: any("agentmem_mcp.worker" in _imported(log) for log in logs), 60)
+                    assert _wait_for(lambda: any("agentmem_mcp.runtime.worker" in _imported(log) for log in logs), 60)
                     conn = connect(private_home / "agentmem.db")
                     try:
                         holder = lease.current(conn)
@@ -249,9 +249,9 @@ def test_servers_hold_no_model_and_only_the_lease_holder_imports_the_worker(cli_
                         conn.close()
                     assert holder is not None and int(holder[0].split(":")[1]) in _servers_of(private_home)
                     imported = [_imported(log) for log in logs]
-                    assert sum("agentmem_mcp.worker" in modules for modules in imported) == 1
+                    assert sum("agentmem_mcp.runtime.worker" in modules for modules in imported) == 1
                     for modules in imported:
-                        assert "agentmem_mcp.index.embed_service" in modules and "numpy" in modules
+                        assert "agentmem_mcp.runtime.embed_service" in modules and "numpy" in modules
                         assert not modules & {"fastembed", "onnxruntime", "tokenizers", "huggingface_hub"}
                     client = ServiceClient(private_home, MODEL_NAME, model_path)
                     maps = Path(f"/proc/{client.pid}/maps").read_text()

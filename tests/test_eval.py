@@ -19,7 +19,7 @@ import eval_common as ec  # noqa: E402
 import eval_locomo  # noqa: E402
 import eval_longmemeval  # noqa: E402
 
-from agentmem_mcp.timewords import DAY, time_window  # noqa: E402
+from agentmem_mcp.recall.timewords import DAY, time_window  # noqa: E402
 
 
 def need(path: Path, what: str) -> None:
@@ -291,7 +291,7 @@ def test_eval_fusion_variants_change_only_the_fusion(store, monkeypatch):
     misspelt variant is refused."""
     import eval_fusion as ef
 
-    from agentmem_mcp import retrieval
+    from agentmem_mcp.recall import retrieval
 
     for text in ("The staging database is reset every Monday night by the cleanup job",
                  "Deploys go out through the release pipeline after two approvals",
@@ -314,7 +314,8 @@ def test_eval_fusion_variants_change_only_the_fusion(store, monkeypatch):
     for variant in ("similar-words:2.0+trust:0.4:0.8:0:0.02", "flat+fullnorm:1.0", "vfloor:min", "dbsf:1",
                     "vrank:3:20"):
         assert ef.search_as(store, variant, query), variant
-    assert retrieval.keyword_trust.__module__ == "agentmem_mcp.ranking" and store.settings.soft_match_weight == 0.5
+    assert retrieval.keyword_trust.__module__ == "agentmem_mcp.recall.ranking"
+    assert store.settings.soft_match_weight == 0.5
     with pytest.raises(SystemExit):
         ef.search_as(store, "fullnorm:1.0+vfloor:min", query)
 
@@ -324,7 +325,7 @@ def test_eval_fusion_normalised_by_the_best_is_score_fusion():
     match's score above BM25's best (`fullnorm`) scales BM25's part down, a cosine floor spreads the vectors'."""
     import eval_fusion as ef
 
-    from agentmem_mcp.ranking import fuse_scores
+    from agentmem_mcp.recall.ranking import fuse_scores
 
     results = {"bm25": [("a", 4.0), ("b", 1.0)], "vector": [("b", 0.5), ("a", 0.25), ("c", 0.2)]}
     weights = {"bm25": 0.4, "vector": 0.6}

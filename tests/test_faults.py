@@ -152,7 +152,7 @@ def test_a_hook_facing_a_locked_database_spools_the_event_and_the_next_hook_move
 def test_the_worker_moves_spooled_events_too(settings, embedder):
     from agentmem_mcp.capture.events import HookEvent
     from agentmem_mcp.capture.spool import spool_event
-    from agentmem_mcp.worker import Worker
+    from agentmem_mcp.runtime.worker import Worker
 
     ev = HookEvent(client="claude-code", event="tool_use", raw_event="PostToolUse", session_id="spool-2",
                    cwd="/repo/a", tool="Bash", tool_input={"command": "make build"}, tool_output="ok")

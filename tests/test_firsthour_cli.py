@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentmem_mcp.cli import build_parser
+from agentmem_mcp.cli.app import build_parser
 
 from .test_firsthour import agentmem
 
@@ -157,7 +157,7 @@ def test_install_keeps_compact_json_names_backups_and_asks_for_a_restart(cli_env
 def test_a_stage_that_stops_short_still_ends_its_line(capsys):
     import io
 
-    from agentmem_mcp.cli import _ProgressBars
+    from agentmem_mcp.cli.app import _ProgressBars
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -31,7 +31,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.db.connection import connect
-from agentmem_mcp.server import AppState, _call
+from agentmem_mcp.server.app import AppState, _call
 
 CALL_TIMEOUT_S = 20.0
 FUZZ_EXAMPLES = 300

@@ -7,7 +7,6 @@ import json
 import shlex
 
 from agentmem_mcp.capture.transcript import parse_turns
-from agentmem_mcp.git_state import parse_status
 from agentmem_mcp.lifecycle.commands import (
     command_label,
     command_segments,
@@ -22,6 +21,7 @@ from agentmem_mcp.lifecycle.consolidate import ObsRecord, mine
 from agentmem_mcp.lifecycle.instructions import admission, decision, standing_sentences
 from agentmem_mcp.lifecycle.reports import lead, next_steps
 from agentmem_mcp.lifecycle.summarize import SessionState, outcome_of, render
+from agentmem_mcp.recall.git_state import parse_status
 
 # -- what a report says came of the turn ------------------------------------------------------------------------
 
@@ -296,7 +296,7 @@ def test_an_error_that_changed_after_a_step_was_fixed_by_that_step():
 
 
 def test_a_how_to_question_names_the_purpose_it_asks_for():
-    from agentmem_mcp.ranking import asked_purpose
+    from agentmem_mcp.recall.ranking import asked_purpose
 
     assert asked_purpose("how do I run the linter?") == "Check the code"
     assert asked_purpose("How do I run the tests for the parser?") == "Run the tests"
@@ -328,7 +328,7 @@ def test_a_rule_that_points_back_joins_its_sentence_and_agreement_is_not_a_corre
 
 
 def test_an_earlier_sessions_statement_a_later_one_moved_on_is_not_shown():
-    from agentmem_mcp.briefing import superseded
+    from agentmem_mcp.recall.briefing import superseded
 
     def summary(memory_id: str, outcome: str) -> dict:
         return {"id": memory_id, "content": f"Asked: x\nOutcome (the agent's reports): {outcome}"}
@@ -353,8 +353,8 @@ def test_the_agents_self_assessment_is_no_outcome_but_a_claim_about_a_named_thin
 
 
 def test_an_option_picked_on_whether_or_how_to_go_on_is_no_decision_for_the_next_sessions():
-    from agentmem_mcp.briefing import _decision
     from agentmem_mcp.capture.transcript import _picked
+    from agentmem_mcp.recall.briefing import _decision
 
     question = "The hook blocks on old issues. How should we proceed?"
     result = {"questions": [{"question": question, "options": [{"label": "Skip hook (--no-verify)"},

@@ -1,4 +1,4 @@
-"""The C heap of the long-lived processes (heap.py): at most two malloc arenas, unless the user says otherwise."""
+"""The C heap of the long-lived processes (index/heap.py): at most two malloc arenas, unless the user says otherwise."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .conftest import REPO
 
 ARENAS_AFTER_SIX_THREADS = """
 import ctypes, sys, tempfile, threading
-from agentmem_mcp.heap import limit_arenas
+from agentmem_mcp.index.heap import limit_arenas
 if sys.argv[1] == "limit":
     limit_arenas()
 libc = ctypes.CDLL("libc.so.6")

@@ -20,7 +20,7 @@ from agentmem_mcp.capture.events_codex_gemini import exit_code_from_log, patch_e
 from agentmem_mcp.capture.gemini_log import gemini_events
 from agentmem_mcp.capture.gemini_log import read_session as read_gemini
 from agentmem_mcp.capture.turns import read_turns
-from agentmem_mcp.trust import neutralize
+from agentmem_mcp.trust.policy import neutralize
 
 SESSION = "019a1b2c-3d4e-7f00-8a9b-0c1d2e3f4a5b"
 OLD = datetime(2025, 3, 1, 9, 30, tzinfo=timezone.utc)

@@ -213,7 +213,7 @@ def test_a_running_cursors_log_is_copied_once_while_it_does_not_change(cursor_us
 
 
 def test_the_history_is_listed_first_and_each_conversation_read_when_it_is_imported(cursor_user):
-    from agentmem_mcp.history_cursor import read_history
+    from agentmem_mcp.history.cursor import read_history
 
     user, _ = cursor_user
     history = read_history(user)

@@ -178,7 +178,7 @@ def test_the_shared_embedding_process_takes_hooks_and_a_killed_one_loses_none(pr
     import signal
     import time
 
-    from agentmem_mcp.index.embed_service import connect_or_start
+    from agentmem_mcp.runtime.embed_service import connect_or_start
     from tests.conftest import MODEL_NAME
 
     client = connect_or_start(private_home, MODEL_NAME, model_path, 60)

@@ -19,7 +19,7 @@ import pytest
 
 from agentmem_mcp.capture import hook_client
 from agentmem_mcp.capture.hook_start import START_MARK, start_shared_process
-from agentmem_mcp.install import HOOK_ENTRY
+from agentmem_mcp.install.install import HOOK_ENTRY
 from tests.conftest import MODEL_NAME
 
 
@@ -34,7 +34,8 @@ def _processes(home: Path) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if b"agentmem_mcp.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline and state != "Z":
+        if (b"agentmem_mcp.runtime.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline
+                and state != "Z"):
             found.append(int(entry.name))
     return found
 
@@ -108,7 +109,7 @@ def test_the_first_hook_starts_a_process_that_takes_the_next_ones(env, home, pro
 
 
 def test_a_server_arriving_later_gets_the_model_from_that_process(env, home, project, model_path):
-    from agentmem_mcp.index.embed_service import connect_or_start
+    from agentmem_mcp.runtime.embed_service import connect_or_start
 
     _hook(_tool_call(project, 1), env, project)
     assert _wait(lambda: (home / hook_client.SOCKET_NAME).exists(), 30)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentmem_mcp.injection import WITHHELD, as_data, hidden_text, instruction_reason, neutralize, normalize
+from agentmem_mcp.trust.injection import WITHHELD, as_data, hidden_text, instruction_reason, neutralize, normalize
 
 
 def tags(text: str) -> str:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import agentmem_mcp
-from agentmem_mcp import tomledit
-from agentmem_mcp.install import (
+from agentmem_mcp.install import tomledit
+from agentmem_mcp.install.install import (
     CLIENT_EVENTS,
     CLIENTS,
     InstallError,
@@ -554,7 +554,7 @@ def test_install_output_masks_other_servers_secrets(tmp_path, dry_run):
     shown = done.stdout + done.stderr
     assert key not in shown and token not in shown and oauth not in shown
     assert f"{COMMAND} hook" in shown
-    from agentmem_mcp.install import MASK, masked
+    from agentmem_mcp.install.install import MASK, masked
 
     whole = masked((home / ".claude.json").read_text())  # what any preview of the file shows
     assert key not in whole and token not in whole and oauth not in whole

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agentmem_mcp import jsonedit, tomledit
-from agentmem_mcp.install import apply, config_paths, masked, plan_install, plan_uninstall
+from agentmem_mcp.install import jsonedit, tomledit
+from agentmem_mcp.install.install import apply, config_paths, masked, plan_install, plan_uninstall
 
 COMMAND = "/opt/agentmem/bin/agentmem"
 

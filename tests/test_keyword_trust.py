@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentmem_mcp import retrieval
-from agentmem_mcp.ranking import keyword_trust, vector_margin
+from agentmem_mcp.recall import retrieval
+from agentmem_mcp.recall.ranking import keyword_trust, vector_margin
 
 COMPLETE, STANDS_OUT = (0.2, 0.6), (0.02, 0.12)
 

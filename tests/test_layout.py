@@ -1,20 +1,24 @@
-"""The package's structure: no module imports, directly or through others, a module that imports it back
-(every import counts, those inside functions and under TYPE_CHECKING too: a lazy import hides a circle, it does
-not remove it); every table's SQL writes are in its owner module, and the tables db/ owns are read through db/;
-the read path writes nothing but access statistics."""
+"""The package's structure: a few basics at the root and a folder per stage a request passes through, the edges
+(cli/, server/, runtime/, viewer/) importing the library and never the reverse, storage (db/, index/) importing no
+stage above it; no module imports, directly or through others, a module that imports it back (every import counts,
+those inside functions and under TYPE_CHECKING too: a lazy import hides a circle, it does not remove it); every
+table's SQL writes are in its owner module, and the tables db/ owns are read through db/; the read path writes
+nothing but access statistics."""
 
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 import traceback
 from pathlib import Path
 
 import pytest
 
 import agentmem_mcp
-from agentmem_mcp.briefing import session_context
-from agentmem_mcp.context import prompt_context
+from agentmem_mcp.recall.briefing import session_context
+from agentmem_mcp.recall.context import prompt_context
 
 PACKAGE = Path(agentmem_mcp.__file__).parent
 
@@ -75,7 +79,7 @@ def circles(edges: dict[str, set[str]]) -> list[set[str]]:
 
 def test_no_import_circles():
     edges = module_imports()
-    assert "agentmem_mcp.store" in edges["agentmem_mcp.cli_io"]  # the imports inside functions are read
+    assert "agentmem_mcp.store" in edges["agentmem_mcp.cli.common"]  # the imports inside functions are read
     assert circles(edges) == []
 
 
@@ -85,10 +89,10 @@ def test_operations_do_not_import_the_store():
     `store`."""
     edges = module_imports()
     importers = {name for name, targets in edges.items() if "agentmem_mcp.store" in targets}
-    assert importers <= {"agentmem_mcp.cli", "agentmem_mcp.cli_io", "agentmem_mcp.cli_commands",
-                         "agentmem_mcp.server", "agentmem_mcp.worker", "agentmem_mcp.viewer.actions",
+    assert importers <= {"agentmem_mcp.cli.app", "agentmem_mcp.cli.common", "agentmem_mcp.cli.commands",
+                         "agentmem_mcp.server.app", "agentmem_mcp.runtime.worker", "agentmem_mcp.viewer.actions",
                          "agentmem_mcp.viewer.state", "agentmem_mcp.team.cli", "agentmem_mcp.team.tools",
-                         "agentmem_mcp.search_service"}, importers
+                         "agentmem_mcp.runtime.search_service"}, importers
 
 
 def test_circles_are_found():
@@ -96,6 +100,94 @@ def test_circles_are_found():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
     assert circles({"a": {"b"}, "b": set()}) == []
 
+
+
+# -- the stages -----------------------------------------------------------------------------------
+
+# The package's root: its entry (`python -m agentmem_mcp`), the Python API (`store`) and the basics every stage uses.
+ROOT_MODULES = {"__init__", "__main__", "config", "files", "kinds", "logs", "models", "parts", "preflight", "project",
+                "store", "version"}
+EDGES = {"cli", "server", "runtime", "viewer"}  # a person's command, an MCP client's server, the processes
+LIBRARY = {"capture", "history", "recall", "lifecycle", "team", "upkeep", "install"}
+STORAGE = {"db", "index"}
+STAGES = EDGES | LIBRARY | STORAGE | {"trust"}  # trust/: the text policy, pure, used by every stage
+# Edges inside a library folder: the hook process's entry and the shared process's hook socket, team memory's
+# commands and MCP tools.
+EDGE_MODULES = {"agentmem_mcp.__main__", "agentmem_mcp.capture.hook_client", "agentmem_mcp.capture.hook_service",
+                "agentmem_mcp.team.cli", "agentmem_mcp.team.tools"}
+# The one import from the library into an edge: `agentmem stats` writes ages as the CLI's lists do.
+UPWARD = {("agentmem_mcp.upkeep.stats", "agentmem_mcp.cli.views")}
+BASICS_OF_STORAGE = {"agentmem_mcp.files", "agentmem_mcp.kinds", "agentmem_mcp.models"}
+
+
+def stage(module: str) -> str | None:
+    """The stage folder of a module of the package (None for the root's modules)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in STAGES else None
+
+
+def is_edge(module: str) -> bool:
+    return module in EDGE_MODULES or stage(module) in EDGES
+
+
+def test_the_root_holds_only_the_basics():
+    """A new module goes into the folder of its stage (README.md, "Architecture"), not the root."""
+    assert {path.stem for path in PACKAGE.glob("*.py")} == ROOT_MODULES
+    assert len(ROOT_MODULES) <= 12
+
+
+def test_each_folder_is_a_stage():
+    folders = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    assert folders == STAGES
+    assert len(EDGES | LIBRARY | STORAGE) == len(EDGES) + len(LIBRARY) + len(STORAGE)
+
+
+def test_stage_packages_import_nothing_when_imported():
+    """A folder's __init__.py imports no module of the package at import time: importing one module of a stage (the
+    hook's, say) loads that module and what it imports, not the whole stage."""
+    found = {}
+    for path in PACKAGE.glob("*/__init__.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("agentmem_mcp")):
+                found.setdefault(path.parent.name, []).append(node.lineno)
+            elif isinstance(node, ast.Import) and any(a.name.startswith("agentmem_mcp") for a in node.names):
+                found.setdefault(path.parent.name, []).append(node.lineno)
+    assert found == {}
+
+
+def test_a_console_script_written_before_the_move_still_runs():
+    """An install made when the command was `agentmem_mcp/cli.py` has a console script that reads `from
+    agentmem_mcp.cli import main`; `agentmem install` writes `agentmem` or `python -m agentmem_mcp` (unchanged)."""
+    old_script = "import sys; from agentmem_mcp.cli import main; sys.exit(main(['--version']))"
+    for argv in ([sys.executable, "-c", old_script], [sys.executable, "-m", "agentmem_mcp", "--version"]):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout.startswith("agentmem "), (argv, done.stdout, done.stderr)
+
+def test_the_library_never_imports_an_edge():
+    """The edges (cli/, server/, runtime/, viewer/, and the hook's and team memory's entry modules) import the
+    library; no module of the library, storage or the root imports an edge."""
+    edges = module_imports()
+    assert "agentmem_mcp.recall.briefing" in edges["agentmem_mcp.server.app"]  # an edge reads the library
+    upward = {(name, target) for name, targets in edges.items() if not is_edge(name)
+              for target in targets if is_edge(target)}
+    assert upward <= UPWARD, sorted(upward - UPWARD)
+
+
+def test_storage_imports_no_stage_above_it():
+    """db/ imports db/ and the records (models, kinds) and home files (files); index/ imports index/, db/ and the
+    same basics. Neither imports recall, lifecycle, capture or the edges."""
+    edges = module_imports()
+    allowed = {"db": {"db"}, "index": {"db", "index"}}
+    found = {f"{name} -> {target}" for name, targets in edges.items() if stage(name) in STORAGE
+             for target in targets if target not in BASICS_OF_STORAGE and stage(target) not in allowed[stage(name)]}
+    assert found == set()
+
+
+def test_trust_is_pure():
+    """trust/ (provenance, what reads as instructions, how text is framed as data) imports no other stage."""
+    edges = module_imports()
+    assert {f"{name} -> {target}" for name, targets in edges.items() if stage(name) == "trust"
+            for target in targets if stage(target) != "trust"} == set()
 
 # -- one owner per table ------------------------------------------------------------------------
 
@@ -120,8 +212,8 @@ OWNERS = {
     "memory_vectors": {"agentmem_mcp.db.vectors"},
     "vector_changes": {"agentmem_mcp.db.vectors"},  # the change log that keeps each process's copy of the codes
     "word_vectors": {"agentmem_mcp.db.word_vectors"},
-    "leases": {"agentmem_mcp.lease"},
-    "llm_ledger": {"agentmem_mcp.llm"},
+    "leases": {"agentmem_mcp.runtime.lease"},
+    "llm_ledger": {"agentmem_mcp.lifecycle.llm"},
 }
 TEAM = "agentmem_mcp.team."  # team memory's tables (team_*), local and on its server
 
@@ -281,7 +373,7 @@ def test_a_search_behind_a_long_bm25_queue_leaves_it_to_the_indexer(store, monke
     from dataclasses import replace
 
     from agentmem_mcp.db import index_outbox
-    from agentmem_mcp.ranking_settings import RankingSettings
+    from agentmem_mcp.recall.ranking_settings import RankingSettings
 
     saved = [store.save(f"the nightly export job {n} writes parquet files to the archive bucket").id
              for n in range(6)]

@@ -8,8 +8,8 @@ import json
 from agentmem_mcp.index.vectors import summary_pieces
 from agentmem_mcp.lifecycle.commands import normalize_command
 from agentmem_mcp.lifecycle.consolidate import ObsRecord, _failure_reason, command_segments, mine, working_form
-from agentmem_mcp.ranking import asks_which_file
-from agentmem_mcp.snippets import with_files as _with_files
+from agentmem_mcp.recall.ranking import asks_which_file
+from agentmem_mcp.recall.snippets import with_files as _with_files
 
 
 def forms(command: str) -> list[str]:
@@ -103,7 +103,7 @@ def test_a_which_file_question_is_shown_the_files_a_memory_names():
 
 
 def test_a_question_about_a_failure_is_shown_the_error_and_short_words_match_whole_words():
-    from agentmem_mcp.snippets import snippet
+    from agentmem_mcp.recall.snippets import snippet
 
     text = ("Asked: tidy the logs folder. " + "Outcome: the agent looked at every file and reported. " * 8
             + "Other tool errors: Bash operation blocked by hook: BLOCKED: Dangerous rm command detected.")
@@ -115,7 +115,7 @@ def test_a_question_about_a_failure_is_shown_the_error_and_short_words_match_who
 
 
 def test_a_summary_hit_shows_the_lines_that_answer_even_when_they_lie_far_apart():
-    from agentmem_mcp.snippets import summary_snippet
+    from agentmem_mcp.recall.snippets import summary_snippet
 
     summary = ("Asked: /init\n"
                "Outcome (the agent's reports): I've created a basic CLAUDE.md file for this empty repository. · "

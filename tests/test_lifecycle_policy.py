@@ -482,7 +482,7 @@ def test_scoring_and_planning_100k_memories_is_fast():
 
 
 def test_fusion_does_not_count_a_missing_vector_as_a_poor_rank():
-    from agentmem_mcp.ranking import fuse_rankings
+    from agentmem_mcp.recall.ranking import fuse_rankings
 
     rankings = {"bm25": ["a", "b"], "vector": ["b"], "graph": ["a", "b"]}
     weights = {"bm25": 0.4, "vector": 0.6, "graph": 0.3}
@@ -497,7 +497,7 @@ def test_fusion_does_not_count_a_missing_vector_as_a_poor_rank():
 def test_time_words_in_a_query_name_a_window():
     import datetime as dt
 
-    from agentmem_mcp.timewords import DAY, time_window
+    from agentmem_mcp.recall.timewords import DAY, time_window
 
     now = dt.datetime(2026, 11, 29, 12, 0).timestamp()  # a Sunday, local time
     start, end = time_window("what did we change 3 days ago?", now)
@@ -515,7 +515,7 @@ def test_time_words_in_a_query_name_a_window():
 def test_dates_in_a_query_name_a_day_month_or_year():
     import datetime as dt
 
-    from agentmem_mcp.timewords import DAY, date_window, time_window
+    from agentmem_mcp.recall.timewords import DAY, date_window, time_window
 
     now = dt.datetime(2026, 11, 29, 12, 0).timestamp()
 
@@ -563,7 +563,7 @@ def test_sentence_pieces_of_a_memory():
 
 
 def test_relative_time_words_are_not_keywords():
-    from agentmem_mcp.timewords import without_relative_time as strip
+    from agentmem_mcp.recall.timewords import without_relative_time as strip
 
     assert strip("How many pieces of furniture did I buy in the past few months?") == \
         "How many pieces of furniture did I buy ?"
@@ -597,7 +597,7 @@ def test_search_prefers_memories_from_the_time_the_query_names(store):
 
 
 def test_score_fusion_keeps_the_margin_a_retriever_is_sure_of():
-    from agentmem_mcp.ranking import fuse_rankings, fuse_scores
+    from agentmem_mcp.recall.ranking import fuse_rankings, fuse_scores
 
     weights = {"bm25": 0.4, "vector": 0.6}
     # BM25 is sure of "a" (twice anything else); the vectors find nothing that stands out.
@@ -612,7 +612,7 @@ def test_score_fusion_keeps_the_margin_a_retriever_is_sure_of():
 
 
 def test_score_fusion_scores_are_within_0_and_1_and_ignore_negative_similarity():
-    from agentmem_mcp.ranking import fuse_scores
+    from agentmem_mcp.recall.ranking import fuse_scores
 
     fused = fuse_scores({"bm25": [("a", 3.0)], "vector": [("a", 0.8), ("b", -0.2)], "graph": []},
                         {"bm25": 0.4, "vector": 0.6, "graph": 0.3})

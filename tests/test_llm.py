@@ -17,7 +17,7 @@ from agentmem_mcp.capture.events import HookEvent
 from agentmem_mcp.capture.observations import ObservationStore
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.lifecycle import summarize
-from agentmem_mcp.llm import (
+from agentmem_mcp.lifecycle.llm import (
     LLM,
     AnthropicProvider,
     Budget,
@@ -25,7 +25,7 @@ from agentmem_mcp.llm import (
     parse_json,
     provider_from_settings,
 )
-from agentmem_mcp.worker import Worker
+from agentmem_mcp.runtime.worker import Worker
 
 from .llm_fakes import ScriptedProvider
 
@@ -185,7 +185,7 @@ def test_the_hook_never_imports_the_llm(tmp_path):
         "payload = {'session_id': 's', 'cwd': '/tmp', 'hook_event_name': 'Stop'}\n"
         f"handle('claude-code', 'Stop', json.dumps(payload).encode(), {{'AGENTMEM_HOME': {str(tmp_path)!r}, "
         "'AGENTMEM_LLM': 'anthropic', 'ANTHROPIC_API_KEY': 'sk-ant-x'})\n"
-        "print(json.dumps([m for m in sys.modules if m.startswith(('anthropic', 'agentmem_mcp.llm'))]))\n")
+        "print(json.dumps([m for m in sys.modules if m.startswith(('anthropic', 'agentmem_mcp.lifecycle.llm'))]))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []

@@ -65,7 +65,7 @@ def test_team_url_without_the_team_extra_says_how_to_add_it(tmp_path):
     extra, no traceback."""
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "AGENTMEM_HOME": str(tmp_path / "home"),
            "AGENTMEM_TEAM_URL": "postgresql://me@127.0.0.1:9/team", "AGENTMEM_EMBEDDINGS": "0"}
-    code = WITHOUT_EXTRAS + "from agentmem_mcp.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    code = WITHOUT_EXTRAS + "from agentmem_mcp.cli.app import main\nsys.exit(main(sys.argv[1:]))\n"
     for args in (["team", "status"], ["search", "anything"]):
         done = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env, capture_output=True,
                               text=True, timeout=120)
@@ -89,11 +89,11 @@ def test_wheel_and_sdist_build(tmp_path):
         entry_points = archive.read(info.replace("METADATA", "entry_points.txt")).decode()
     assert "agentmem_mcp/viewer/templates/page.html" in names and "agentmem_mcp/viewer/static/viewer.css" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
-    assert "agentmem = agentmem_mcp.cli:main" in entry_points
+    assert "agentmem = agentmem_mcp.cli.app:main" in entry_points
     assert "License-Expression: MIT" in metadata and "Project-URL: Source, " in metadata
     assert "Requires-Dist: psycopg[binary]>=3.2; extra == \"team\"" in metadata
     assert "Description-Content-Type: text/markdown" in metadata
     with tarfile.open(sdist) as archive:
         members = {m.name.split("/", 1)[1] for m in archive.getmembers() if "/" in m.name}
-    assert {"pyproject.toml", "README.md", "LICENSE", "agentmem_mcp/cli.py"} <= members
+    assert {"pyproject.toml", "README.md", "LICENSE", "agentmem_mcp/cli/app.py"} <= members
     assert json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())["version"] in wheel.name

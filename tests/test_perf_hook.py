@@ -68,7 +68,7 @@ def _hook_imports(tmp_path: Path, event: str, payload: dict) -> set[str]:
             f"    open({str(probe)!r}, 'w').write(json.dumps(sorted(sys.modules)))\n"
             "    real_exit(code)\n"
             "os._exit = record\n"
-            "from agentmem_mcp.cli import main\n"
+            "from agentmem_mcp.cli.app import main\n"
             f"sys.argv = ['agentmem', 'hook', {event!r}]\n"
             "main()\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}

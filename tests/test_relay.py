@@ -1,5 +1,5 @@
-"""`agentmem serve` as a relay to the shared process (relay.py, session_host.py): real relays over stdio with the MCP
-SDK's client, the real shared process, its real death."""
+"""`agentmem serve` as a relay to the shared process (runtime/relay.py, runtime/session_host.py): real relays over
+stdio with the MCP SDK's client, the real shared process, its real death."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from agentmem_mcp.files import ensure_private_dir
 from .test_embed_service import _imported, _wait_for
 
 # what a relay may import of agentmem: the CLI's entry and the modules it reads the home's place with
-RELAY_MODULES = {"agentmem_mcp", "agentmem_mcp.__main__", "agentmem_mcp.cli", "agentmem_mcp.cli_io",
-                 "agentmem_mcp.relay", "agentmem_mcp.capture", "agentmem_mcp.capture.hook_client"}
+RELAY_MODULES = {"agentmem_mcp", "agentmem_mcp.__main__", "agentmem_mcp.cli", "agentmem_mcp.cli.app",
+                 "agentmem_mcp.cli.common", "agentmem_mcp.runtime", "agentmem_mcp.runtime.relay",
+                 "agentmem_mcp.capture", "agentmem_mcp.capture.hook_client"}
 
 
 def _shared_processes(home: Path) -> list[int]:
@@ -32,7 +33,7 @@ def _shared_processes(home: Path) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if b"agentmem_mcp.shared_process" in cmdline and str(home).encode() in cmdline and state != "Z":
+        if b"agentmem_mcp.runtime.shared_process" in cmdline and str(home).encode() in cmdline and state != "Z":
             found.append(int(entry.name))
     return found
 
@@ -93,11 +94,11 @@ def test_sessions_of_two_projects_share_one_process_and_see_only_their_own(cli_e
     anyio.run(scenario)
     for log in logs[:2]:
         modules = _imported(log)
-        assert "agentmem_mcp.relay" in modules
+        assert "agentmem_mcp.runtime.relay" in modules
         assert not {name for name in modules if name.startswith("agentmem_mcp")} - RELAY_MODULES
         assert not modules & {"mcp", "pydantic", "anyio", "sqlean", "numpy", "tantivy"}
     alone = _imported(logs[2])
-    assert "mcp" in alone and "agentmem_mcp.server" in alone
+    assert "mcp" in alone and "agentmem_mcp.server.app" in alone
     assert _wait_for(lambda: not _shared_processes(home), 30)  # 5 s after its last session
 
 

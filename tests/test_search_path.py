@@ -1,13 +1,13 @@
-"""The search path's own work (retrieval.py, index/embedder.py): a query asked again is not embedded again, a search
-whose query vector is known runs every retriever on its own thread, and only the hits returned are dressed (snippet,
-`why`, a check of their files). Real model, real SQLite, tantivy and sqlite-vec."""
+"""The search path's own work (recall/retrieval.py, index/embedder.py): a query asked again is not embedded again, a
+search whose query vector is known runs every retriever on its own thread, and only the hits returned are dressed
+(snippet, `why`, a check of their files). Real model, real SQLite, tantivy and sqlite-vec."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from agentmem_mcp import retrieval
 from agentmem_mcp.index.embedder import Embedder
+from agentmem_mcp.recall import retrieval
 from tests.conftest import MODEL_NAME
 
 

@@ -14,10 +14,10 @@ import pytest
 
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.db.audit import verify
-from agentmem_mcp.maintenance import doctor, reindex
 from agentmem_mcp.models import TIERS, TYPES, InvalidInput, NotFound
 from agentmem_mcp.store import Store
-from agentmem_mcp.transfer import export, import_
+from agentmem_mcp.upkeep.maintenance import doctor, reindex
+from agentmem_mcp.upkeep.transfer import export, import_
 
 from .conftest import REPO
 
@@ -211,7 +211,7 @@ def test_a_memory_of_several_sentences_is_also_scored_sentence_by_sentence(store
     assert store.stats()["vector_backlog"] == {"memories": 0, "sentence_pieces": 2, "words": 2}
     assert store.add_sentence_pieces() == 2  # the worker's job: saving does not wait for pieces
     assert store.add_sentence_pieces() == 0
-    from agentmem_mcp.stats import format_stats
+    from agentmem_mcp.upkeep.stats import format_stats
 
     assert "vector queue 0 memories, 0 awaiting sentence pieces, 2 awaiting word vectors" in format_stats(
         store.stats())
@@ -633,7 +633,7 @@ def test_cli_round_trip(cli_env, tmp_path):
 
 def test_an_imported_conversation_gets_answer_chunks_from_the_worker(cli_env, tmp_path):
     """As a user runs it: import a conversation, let the worker run once, search for what an answer says nothing of."""
-    from agentmem_mcp.transfer import FORMAT
+    from agentmem_mcp.upkeep.transfer import FORMAT
 
     turns = ["Tim: The season is over at last. What did your team win at the end of it?",
              "John: We even won a trophy! Everyone was cheering in the locker room.",
@@ -675,7 +675,7 @@ def test_corpus_secrets_in_saves_and_imports_reach_no_file(store, settings, tmp_
     through an import (content, title, tags, files): none is in any byte agentmem writes (database, WAL,
     BM25 segments, logs). (A bare value such as a password, out of any context, is not recognisable as a
     secret: the corpus places each secret where it really appears.)"""
-    from agentmem_mcp.transfer import FORMAT, import_
+    from agentmem_mcp.upkeep.transfer import FORMAT, import_
 
     from .secrets_corpus import SECRET_CASES
 

@@ -19,7 +19,7 @@ from agentmem_mcp.lifecycle.retention import FORGET_BELOW
 from agentmem_mcp.lifecycle.sweep import maybe_sweep, sweep
 from agentmem_mcp.models import InvalidInput, NotFound
 from agentmem_mcp.store import Store
-from agentmem_mcp.transfer import export_lines
+from agentmem_mcp.upkeep.transfer import export_lines
 
 sweep_module = importlib.import_module("agentmem_mcp.lifecycle.sweep")
 

@@ -69,7 +69,7 @@ def test_every_answer_is_capped_and_matches_its_output_schema(cli_env, tmp_path:
 
 
 def test_a_cap_keeps_counts_examples_and_says_what_it_left_out():
-    from agentmem_mcp.answer_cap import Cap, cap_answer, json_chars
+    from agentmem_mcp.server.answer_cap import Cap, cap_answer, json_chars
 
     history = {"id": "m_1", "history": [{"version": n, "content": "x" * 3000} for n in range(1, 16)]}
     capped = cap_answer(history, Cap(items=10, chars=8000, keep_end=("history",)), "see all")

@@ -10,7 +10,7 @@ import pytest
 
 from agentmem_mcp.lifecycle.remember import protected, supersede_verdict, trust_limits
 from agentmem_mcp.lifecycle.supersede import decide
-from agentmem_mcp.trust import instruction_reason, is_unconfirmed, neutralize, provenance
+from agentmem_mcp.trust.policy import instruction_reason, is_unconfirmed, neutralize, provenance
 
 PROBES = json.loads((Path(__file__).parent / "supersede_probes.json").read_text(encoding="utf-8"))
 

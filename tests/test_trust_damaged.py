@@ -52,7 +52,7 @@ def test_a_malformed_database_gives_one_line_everywhere_and_doctor_recovers_it(c
     export = tmp_path / "in.jsonl"
     export.write_text(json.dumps({"kind": "header", "format": "agentmem-export/1"}) + "\n")
 
-    mine = "--i-am-the-user"  # the user's commands, as the user's script runs them (confirm_user.py)
+    mine = "--i-am-the-user"  # the user's commands, as the user's script runs them (cli/confirm_user.py)
     commands = [["stats"], ["search", "runner canary"], ["list", "--all-projects"], ["get", first_id],
                 ["save", "The staging cluster is blue-harbor"], ["forget", first_id, mine], ["export"],
                 ["import", str(export), mine], ["reindex", "--quiet"], ["audit", "--verify"], ["worker", "--once"],

@@ -15,7 +15,7 @@ from agentmem_mcp.db.audit import verify
 from agentmem_mcp.lifecycle.confirm import pin, quarantined, release
 from agentmem_mcp.models import InvalidInput, NotFound
 from agentmem_mcp.store import Store
-from agentmem_mcp.transfer import import_
+from agentmem_mcp.upkeep.transfer import import_
 
 RULE = "Never push directly to main; always open a pull request"
 INVERTED = "Always push directly to main; never open a pull request"

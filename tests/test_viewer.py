@@ -367,7 +367,7 @@ def test_search_finds_by_meaning_with_the_shared_model_and_no_copy_of_its_own(br
     # the model is the shared process's (named on the Health page), never loaded in the viewer's own process
     _open(browser, viewer, "/health")
     pid = int(re.search(r"pid (\d+)", browser.find_element(*_by("#mode")).text).group(1))
-    assert "agentmem_mcp.shared_process" in Path(f"/proc/{pid}/cmdline").read_bytes().decode()
+    assert "agentmem_mcp.runtime.shared_process" in Path(f"/proc/{pid}/cmdline").read_bytes().decode()
     viewer_maps = Path(f"/proc/{viewer['proc'].pid}/maps").read_text()
     assert "onnxruntime" not in viewer_maps and "libonnx" not in viewer_maps
 

@@ -102,7 +102,7 @@ def test_search_credits_similar_words_and_says_which(settings, embedder, monkeyp
     """Similar words add to BM25's scores. Here the trip's meaning alone stands out and BM25's best match holds
     one of the two terms, so score fusion leaves BM25 out (`ranking.keyword_trust`, tests/test_keyword_trust.py)
     and the trip is first by meaning; with BM25 at its set weight, its similar words credit it and say which."""
-    from agentmem_mcp import retrieval
+    from agentmem_mcp.recall import retrieval
 
     texts = ["Last year I took a solo trip to Spain and loved the food there.",
              "I visited my grandmother every Sunday this year, she lives nearby.",

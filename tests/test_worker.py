@@ -16,16 +16,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agentmem_mcp import lease
 from agentmem_mcp.capture.events import HookEvent
 from agentmem_mcp.capture.hook import handle
 from agentmem_mcp.capture.observations import ObservationStore
 from agentmem_mcp.lifecycle.consolidate import error_signature, normalize_command
 from agentmem_mcp.lifecycle.summarize import SUMMARY_MAX_CHARS
-from agentmem_mcp.maintenance import doctor
-from agentmem_mcp.serve_worker import serve_worker_loop
+from agentmem_mcp.runtime import lease
+from agentmem_mcp.runtime.serve_worker import serve_worker_loop
+from agentmem_mcp.runtime.worker import ERASE_PRUNED_EVERY_SECONDS, MAX_ATTEMPTS, Worker, prune_observations
 from agentmem_mcp.store import Store
-from agentmem_mcp.worker import ERASE_PRUNED_EVERY_SECONDS, MAX_ATTEMPTS, Worker, prune_observations
+from agentmem_mcp.upkeep.maintenance import doctor
 
 from .conftest import SHARED, require_shared
 from .transcript_replay import claude_code_events
@@ -517,7 +517,7 @@ def test_the_model_is_not_given_the_same_words_twice(env, repo, settings, embedd
 
 
 def test_code_edited_after_the_last_run_is_left_open_in_the_summary_and_the_briefing(env, repo, settings, embedder):
-    from agentmem_mcp.briefing import session_context
+    from agentmem_mcp.recall.briefing import session_context
 
     agent = Agent(env, repo, "untried").start()
     agent.prompt("Make the exporter write CSV files with a header row.")

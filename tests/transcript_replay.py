@@ -29,7 +29,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentmem_mcp.history import _NOT_TYPED, _has_tool_result, _tool_step, _user_text  # the package's own parsing
+from agentmem_mcp.history.claude_code import (  # the package's own parsing
+    _NOT_TYPED,
+    _has_tool_result,
+    _tool_step,
+    _user_text,
+)
 
 _EXIT_CODE = re.compile(r"\A\s*(?:Error:\s*)?Exit code:?\s+(-?\d{1,9})\b")
 

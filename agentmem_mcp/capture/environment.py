@@ -9,7 +9,7 @@ Pure functions, no I/O; `secret_scan.find_secrets` turns the spans into findings
 
 from __future__ import annotations
 
-from ..lazy_regex import lazy
+from ..trust.lazy_regex import lazy
 
 TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms
 if TYPE_CHECKING:

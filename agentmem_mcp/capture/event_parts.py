@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ..lazy_regex import lazy
+from ..trust.lazy_regex import lazy
 
 TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..lazy_regex import lazy
+from ..trust.lazy_regex import lazy
 from .event_parts import (
     MAX_DEPTH,
     TRUNCATED_DEPTH,

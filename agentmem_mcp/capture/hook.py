@@ -208,8 +208,8 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
             drain_spool(settings.home, observations)
         context = ""
         if ev.event == "session_start":
-            from ..briefing import session_context
-            from ..git_state import read_tree_state
+            from ..recall.briefing import session_context
+            from ..recall.git_state import read_tree_state
 
             resumed = ev.extra.get("source") in ("compact", "resume")
             tree = worktree_root(ev.cwd)
@@ -238,8 +238,8 @@ def _told(answer: dict[str, Any] | None, client: str, line: str | None) -> dict[
 def _prompt_context(conn: Any, settings: Any, prompt: str, project: str | None, tree: str | None) -> str:
     if not settings.fulltext_dir.exists():
         return ""
-    from ..context import prompt_context
     from ..index.fulltext import FulltextIndex
+    from ..recall.context import prompt_context
     from .redact import redact
 
     if conn.read_only is None:

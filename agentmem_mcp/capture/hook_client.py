@@ -6,7 +6,7 @@
 recreated for another Python, that path is gone and Python exits 2, which Claude Code reads as "block"; a missing
 module exits 1, which it does not.) Starting Python's own libraries (`re`,
 `json`, `pathlib`, `sqlean`) costs a hook process more than starting the interpreter; the user's shared agentmem
-process (`index/embed_service.py`, running while agent sessions are) has them loaded already. So this module
+process (`runtime/embed_service.py`, running while agent sessions are) has them loaded already. So this module
 imports only `os`, `sys` and `_socket`: it reads the event, sends it over `<home>/hooks.sock` (0600, in a home
 nobody else can enter, never a network port), and prints the answer, which that process computes with the very
 code a hook runs (`capture.hook.respond`) and sends only after the observation is committed.

@@ -1,6 +1,6 @@
 """Hooks taken over a socket by the user's shared agentmem process (the other side of capture/hook_client.py).
 
-The shared embedding process (index/embed_service.py) runs while agent sessions do, holds the home's lock, and
+The shared embedding process (runtime/embed_service.py) runs while agent sessions do, holds the home's lock, and
 listens on `<home>/hooks.sock` as well (0600; it refuses peers of another user where the system says who they are).
 Each connection is one hook event: the hook's variables and its input; the answer is sent after
 `capture.hook.respond` has recorded the event (committed, or spooled), so an acknowledged event is stored. A request
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..socket_listener import PrivateListener
+from ..runtime.socket_listener import PrivateListener
 from .hook_client import ANSWERED, MAX_STDIN_BYTES, SOCKET_NAME, decode_request
 
 log = logging.getLogger("agentmem.hook_service")
@@ -50,8 +50,8 @@ class HookListener(PrivateListener):
 
     def prepare(self) -> None:
         try:  # what every hook needs, imported before the first one comes
-            from .. import context  # noqa: F401
             from ..db import migrations  # noqa: F401
+            from ..recall import context  # noqa: F401
             from . import hook, observations  # noqa: F401
 
             self._connections = hook.Connections()

@@ -2,8 +2,8 @@
 
 `capture/hook_client.py` finds no process on `<home>/hooks.sock` (the first hook of the day, or hooks without a
 server); the hook then records its event itself (`capture/hook.py`) and, once it has answered, starts
-`python -m agentmem_mcp.shared_process --for-hooks` in the background: a process that takes hooks at once and loads
-the embedding model only when a server asks for it (index/embed_service.py).
+`python -m agentmem_mcp.runtime.shared_process --for-hooks` in the background: a process that takes hooks at once
+and loads the embedding model only when a server asks for it (runtime/embed_service.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-SHARED_PROCESS_ENTRY = ("import sys; del sys.path[0]; from agentmem_mcp.shared_process import main; "
+SHARED_PROCESS_ENTRY = ("import sys; del sys.path[0]; from agentmem_mcp.runtime.shared_process import main; "
                         "raise SystemExit(main())")  # sys.path[0] is the agent's project: its modules must not load
 START_MARK = "hooks.start"
 START_EVERY_S = 60.0

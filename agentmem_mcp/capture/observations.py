@@ -13,7 +13,7 @@ import time
 
 from ..db import observations, sessions
 from ..db.connection import Connection, IntegrityError, write_transaction
-from ..lazy_regex import lazy
+from ..trust.lazy_regex import lazy
 from .events import HookEvent, event_fingerprint
 from .redact import (
     decodes_secrets,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from ..lazy_regex import lazy
+from ..trust.lazy_regex import lazy
 from .secret_scan import Finding, find_secrets
 
 TYPE_CHECKING = False  # importing typing costs each hook process ~5 ms

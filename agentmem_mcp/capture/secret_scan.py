@@ -15,7 +15,7 @@ import math
 import re
 from collections import Counter, namedtuple
 
-from ..lazy_regex import lazy
+from ..trust.lazy_regex import lazy
 
 TYPE_CHECKING = False  # importing typing (NamedTuple) costs each hook process ~5 ms: plain namedtuples here
 if TYPE_CHECKING:

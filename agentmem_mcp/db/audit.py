@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..pausepoint import pause
 from . import audit_state
 from .connection import Connection, OperationalError, after_commit
+from .pausepoint import pause
 
 GENESIS = "0" * 64
 STATED, KEYED, UNKEYED = "hmac-sha256+state", "hmac-sha256", "sha256"

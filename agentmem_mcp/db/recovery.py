@@ -58,7 +58,7 @@ def describe_holder(pid: int) -> str:
         command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         command = ""
-    if "agentmem_mcp.shared_process" in command:
+    if "agentmem_mcp.runtime.shared_process" in command:
         return f"process {pid}, agentmem's shared process (it exits 5 s after its last session has gone)"
     if "agentmem_mcp" in command or command.split(" ", 1)[0].endswith("/agentmem"):
         return f"process {pid}, an agentmem command"
@@ -248,7 +248,7 @@ def _all_rows(source: sqlean.Connection, table: str, names: str, skipped: list[s
 
 
 def _write_export(conn: sqlean.Connection, report: Recovery) -> None:
-    """The recovered memories and links as `agentmem export` writes them (see transfer.py)."""
+    """The recovered memories and links as `agentmem export` writes them (see upkeep/transfer.py)."""
     from ..models import EXPORT_FORMAT as FORMAT
     from ..models import Memory
 

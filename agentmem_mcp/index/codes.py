@@ -12,8 +12,8 @@ PARALLEL_ABOVE codes is split into whole blocks over SCAN_THREADS threads (numpy
 calling thread scans one part itself). Over more than COARSE_ABOVE
 codes (past what was measured) it scans in two passes: the distance over the first COARSE_WORDS words (256
 bits) of every code picks the `COARSE_FACTOR` x `count` nearest, and the full distance picks `count` among
-those; that first pass can miss codes the full distance would have kept (at a million synthetic codes it
-kept 82-87% of them, for a scan 1.4x faster: scripts/bench_vectors.py, docs/benchmarks.md). The exact cosine
+those; that first pass can miss codes the full distance would have kept, for a faster scan (how many, and how
+much faster: scripts/bench_vectors.py, docs/benchmarks.md). The exact cosine
 re-scoring that follows (vectors.knn) is unchanged.
 
 The copy is read once per process and database from vec0's own storage (its chunk tables, one row per 1024

@@ -15,8 +15,8 @@ def memory_text(title: str, content: str, tags: Iterable[str] = (), files: Itera
     body's opening says anyway ("Fix: `make` failed (E ...)" over "`make` failed: E ...") is left out, and so is
     a file the body names by its file name: BM25 finds a memory by both, but they cost the model their tokens
     again and move the vector little. A title cut from a long first line ("…") is not a title
-    but the opening: its first OPENING_CHARS are repeated, on purpose, to weigh the opening more (without
-    it, LoCoMo turn recall@10 fell 1.5 points), and no more of it (each token costs the model time)."""
+    but the opening: its first OPENING_CHARS are repeated, on purpose, to weigh the opening more (LoCoMo's turn
+    recall is lower without it: docs/evaluation.md), and no more of it (each token costs the model time)."""
     if content.startswith(title) or (for_vectors and not title.endswith("…")
                                      and _said_in(title, content[:len(title) * 2])):
         head = ""

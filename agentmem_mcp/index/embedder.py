@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..heap import release_freed
+from .heap import release_freed
 from .model_files import ModelUnavailable, cached_or_downloaded, default_model_cache, downloaded_folder, local_folder
 from .sentence_model import MEAN_POOLED, SentenceModel, onnx_session, without_telemetry
 
@@ -35,10 +35,9 @@ def without_spinning(model: Any) -> Any:
     the model itself if fastembed's internals differ (fastembed does not expose the setting).
 
     By default onnxruntime's threads spin for a while after each inference, and on two cores that takes a
-    core from whatever search does next (similar words, the join). On LongMemEval with assistant turns
-    stored, search as an agent calls it went from p50 / p95 25.3-26.1 / 47.0-55.5 ms to 20.2-21.3 /
-    31.2-36.5 ms (docs/benchmarks.md); on the short memories of the bench store the two are the same within
-    noise, saving included. Making the session again costs 0.25 s at load; `heap.release_freed` then
+    core from whatever search does next (similar words, the join): searches over long memories are faster
+    with threads that sleep, and on short ones the two are the same within noise, saving included
+    (docs/benchmarks.md). Making the session again costs 0.25 s at load; `heap.release_freed` then
     gives the first session's memory back."""
     try:
         import copy

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import tantivy
 
+from ..db.pausepoint import pause
 from ..files import MARKER, ForeignFolderError, current_uid, ensure_private_dir, is_owned, write_marker
-from ..pausepoint import pause
 from .tokenize import ANALYZER_NAME, FUNCTION_WORDS, build_analyzer, index_text, terms
 
 log = logging.getLogger("agentmem.fulltext")

@@ -28,8 +28,8 @@ DOC_COLUMNS = "id, project, tier, type, is_latest, title, content, tags, files, 
 
 OUTBOX_BATCH = 500
 # The indexer waits this long after a write before it commits to tantivy, so a burst of saves makes one
-# commit (each costs CPU and an fsync, and competes with the next save's embedding: saves back to back took
-# 25.0 ms p50 with 0.05 s, 20.6 with 0.25 s, 18.4 with 1 s). Search finds queued memories meanwhile
+# commit (each costs CPU and an fsync, and competes with the next save's embedding: saves back to back are
+# faster with a longer wait, docs/benchmarks.md). Search finds queued memories meanwhile
 # (the outbox scan), so nothing waits for the commit.
 INDEX_DEBOUNCE_S = 0.5
 HEAL_EVERY_S = 60.0

@@ -1,11 +1,10 @@
 """A sentence-embedding model's files run with `tokenizers` and `onnxruntime` directly, without fastembed.
 
-fastembed imports requests, huggingface_hub, loguru, PIL, trio and more to run a model that needs none of them:
-~38 MB of every process that holds the model (the shared embedding process: 194 -> 156 MB; docs/benchmarks.md,
-issue 22). For the models in `MEAN_POOLED` this module does what fastembed does with the same files (its
-tokenizer set-up, mean pooling over the real tokens in float64, L2 normalisation, the model's dtype), so the
-vectors are the same bit for bit (tests/test_embedder.py). Any other model still runs on fastembed
-(index/embedder.py).
+fastembed imports requests, huggingface_hub, loguru, PIL, trio and more to run a model that needs none of them,
+and they stay in the memory of every process that holds the model (docs/benchmarks.md). For the models in
+`MEAN_POOLED` this module does what fastembed does with the same files (its tokenizer set-up, mean pooling over
+the real tokens in float64, L2 normalisation, the model's dtype), so the vectors are the same bit for bit
+(tests/test_embedder.py). Any other model still runs on fastembed (index/embedder.py).
 """
 
 from __future__ import annotations
@@ -49,8 +48,8 @@ def onnx_session(path: str | Path, *, spinning: bool, intra_threads: int = 0, in
     that spin after each inference (onnxruntime's default) or not.
 
     Without spinning, the session also has no CPU memory arena: the arena keeps the peak of every batch it has
-    run (64 passages of ~200 tokens took a process from 188 to 963 MB, and it stayed there); without it the
-    memory goes back after the batch, at the same speed (docs/benchmarks.md, issue 22). Spinning threads took
+    run (a batch of long passages stays in the process's memory); without it the memory goes back after the
+    batch, at the same speed (docs/benchmarks.md). Spinning threads took
     a core from the rest of a search on two cores (index/embedder.without_spinning)."""
     import onnxruntime as ort
 

@@ -11,8 +11,8 @@ memory of several sentences, that and its best sentence piece together.
 A memory of one chunk that says several things ("I'm after throw pillows. By the way, I got a coffee table
 three weeks ago.") is also embedded sentence by sentence: its pieces. They live in `memory_chunks` only
 (chunk_index from PIECE_INDEX on), never in the KNN table, so the scan costs what it did; every candidate
-that KNN, BM25 or the graph found is then scored on both: (best chunk + best piece) / 2 (LongMemEval
-session recall_all@5 +2.4, LoCoMo turn recall@10 +1; docs/evaluation.md). Saving does not wait for them:
+that KNN, BM25 or the graph found is then scored on both: (best chunk + best piece) / 2 (what it adds on
+LongMemEval and LoCoMo: docs/evaluation.md). Saving does not wait for them:
 the background worker embeds them (`Store.add_sentence_pieces`) and counts them in `memories.pieces`.
 
 A turn that answers a question asked just before it also gets an *answer chunk* (index/neighbours.py): the

@@ -7,7 +7,7 @@ model puts "cities" and "Chicago" at 0.56, "countries" and "England" at 0.64, "p
 "exercises" and "weekend" at 0.17. Search then gives every candidate, for each query word, the similarity of
 its closest other word from SIMILAR_FROM up, scaled to 0..1 and weighted by the query word's BM25 IDF, and
 adds `soft_match_weight` (0.5: at most half a keyword match per query word) times the sum to the candidate's
-BM25 score (LoCoMo turn recall@10 +0.5, LongMemEval turn recall_all@5 +2.4: docs/evaluation.md).
+BM25 score (what it adds on LoCoMo and LongMemEval: docs/evaluation.md).
 
 A hit's `why` names a pair only when it is one word in two spellings (`same_stem`: "config~configuration",
 "fails~failure", "repo~repository") at a cosine from SHOWN_FROM up, the pair of those that weighed most. The
@@ -44,8 +44,8 @@ MAX_CACHED = 100_000  # word vectors a store's WordMatrix keeps (384 bytes each)
 MAX_CACHED_MEMORIES = 20_000  # memories whose word rows a WordMatrix keeps (~0.3 kB each)
 MAX_CACHED_QUERY_WORDS = 10_000  # vectors of query words no memory has (1.5 kB each), kept in memory only
 # the words of a memory that search compares: its first distinct ones. A long reply has hundreds; with all of
-# them, similar words cost a search over 10 ms at p50 on LongMemEval with assistant turns stored, and the
-# first 64 rank the same on both benchmarks (docs/evaluation.md)
+# them, similar words cost a search more than they bring, and the first 64 rank the same on both public
+# benchmarks (docs/evaluation.md)
 MAX_MEMORY_WORDS = 64
 _STOP = frozenset(STOPWORDS)
 
@@ -190,9 +190,9 @@ class WordMatrix:
     """The stored vectors of the words that searches have met, as the rows of one int8 matrix, and each
     searched memory's word rows: one per store (`Store.word_matrix`), shared by its threads.
 
-    A search used to read and unpack every candidate's word vectors and split its words anew (about half of
-    the similar words' cost with LongMemEval's assistant turns stored); now it gathers rows. Emptied when it
-    holds MAX_CACHED words. A word the worker has not embedded yet is looked up again next time."""
+    A search gathers its candidates' rows, rather than reading and unpacking every candidate's word vectors and
+    splitting its words anew. Emptied when it holds MAX_CACHED words. A word the worker has not embedded yet is
+    looked up again next time."""
 
     def __init__(self, max_words: int = MAX_CACHED) -> None:
         import threading

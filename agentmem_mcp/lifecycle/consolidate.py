@@ -29,7 +29,7 @@ from ..capture.transcript import mentioned_paths
 from ..db import audit, links, memories, memory_reads, meta, observations, sessions
 from ..models import InvalidInput, SaveResult
 from ..project import worktree_root
-from ..trust import withhold_instructions
+from ..trust.policy import withhold_instructions
 from . import remember
 from .commands import (  # noqa: F401  (normalize_command and is_test_command are part of this module's API)
     INTERPRETERS,

@@ -17,7 +17,7 @@ from ..db import vectors as vector_rows
 from ..db.memories import MemoryFilter
 from ..index import neighbours
 from ..models import TIERS, TYPES, InvalidInput, NotFound, check_choice, check_memory_id
-from ..trust import provenance
+from ..trust.policy import provenance
 
 if TYPE_CHECKING:
     from ..parts import Parts

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..anchors import head_commit
 from ..capture.redact import redact
 from ..db import audit, index_outbox, links, memories, memory_reads
 from ..db import vectors as vector_rows
@@ -38,8 +37,9 @@ from ..models import (
     check_choice,
     check_memory_id,
 )
-from ..ranking import jaccard, specific_tokens, words
-from ..trust import QUARANTINED_PROVENANCE, instruction_reason, is_unconfirmed, provenance
+from ..recall.anchors import head_commit
+from ..recall.ranking import jaccard, specific_tokens, words
+from ..trust.policy import QUARANTINED_PROVENANCE, instruction_reason, is_unconfirmed, provenance
 from .forget import protected
 from .retention import initial_confidence
 from .supersede import FUNCTION_WORDS, Verdict, decide

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..capture.transcript import Turn, mentioned_paths, relative_to
 from ..db import observations
-from ..trust import instruction_reason
+from ..trust.policy import instruction_reason
 from .digest import clip, plain
 from .instructions import admission, decision, standing_sentences
 

@@ -20,12 +20,12 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from ..anchors import head_commit
 from ..capture.transcript import Turn, is_noise, relative_to
 from ..capture.turns import read_turns
 from ..db import memory_reads, meta, observations, sessions
 from ..project import worktree_root
-from ..trust import WITHHELD, withhold_instructions
+from ..recall.anchors import head_commit
+from ..trust.policy import WITHHELD, withhold_instructions
 from . import BRANCH, NEXT, OUTCOME, PULL_REQUESTS, STILL_FAILING, UNCOMMITTED, UNRESOLVED, UNTRIED, remember
 from .consolidate import (
     PREPARATORY,
@@ -44,8 +44,8 @@ from .reports import CLAIM, fit, lead, names, next_steps
 from .session_log import session_reports, summary_files, transcript_path, turn_memories
 
 if TYPE_CHECKING:
-    from ..llm import LLM
     from ..parts import Parts
+    from .llm import LLM
 
 # The vector covers the goal and the first lines (files changed, commands): a summary is re-embedded at every
 # Stop, and the model's cost grows with the text; BM25 indexes all of it, paths included.
@@ -551,7 +551,7 @@ def summarize_due(store: Parts, *, llm: LLM | None = None, now: float | None = N
 
 
 def _narrate(llm: LLM, title: str, content: str) -> tuple[str, str]:
-    from ..llm import need, need_text
+    from .llm import need, need_text
 
     def validate(answer: Any) -> tuple[str, str]:
         answer = need(answer, dict, "the answer")
@@ -589,7 +589,7 @@ def slug(text: str) -> str:
 
 def merge_summaries(store: Parts, project: str | None, llm: LLM) -> int:
     """Semantic merge of the latest 20 session summaries (once there are 5+) into facts and workflows."""
-    from ..llm import need, need_ids, need_text
+    from .llm import need, need_ids, need_text
 
     rows = memory_reads.latest_summaries(store.conn, project, MERGE_LATEST)
     mark_name = meta.merged(project)
@@ -630,8 +630,8 @@ def merge_summaries(store: Parts, project: str | None, llm: LLM) -> int:
 def reflect(store: Parts, project: str | None, llm: LLM) -> int:
     """When enough has happened since the last reflection, ask high-level questions about the recent
     memories, answer them from retrieved memories, and store the insights with their sources."""
-    from ..llm import need, need_ids, need_text
-    from ..retrieval import search
+    from ..recall.retrieval import search
+    from .llm import need, need_ids, need_text
 
     conn = store.conn
     mark_name = meta.reflected(project)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def _open(args: argparse.Namespace) -> Store:
-    from ..cli_io import _open as open_store
+    from ..cli.common import _open as open_store
 
     return open_store(args)
 
@@ -199,7 +199,7 @@ def _history(args: argparse.Namespace) -> int:
 
 def _grant(args: argparse.Namespace) -> int:
     """`agentmem team grant ROLE --read-only | --write`, run by the team's admin (the tables' owner)."""
-    from ..cli_io import require_user
+    from ..cli.common import require_user
 
     require_user(args, f"let the team role {args.role} " + ("read and write" if args.write else "read")
                  + " team memory")

@@ -109,7 +109,7 @@ def _next_version(store: Store, row: dict[str, Any], local: Any, who: str, machi
 
 
 def _refuse_instructions(row: dict[str, Any], content: str) -> None:
-    from ..trust import instruction_reason
+    from ..trust.policy import instruction_reason
 
     reason = instruction_reason(content)
     if reason:

@@ -30,7 +30,7 @@ def apply(conn: Connection, rows: list[dict[str, Any]], held: set[str]) -> int:
     """Put pulled rows in the copy (a forgotten one is removed, and so is one whose text reads as instructions to
     an agent); the gids in `held`, shared from this machine (its store has them), are left out. Inside the
     caller's transaction."""
-    from ..trust import instruction_reason
+    from ..trust.policy import instruction_reason
 
     changed = 0
     for row in rows:
@@ -58,7 +58,7 @@ def vector_bytes(text: str | None) -> bytes | None:
     return np.array(text.strip("[]").split(","), dtype=np.float32).tobytes()
 
 
-# Row shape of context.py's COLUMNS, so that the briefing and prompt recall format team rows like local ones.
+# Row shape of recall/context.py's COLUMNS, so that the briefing and prompt recall format team rows like local ones.
 _AS_MEMORY = ("t.gid AS id, ? AS project, t.tier, t.type, t.title, t.content, '[]' AS files, 'team' AS source, "
               "'[]' AS source_ids, NULL AS key, t.importance, t.confidence, 1.0 AS strength, 0 AS access_count, "
               "NULL AS last_accessed_at, t.created_at, t.updated_at, 0 AS pinned, 'P1' AS priority, "

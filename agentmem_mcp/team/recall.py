@@ -17,8 +17,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..db import memories
-from ..ranking import humanize_age
-from ..trust import instruction_reason
+from ..recall.ranking import humanize_age
+from ..trust.policy import instruction_reason
 from . import TEAM_WIDE, enabled, in_use, mirror, outbox, reach
 from .identity import project_key
 
@@ -122,8 +122,8 @@ def merge_hits(store: Store, query: str, hits: list[SearchHit], results: dict[st
     if not enabled(settings):
         return hits
     from ..models import SearchHit
-    from ..ranking import state_factor
-    from ..snippets import snippet
+    from ..recall.ranking import state_factor
+    from ..recall.snippets import snippet
     from .remote import TeamPermissionError, TeamUnreachable
 
     vector = list(query_vector) if query_vector is not None else None

@@ -303,7 +303,7 @@ def adopt(store: Store, row: dict[str, Any], record: Any, machine: str) -> bool:
     so that this machine neither shows the old text nor publishes over the new one. Returns whether it did."""
     from ..lifecycle.forget import forget
     from ..lifecycle.remember import save
-    from ..trust import instruction_reason
+    from ..trust.policy import instruction_reason
 
     conn = store.conn
     local = memory_reads.latest_of_chain(conn, record["root_id"])

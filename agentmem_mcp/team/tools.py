@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from ..tool_answers import ShareAnswer
+from ..server.answers import ShareAnswer
 
 if TYPE_CHECKING:
     from ..store import Store

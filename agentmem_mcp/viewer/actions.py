@@ -80,7 +80,7 @@ async def share(request: Request) -> Response:
 
 def _forget_for_good(store: Store, run: Callable[[], ForgetResult]) -> None:
     """Forget, then leave no copy of the text on disk (maintenance.erase_forgotten), as `agentmem forget` does."""
-    from ..maintenance import erase_forgotten
+    from ..upkeep.maintenance import erase_forgotten
 
     if run().count:
         erase_forgotten(store, memories_deleted=True)

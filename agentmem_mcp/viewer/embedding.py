@@ -1,4 +1,4 @@
-"""The model the viewer's search uses: the shared per-user embedding process's (index/embed_service.py), never a
+"""The model the viewer's search uses: the shared per-user embedding process's (runtime/embed_service.py), never a
 copy of its own. With it, the viewer's search is memory_search's hybrid search (BM25 + vectors + entity graph);
 without it (embeddings off, the shared process turned off or unable to start, a home others can enter), search
 runs on BM25 + the entity graph and every page says why.
@@ -16,7 +16,7 @@ from typing import Any
 
 from ..config import Settings
 from ..db import vectors as vector_rows
-from ..index.embed_service import RETRY_AFTER_S, ServiceClient, ServiceUnavailable, SharedEmbedder, connect_or_start
+from ..runtime.embed_service import RETRY_AFTER_S, ServiceClient, ServiceUnavailable, SharedEmbedder, connect_or_start
 
 
 class BorrowedEmbedder(SharedEmbedder):

@@ -11,10 +11,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from ..anchors import missing_files
 from ..db import browse
 from ..models import SHOWN_TIERS, TIERS, TYPES, InvalidInput, NotFound, check_memory_id
-from ..ranking import estimate_tokens
+from ..recall.anchors import missing_files
+from ..recall.ranking import estimate_tokens
 from . import params as arg
 from . import views
 from .html import Markup, href, join, table, tag
@@ -234,9 +234,9 @@ async def session(request: Request) -> Response:
 async def knowledge(request: Request) -> Response:
     """What the next SessionStart would inject for a project (exact text, token count), and what a prompt
     would pull in (briefing.session_context and context.prompt_context, as the hook calls them)."""
-    from ..briefing import session_context
     from ..capture.redact import redact
-    from ..context import prompt_context
+    from ..recall.briefing import session_context
+    from ..recall.context import prompt_context
 
     v = viewer(request)
     projects = await browse.projects(v.db)

@@ -168,8 +168,8 @@ async def health(request: Request) -> Response:
 
 
 async def _checks(v: Any) -> Markup:
-    from ..maintenance import doctor
-    from ..stats import format_sweep
+    from ..upkeep.maintenance import doctor
+    from ..upkeep.stats import format_sweep
 
     started = time.perf_counter()
     found = await v.call(doctor, v.store)

@@ -11,8 +11,8 @@ from typing import Any
 
 from ..lifecycle.retention import retention
 from ..models import PRIORITIES, TIERS, TYPES
-from ..ranking import humanize_age
-from ..trust import as_data, provenance, typed_by_user
+from ..recall.ranking import humanize_age
+from ..trust.policy import as_data, provenance, typed_by_user
 from .html import Markup, definition_list, esc, hidden, href, join, post_form, table, tag
 
 

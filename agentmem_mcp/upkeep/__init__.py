@@ -1,0 +1,1 @@
+"""Keeping the store: statistics, rebuilds and health checks, export and import, listing and purging."""
