@@ -18,14 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+import numpy as np
+from harness import describe_machine, utc_now
 
-import numpy as np  # noqa: E402
-from machine import describe_machine  # noqa: E402
-
-from agentmem_mcp.index import codes  # noqa: E402
+from agentmem_mcp.index import codes
 
 WORDS = 6  # 384 bits
 
@@ -54,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     threads = codes.SCAN_THREADS
-    results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+    results: dict = {"date": utc_now(), "machine": describe_machine(),
                      "command": "python scripts/bench_code_scan.py " + " ".join(argv if argv is not None
                                                                               else sys.argv[1:]),
                      "codes": args.codes, "scan_threads": threads, "cases": {}}

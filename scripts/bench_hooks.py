@@ -40,19 +40,15 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+from bench_store import build
+from harness import MODEL_NAME, REPO, clean_env, default_model, describe_machine, percentile, utc_now
 
-from bench_core import DEFAULT_MODEL, MODEL_NAME, build, percentile  # noqa: E402
-from machine import describe_machine  # noqa: E402
-
-import agentmem_mcp  # noqa: E402
-from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.db.connection import connect  # noqa: E402
-from agentmem_mcp.index.embedder import Embedder  # noqa: E402
-from agentmem_mcp.install import HOOK_ENTRY  # noqa: E402
-from agentmem_mcp.store import Store  # noqa: E402
+import agentmem_mcp
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.db.connection import connect
+from agentmem_mcp.index.embedder import Embedder
+from agentmem_mcp.install import HOOK_ENTRY
+from agentmem_mcp.store import Store
 
 PYTEST_LINE = "tests/test_api.py::test_case_{n} PASSED [ {p}%] in 0.0{n}s — checked response schema for /v1/items\n"
 
@@ -208,14 +204,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--memories", type=int, default=10000)
     parser.add_argument("--serve-runs", type=int, default=7)
-    parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH", DEFAULT_MODEL)))
+    parser.add_argument("--model", type=Path, default=default_model())
     parser.add_argument("--baseline", type=Path, help="another install's agentmem executable, timed in turn")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--hold-db", action="store_true",
                         help="keep a connection to the database open during the loop, as a running `agentmem serve` "
                              "does (without one, closing a hook's connection checkpoints the WAL)")
     args = parser.parse_args(argv)
-    results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+    results = {"date": utc_now(), "machine": describe_machine(),
                "command": "python scripts/bench_hooks.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     with tempfile.TemporaryDirectory() as tmp:
         home, project = Path(tmp) / "home", Path(tmp) / "project"
@@ -227,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run(["git", "-C", str(project), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "x"],
                        check=True)
         (project / "module_0.py").write_text("x = -1\n")  # one file changed, as a working tree usually has
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+        env = clean_env()
         env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(args.model))
         embedder = Embedder(MODEL_NAME, args.model)
         embedder.load()

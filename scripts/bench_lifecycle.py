@@ -35,16 +35,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # this checkout's package, not the installed one
+from harness import cpu_model
 
-from machine import cpu_model  # noqa: E402
-
-from agentmem_mcp.briefing import session_context  # noqa: E402
-from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.db.connection import connect  # noqa: E402
-from agentmem_mcp.lifecycle.sweep import sweep  # noqa: E402
-from agentmem_mcp.store import Store  # noqa: E402
+from agentmem_mcp.briefing import session_context
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.db.connection import connect
+from agentmem_mcp.lifecycle.sweep import sweep
+from agentmem_mcp.store import Store
 
 DAY = 86400.0
 PROJECTS = [f"/home/dev/project-{i}" for i in range(8)] + [None]

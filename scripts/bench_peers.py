@@ -40,12 +40,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
-
-from bench_core import DEFAULT_MODEL, MODEL_NAME, NOUNS, PARAPHRASES, QUERIES, memory_text, percentile  # noqa: E402
-from machine import describe_machine  # noqa: E402
+from bench_paraphrases import PARAPHRASES
+from bench_store import NOUNS, QUERIES, memory_text
+from harness import MODEL_NAME, default_model, describe_machine, percentile, utc_now
 
 PEER = "mcp-memory-service"
 BATCH = 200
@@ -411,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
                         default=Path.home() / ".cache" / "agentmem-bench" / BASIC_MEMORY)
     parser.add_argument("--venv", type=Path, default=Path.home() / ".cache" / "agentmem-bench" / "mcp-memory-service")
     parser.add_argument("--version", default="12.4.0")
-    parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH", DEFAULT_MODEL)))
+    parser.add_argument("--model", type=Path, default=default_model())
     parser.add_argument("--json", type=Path)
     parser.add_argument("--driver", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -421,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     from agentmem_mcp.version import package_version
 
     peer_python = peer_venv(args)
-    results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+    results: dict = {"date": utc_now(), "machine": describe_machine(),
                      "command": "python scripts/bench_peers.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                      "versions": {"agentmem": package_version(), PEER: args.version, BASIC_MEMORY: "latest on PyPI, "
                                   "text search (its vector search needs a model from the Hugging Face Hub)"},

@@ -38,10 +38,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from harness import REPO, clean_env, utc_now
 
-from tests.team_pg import PgServer  # noqa: E402
+from tests.team_pg import PgServer
 
 WORDS = ("cache queue worker parser router session token upload migration schema config logger scheduler client "
          "server index report payment invoice user account webhook build release deploy test fixture lint docker "
@@ -343,7 +342,7 @@ def bench_session_start(url: str, runs: int, model: Path) -> dict:
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", f"https://{KEYS[2]}"], check=True)
-    base = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    base = clean_env()
     base.update(AGENTMEM_EMBED_MODEL_PATH=str(model), AGENTMEM_SHARED_EMBEDDER="0")
     envs = {"local only": {**base, "AGENTMEM_HOME": str(root / "local")},
             "team memory on": {**base, "AGENTMEM_HOME": str(root / "team"), "AGENTMEM_TEAM_URL": url,
@@ -447,7 +446,7 @@ def main() -> int:
     from agentmem_mcp.config import load_settings
     from agentmem_mcp.team import close_servers
 
-    result: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    result: dict = {"date": utc_now(),
                     "load_before": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count(),
                     "vectors": "synthetic random unit vectors (384 dims), random-word texts"}
     pg = None

@@ -23,17 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+import numpy as np
+from harness import describe_machine, utc_now
 
-import numpy as np  # noqa: E402
-from machine import describe_machine  # noqa: E402
-
-from agentmem_mcp.db import vectors as vector_rows  # noqa: E402
-from agentmem_mcp.db.connection import connect, write_transaction  # noqa: E402
-from agentmem_mcp.db.migrations import migrate  # noqa: E402
-from agentmem_mcp.index import codes, vectors  # noqa: E402
+from agentmem_mcp.db import vectors as vector_rows
+from agentmem_mcp.db.connection import connect, write_transaction
+from agentmem_mcp.db.migrations import migrate
+from agentmem_mcp.index import codes, vectors
 
 DIMENSION = 384
 PROJECT = "/bench/project"
@@ -107,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     home = args.dir or Path(tmp.name)
     path = home / f"vectors-{args.chunks}.db"
     command = "python scripts/bench_vectors.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+    results: dict = {"date": utc_now(), "machine": describe_machine(),
                      "command": command}
     try:
         started = time.perf_counter()

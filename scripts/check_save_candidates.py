@@ -20,16 +20,12 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+from bench_store import memory_text
+from harness import describe_machine, utc_now
 
-from bench_core import memory_text  # noqa: E402
-from machine import describe_machine  # noqa: E402
-
-from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.lifecycle import remember  # noqa: E402
-from agentmem_mcp.store import Store  # noqa: E402
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.lifecycle import remember
+from agentmem_mcp.store import Store
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             if found["without common words"]:
                 shared.append(len(set(found["without common words"]) & set(found[other]))
                               / len(found["without common words"]))
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} | {describe_machine()}")
+    print(f"{utc_now()} | {describe_machine()}")
     print(f"python scripts/check_save_candidates.py {' '.join(sys.argv[1:])}")
     print(f"{total:,} indexed memories; {args.drafts} drafts: the same candidates in the same order for {same}; "
           f"candidates found by both: {statistics.mean(shared) if shared else 1:.2f} of the shipped lookup's (mean)")

@@ -33,14 +33,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import eval_locomo
+import eval_longmemeval
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package, not the installed one
-
-import eval_locomo  # noqa: E402
-import eval_longmemeval  # noqa: E402
-from eval_common import (  # noqa: E402
+from eval_common import (
     DEFAULT_CACHE,
     DEFAULT_MODEL_PATH,
     fmt,
@@ -54,23 +50,23 @@ from eval_common import (  # noqa: E402
     write_json,
 )
 
-from agentmem_mcp.db import word_vectors as stored_word_vectors  # noqa: E402
-from agentmem_mcp.index import words as word_vectors  # noqa: E402
-from agentmem_mcp.index.fulltext import FulltextDoc, FulltextIndex  # noqa: E402
-from agentmem_mcp.index.neighbours import context_text  # noqa: E402
-from agentmem_mcp.index.tokenize import STOPWORDS, terms, without_stamp  # noqa: E402
-from agentmem_mcp.index.vectors import chunk_text  # noqa: E402
-from agentmem_mcp.lifecycle.remember import derive_title  # noqa: E402
-from agentmem_mcp.lifecycle.retention import retention  # noqa: E402
-from agentmem_mcp.ranking import state_factor  # noqa: E402
-from agentmem_mcp.retrieval import (  # noqa: E402
+from agentmem_mcp.db import word_vectors as stored_word_vectors
+from agentmem_mcp.index import words as word_vectors
+from agentmem_mcp.index.fulltext import FulltextDoc, FulltextIndex
+from agentmem_mcp.index.neighbours import context_text
+from agentmem_mcp.index.tokenize import STOPWORDS, terms, without_stamp
+from agentmem_mcp.index.vectors import chunk_text
+from agentmem_mcp.lifecycle.remember import derive_title
+from agentmem_mcp.lifecycle.retention import retention
+from agentmem_mcp.ranking import state_factor
+from agentmem_mcp.retrieval import (
     RETRIEVER_DEPTH,
     TIME_WINDOW_BOOST,
     query_word_vectors,
     query_words,
 )
-from agentmem_mcp.store import memory_text  # noqa: E402
-from agentmem_mcp.timewords import time_window, without_relative_time  # noqa: E402
+from agentmem_mcp.store import memory_text
+from agentmem_mcp.timewords import time_window, without_relative_time
 
 Features = dict[str, np.ndarray]
 

@@ -34,15 +34,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package, not the installed one
+from coding_checks import share, staleness, supersede_probes
+from coding_replay import Agentmem, ReplayDir, new_session, replay_session
+from eval_common import DEFAULT_MODEL_PATH, fmt, print_table, write_json
+from harness import REPO, describe_machine
 
-from coding_checks import share, staleness, supersede_probes  # noqa: E402
-from coding_replay import Agentmem, ReplayDir, new_session, replay_session  # noqa: E402
-from eval_common import DEFAULT_MODEL_PATH, fmt, print_table, write_json  # noqa: E402
-from machine import describe_machine  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SPEC = REPO / "../shared/eval/coding/spec.json"
 PAIRS = Path(__file__).resolve().parent / "data" / "supersede_pairs.json"
 SEARCH_K = 5

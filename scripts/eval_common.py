@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from machine import cpu_model
+from harness import cpu_model
 
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.index.embedder import Embedder

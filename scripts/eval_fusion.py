@@ -52,10 +52,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package, not the installed one
-
-from agentmem_mcp import retrieval  # noqa: E402
+from agentmem_mcp import retrieval
 
 SHIPPED = retrieval.fuse_scores
 MODEL = Path("/work/shared/models/all-MiniLM-L6-v2-onnx-int8")
@@ -295,7 +292,8 @@ def search_as(store: Any, variant: str, query: str, **options: Any) -> list[Any]
 
 
 def paraphrases(variants: list[str], home: Path) -> dict[str, dict]:
-    from bench_core import PARAPHRASES, _quality, build, save_pairs
+    from bench_paraphrases import PARAPHRASES, _quality, save_pairs
+    from bench_store import build
 
     from agentmem_mcp.config import load_settings
     from agentmem_mcp.index.embedder import Embedder

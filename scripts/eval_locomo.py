@@ -27,11 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package, not the installed one
-
-from eval_common import (  # noqa: E402
+from eval_common import (
     BM25,
     DEFAULT_CACHE,
     DEFAULT_MODEL_PATH,
@@ -60,8 +56,8 @@ from eval_common import (  # noqa: E402
     write_json,
 )
 
-from agentmem_mcp.lifecycle.remember import check_content  # noqa: E402
-from agentmem_mcp.models import InvalidInput  # noqa: E402
+from agentmem_mcp.lifecycle.remember import check_content
+from agentmem_mcp.models import InvalidInput
 
 DEFAULT_DATA = SHARED / "eval" / "locomo" / "locomo_dev.json"
 SEARCH_LIMIT = 100

@@ -48,16 +48,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
-
-from harness import (  # noqa: E402
-    DEFAULT_MODEL,
+from harness import MODEL_NAME, base_env, default_model, describe_machine, utc_now
+from processes import (
     Serve,
     ToolFailure,
-    base_env,
     final_checks,
     hook_output_problem,
     kill9,
@@ -69,13 +63,11 @@ from harness import (  # noqa: E402
     run_hook,
     shared_pids,
 )
-from machine import describe_machine  # noqa: E402
 
-from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.index.embedder import Embedder  # noqa: E402
-from agentmem_mcp.store import Store  # noqa: E402
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.index.embedder import Embedder
+from agentmem_mcp.store import Store
 
-MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 HANG = 30.0  # an answer slower than this counts as a hang
 HOLD_LOCK = textwrap.dedent("""
     import sqlite3, sys, time
@@ -718,7 +710,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--observations", type=int, default=500,
                         help="hook events recorded before the worker scenarios")
     parser.add_argument("--model-path", type=Path,
-                        default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL))
+                        default=default_model())
     parser.add_argument("--keep", action="store_true", help="keep the scenario homes")
     parser.add_argument("--json", type=Path, help="also write the report here")
     args = parser.parse_args(argv)
@@ -730,7 +722,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"cannot load the embedding model: {embedder.error}")
     root = Path(tempfile.mkdtemp(prefix="agentmem-faults-"))
     report: dict[str, Any] = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+        "date": utc_now(), "machine": describe_machine(),
         "command": "python scripts/faults.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "scenarios": []}
     for name in args.only or SCENARIOS:
