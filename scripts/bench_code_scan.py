@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from harness import describe_machine, utc_now
+from harness import describe_machine, rank_percentile, utc_now
 
 from agentmem_mcp.index import codes
 
@@ -34,11 +34,6 @@ def build(count: int, projects: int, seed: int) -> codes.CodeMatrix:
     matrix._set(np.arange(1, count + 1, dtype=np.int64), raw, numbers, rng.random(count) < 0.9)
     matrix.projects = {f"/project/{n}": n for n in range(projects - 1)} | {"": projects - 1}
     return matrix
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
                     answers[label] = matrix.nearest(query.tobytes(), count, projects, True)
                     timings[label].append((time.perf_counter() - started) * 1000)
                 same += len({tuple(found) for found in answers.values()}) == 1
-            row = {label: {"p50_ms": round(statistics.median(values), 2), "p95_ms": round(percentile(values, 0.95), 2)}
-                   for label, values in timings.items()}
+            row = {label: {"p50_ms": round(statistics.median(values), 2),
+                           "p95_ms": round(rank_percentile(values, 0.95), 2)} for label, values in timings.items()}
             one, many = (statistics.median(timings[label]) for label in settings)
             row["p50 ratio, 1 thread / split"] = round(one / many, 2)
             row["same ids"] = f"{same} of {len(queries)}"

@@ -44,7 +44,7 @@ from bench_core_ab import (
 )
 from bench_paraphrases import PARAPHRASES, main_paraphrases
 from bench_store import QUERIES, build, bulk_build, disk_bytes, memory_text, new_numbers, settle
-from harness import MODEL_NAME, default_model, describe_machine, summary, utc_now
+from harness import MODEL_NAME, default_model, describe_machine, summary, utc_now, write_json
 
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.index.embedder import Embedder
@@ -253,8 +253,7 @@ def main(argv: list[str] | None = None) -> int:
                "sizes": {}}
     if args.paraphrases:
         main_paraphrases(args, embedder, results)
-        if args.json:
-            args.json.write_text(json.dumps(results, indent=2))
+        write_json(args.json, results)
         return 0
     for size in [int(s) for s in args.sizes.split(",") if s]:
         synthetic = size > args.synthetic_above
@@ -338,8 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{ab['quiet save']['p50_ms']}/{ab['quiet save']['p95_ms']} ms; spinning (onnxruntime's default): "
                   f"search {ab['spinning search']['p50_ms']}/{ab['spinning search']['p95_ms']} ms, save "
                   f"{ab['spinning save']['p50_ms']}/{ab['spinning save']['p95_ms']} ms")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    write_json(args.json, results)
     return 0
 
 

@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,7 +40,16 @@ import time
 from pathlib import Path
 
 from bench_store import build
-from harness import MODEL_NAME, REPO, clean_env, default_model, describe_machine, percentile, utc_now
+from harness import (
+    MODEL_NAME,
+    REPO,
+    clean_env,
+    default_model,
+    describe_machine,
+    summary,
+    utc_now,
+    write_json,
+)
 
 import agentmem_mcp
 from agentmem_mcp.config import load_settings
@@ -90,8 +98,7 @@ def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, byt
 
 
 def stats(values: list[float]) -> dict:
-    return {"n": len(values), "p50_ms": round(statistics.median(values), 1),
-            "p95_ms": round(percentile(values, 0.95), 1)}
+    return summary(values, digits=1, with_max=False)
 
 
 def rss_of(pid: int) -> float:
@@ -329,8 +336,7 @@ def main(argv: list[str] | None = None) -> int:
             results["post_tool_use_8kb_plugin_cpu"]["p50_ms"] - results["post_tool_use_8kb_direct_cpu"]["p50_ms"], 1)
         results["serve"] = bench_serve(env, project, args.serve_runs) if args.serve_runs else None
     print(json.dumps(results, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    write_json(args.json, results)
     return 0
 
 

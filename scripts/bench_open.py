@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import REPO, clean_env, default_model, describe_machine, utc_now
+from harness import REPO, clean_env, default_model, describe_machine, utc_now, write_json
 
 QUERIES = ("how do we deploy the release pipeline", "which database migration failed last week")
 
@@ -106,8 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f" {n:5d} | {c['open_s']:.2f} / {c['first_search_s']:.2f} / {c['second_search_s']:.3f}"
               f"          | {w['open_s']:.2f} / {w['first_search_s']:.2f} / {w['second_search_s']:.3f}")
     print(" median | " + ", ".join(f"{k} {v}" for k, v in medians.items()))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
+    write_json(args.json, report)
     return 0
 
 

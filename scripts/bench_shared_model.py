@@ -34,7 +34,7 @@ from pathlib import Path
 
 import anyio
 from bench_store import QUERIES, build
-from harness import MODEL_NAME, clean_env, default_model, describe_machine, percentile, utc_now
+from harness import MODEL_NAME, clean_env, default_model, describe_machine, percentile, utc_now, write_json
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
@@ -210,8 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "search_p95_first_half_ms": [r["search_first_half_ms"]["p95"] for r in rounds]}
                          for mode, rounds in by_mode.items()}
     print(json.dumps(report, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
+    write_json(args.json, report)
     return 0
 
 

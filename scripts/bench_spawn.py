@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import anyio
-from harness import clean_env, utc_now
+from harness import clean_env, utc_now, write_json
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -87,8 +87,7 @@ def main(argv: list[str] | None = None) -> int:
               "results": {p: {kind: _summary(v) for kind, v in kinds.items()} for p, kinds in found.items()},
               "raw_ms": found}
     print(json.dumps(report, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
+    write_json(args.json, report)
     return 0
 
 

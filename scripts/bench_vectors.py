@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from harness import describe_machine, utc_now
+from harness import describe_machine, summary, utc_now, write_json
 
 from agentmem_mcp.db import vectors as vector_rows
 from agentmem_mcp.db.connection import connect, write_transaction
@@ -85,12 +84,6 @@ def build(path: Path, count: int, seed: int, batch: int = 20000) -> None:
     conn.close()
 
 
-def summary(values: list[float]) -> dict:
-    ordered = sorted(values)
-    return {"n": len(values), "p50_ms": round(statistics.median(values), 2),
-            "p95_ms": round(ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))], 2)}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=1_000_000)
@@ -143,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 expected += len(reference)
                 for scan in SCANS:
                     found[scan] += len(reference & {m for m, _ in answers[scan]})
-            results[label] = {scan: summary(timings[scan]) | {
+            results[label] = {scan: summary(timings[scan], with_max=False) | {
                 "recall_of_vec0_top60": round(found[scan] / max(1, expected), 4),
                 "exact_top60_in_candidates": round(exact_in[scan] / max(1, K * len(chosen)), 4)} for scan in SCANS}
         conn.close()
@@ -159,8 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label:>21}, {scan:>17}: p50 {row['p50_ms']:>8} ms, p95 {row['p95_ms']:>8} ms, vec0's top 60: "
                   f"{row['recall_of_vec0_top60']:.1%}, exact top 60 in candidates: "
                   f"{row['exact_top60_in_candidates']:.1%}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    write_json(args.json, results)
     return 0
 
 

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import REPO, clean_env, describe_machine, utc_now
+from harness import REPO, clean_env, describe_machine, utc_now, write_json
 
 STEPS = r'''
 import time
@@ -90,8 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 wall[name].append((time.perf_counter() - started) * 1000)
         report["whole_process_p50_ms"] = {name: round(statistics.median(values), 1) for name, values in wall.items()}
     print(json.dumps(report, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
+    write_json(args.json, report)
     return 0
 
 
