@@ -211,7 +211,6 @@ def evaluate_project(product: Agentmem, spec: dict[str, Any], replay: ReplayDir,
             "prompt_tokens": prompt_tokens}
 
 
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--spec", type=Path, default=DEFAULT_SPEC, help="the probes (default: %(default)s)")

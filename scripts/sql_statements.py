@@ -20,6 +20,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+import harness  # noqa: F401  (this checkout's package first on the import path)
 import sqlean
 
 from agentmem_mcp.briefing import session_context
