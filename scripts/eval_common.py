@@ -16,6 +16,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,38 @@ def settle(store: Store) -> None:
         pass
     while store.add_word_vectors():
         pass
+
+
+def ingest_turns(store: Store, turns: Sequence[tuple[str, float, str]], sessions: bool = True,
+                 ) -> tuple[list[str | None], dict[str, list[int]], int]:
+    """Save every (content, created_at, session) turn as an episodic memory, in batches of 1,000 (with an opaque id
+    of its session unless `sessions` is false), then settle the store; returns the memory id of each turn (None if
+    skipped), the turns of each memory, and how many turns were skipped as trivial. Identical contents collapse
+    into one memory (the product's duplicate rule), so one memory can stand for several turns."""
+    from agentmem_mcp.lifecycle.remember import check_content
+    from agentmem_mcp.models import InvalidInput
+
+    items, positions, skipped = [], [], 0
+    for position, (content, created_at, session) in enumerate(turns):
+        try:
+            check_content(content)
+        except InvalidInput:
+            skipped += 1
+            continue
+        items.append({"content": content, "type": "context", "tier": "episodic", "project": store.project,
+                      "created_at": created_at, "valid_from": created_at, "source": "import",
+                      "session_id": session_key(session) if sessions else None})
+        positions.append(position)
+    memory_of: list[str | None] = [None] * len(turns)
+    for start in range(0, len(items), 1000):
+        for position, result in zip(positions[start:start + 1000], store.save_many(items[start:start + 1000])):
+            memory_of[position] = result.id
+    settle(store)
+    turns_of: dict[str, list[int]] = defaultdict(list)
+    for position, memory_id in enumerate(memory_of):
+        if memory_id is not None:
+            turns_of[memory_id].append(position)
+    return memory_of, turns_of, skipped
 
 
 def store_chunk_vectors(store: Store, memory_ids: Sequence[str], pieces: bool = False,

@@ -36,6 +36,7 @@ from eval_common import (
     embedding_chunks,
     evidence_recall,
     fmt,
+    ingest_turns,
     latency_summary,
     machine_info,
     make_embedder,
@@ -44,9 +45,7 @@ from eval_common import (
     print_table,
     progress_printer,
     rrf,
-    session_key,
     setting_overrides,
-    settle,
     store_chunk_vectors,
     temp_store,
     timed_search,
@@ -55,9 +54,6 @@ from eval_common import (
     with_settings,
     write_json,
 )
-
-from agentmem_mcp.lifecycle.remember import check_content
-from agentmem_mcp.models import InvalidInput
 
 DEFAULT_DATA = SHARED / "eval" / "locomo" / "locomo_dev.json"
 SEARCH_LIMIT = 100
@@ -128,27 +124,7 @@ def questions(sample: dict[str, Any]) -> list[dict[str, Any]]:
 def ingest(store, turns: list[Turn], sessions: bool = True) -> tuple[list[str | None], dict[str, list[int]], int]:
     """Save every turn (with an opaque id of its session unless `sessions` is false); returns the memory id of
     each turn (None if skipped), the turns of each memory, and how many turns were skipped as trivial."""
-    items, positions, skipped = [], [], 0
-    for position, turn in enumerate(turns):
-        try:
-            check_content(turn.content)
-        except InvalidInput:
-            skipped += 1
-            continue
-        items.append({"content": turn.content, "type": "context", "tier": "episodic", "project": store.project,
-                      "created_at": turn.created_at, "valid_from": turn.created_at, "source": "import",
-                      "session_id": session_key(turn.session) if sessions else None})
-        positions.append(position)
-    memory_of: list[str | None] = [None] * len(turns)
-    for start in range(0, len(items), 1000):
-        for position, result in zip(positions[start:start + 1000], store.save_many(items[start:start + 1000])):
-            memory_of[position] = result.id
-    settle(store)
-    turns_of: dict[str, list[int]] = defaultdict(list)
-    for position, memory_id in enumerate(memory_of):
-        if memory_id is not None:
-            turns_of[memory_id].append(position)
-    return memory_of, turns_of, skipped
+    return ingest_turns(store, [(t.content, t.created_at, t.session) for t in turns], sessions)
 
 
 def score(dia_ranking: list[str], evidence: list[str], session_of: dict[str, str]) -> dict[str, float]:

@@ -38,6 +38,7 @@ from eval_common import (
     DenseIndex,
     embedding_chunks,
     fmt,
+    ingest_turns,
     latency_summary,
     machine_info,
     make_embedder,
@@ -50,9 +51,7 @@ from eval_common import (
     recall_all,
     recall_any,
     rrf,
-    session_key,
     setting_overrides,
-    settle,
     store_chunk_vectors,
     temp_store,
     timed_search,
@@ -61,9 +60,6 @@ from eval_common import (
     with_settings,
     write_json,
 )
-
-from agentmem_mcp.lifecycle.remember import check_content
-from agentmem_mcp.models import InvalidInput
 
 DEFAULT_DATA = SHARED / "eval" / "longmemeval" / "longmemeval_s_dev.json"
 SEARCH_LIMIT = 100
@@ -135,27 +131,7 @@ def ingest(store, turns: list[Turn], contents: list[str], sessions: bool = True,
     of each turn (None if skipped), the turns of each memory, and how many turns were skipped as trivial.
     Identical contents collapse into one memory (the product's
     duplicate rule), so one memory can stand for several turns."""
-    items, positions, skipped = [], [], 0
-    for position, (turn, content) in enumerate(zip(turns, contents)):
-        try:
-            check_content(content)
-        except InvalidInput:
-            skipped += 1
-            continue
-        items.append({"content": content, "type": "context", "tier": "episodic", "project": store.project,
-                      "created_at": turn.created_at, "valid_from": turn.created_at, "source": "import",
-                      "session_id": session_key(turn.session_id) if sessions else None})
-        positions.append(position)
-    memory_of: list[str | None] = [None] * len(turns)
-    for start in range(0, len(items), 1000):
-        for position, result in zip(positions[start:start + 1000], store.save_many(items[start:start + 1000])):
-            memory_of[position] = result.id
-    settle(store)
-    turns_of: dict[str, list[int]] = defaultdict(list)
-    for position, memory_id in enumerate(memory_of):
-        if memory_id is not None:
-            turns_of[memory_id].append(position)
-    return memory_of, turns_of, skipped
+    return ingest_turns(store, [(c, t.created_at, t.session_id) for t, c in zip(turns, contents)], sessions)
 
 
 def rankings_from_memories(memory_ids: list[str], turns_of: dict[str, list[int]], turns: list[Turn]) -> dict:
