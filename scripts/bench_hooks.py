@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from bench_store import build
 from harness import (
     MODEL_NAME,
     REPO,
+    children_cpu,
     clean_env,
     default_model,
     describe_machine,
@@ -81,8 +81,7 @@ def payload_8k(n: int, project: Path) -> bytes:
 
 
 def _children_cpu_ms() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (usage.ru_utime + usage.ru_stime) * 1000
+    return children_cpu() * 1000
 
 
 def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes, float]:

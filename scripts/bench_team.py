@@ -38,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import REPO, clean_env, percentile, utc_now
+from harness import REPO, children_cpu, clean_env, percentile, utc_now
 from team_corpus import KEYS, WORDS, build, query_vector, topics, unit, words
 
 from tests.team_pg import PgServer
@@ -238,11 +238,8 @@ def bench_session_start(url: str, runs: int, model: Path) -> dict:
                             text=True)
     payload = json.dumps({"session_id": "bench", "cwd": str(repo), "hook_event_name": "SessionStart",
                           "source": "startup"})
-    import resource
-
     def cpu() -> float:
-        used = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return (used.ru_utime + used.ru_stime) * 1000
+        return children_cpu() * 1000
 
     times: dict[str, list[float]] = {name: [] for name in envs}
     cpu_ms: dict[str, list[float]] = {name: [] for name in envs}
