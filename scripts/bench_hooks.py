@@ -46,6 +46,7 @@ from harness import (
     clean_env,
     default_model,
     describe_machine,
+    rss_mb,
     summary,
     utc_now,
     write_json,
@@ -100,11 +101,6 @@ def stats(values: list[float]) -> dict:
     return summary(values, digits=1, with_max=False)
 
 
-def rss_of(pid: int) -> float:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
-
-
 def embedding_process_rss(home: Path, model: Path) -> float | None:
     from agentmem_mcp.index.embed_service import ServiceClient, ServiceUnavailable
 
@@ -113,14 +109,13 @@ def embedding_process_rss(home: Path, model: Path) -> float | None:
     except ServiceUnavailable:
         return None
     client.close()
-    status = Path(f"/proc/{client.pid}/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
+    return rss_mb(client.pid)
 
 
 def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
     init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
-    spawn_ms, rss_mb, shared_mb = [], [], None
+    spawn_ms, rss, shared_mb = [], [], None
     for run in range(runs):
         started = time.perf_counter()
         proc = subprocess.Popen([*agentmem_bin(), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -144,15 +139,14 @@ def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
                     break
                 time.sleep(0.5)
             time.sleep(1.0)
-            status = Path(f"/proc/{proc.pid}/status").read_text()
-            rss_mb.append(int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024)
+            rss.append(rss_mb(proc.pid))
             shared_mb = embedding_process_rss(Path(env["AGENTMEM_HOME"]), Path(env["AGENTMEM_EMBED_MODEL_PATH"]))
         proc.stdin.close()
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
-    return {"spawn_to_initialize": stats(spawn_ms), "rss_after_model_mb": round(rss_mb[-1], 1) if rss_mb else None,
+    return {"spawn_to_initialize": stats(spawn_ms), "rss_after_model_mb": round(rss[-1], 1) if rss else None,
             "shared_embedding_process_rss_mb": round(shared_mb, 1) if shared_mb else None}
 
 
@@ -315,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
                 run("baseline_user_prompt_submit_alone", [*baseline_alone, "UserPromptSubmit"], prompt_payload, alone)
         shared.close()
         _wait_gone(shared.pid)
-        results["no_server_process_rss_mb"] = [round(rss_of(pid), 1) for pid in hook_processes(no_server_home)]
+        results["no_server_process_rss_mb"] = [round(rss_mb(pid), 1) for pid in hook_processes(no_server_home)]
         stop_hook_processes(no_server_home)
         if held is not None:
             held.close()

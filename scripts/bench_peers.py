@@ -41,7 +41,7 @@ from pathlib import Path
 
 from bench_paraphrases import PARAPHRASES
 from bench_store import NOUNS, QUERIES, memory_text
-from harness import default_model, describe_machine, summary, utc_now, write_json
+from harness import default_model, describe_machine, rss_mb, summary, utc_now, write_json
 from peer_drivers import (
     BASIC_MEMORY,
     BASIC_MEMORY_DRIVER,
@@ -127,11 +127,6 @@ def bench_size(size: int, args: argparse.Namespace, peer_python: Path, tmp: Path
             what: round(row[BASIC_MEMORY][what]["p50_ms"] / row[ours.name][what]["p50_ms"], 2)
             for what in ("search", "search_new_queries", "save")}
     return row
-
-
-def rss_mb(pid: int) -> float:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
 
 
 def rpc(proc: subprocess.Popen, request: dict) -> dict:

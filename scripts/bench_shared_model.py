@@ -34,7 +34,7 @@ from pathlib import Path
 
 import anyio
 from bench_store import QUERIES, build
-from harness import MODEL_NAME, clean_env, default_model, describe_machine, percentile, utc_now, write_json
+from harness import MODEL_NAME, clean_env, default_model, describe_machine, percentile, rss_mb, utc_now, write_json
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
@@ -65,11 +65,9 @@ def agentmem_processes(home: Path) -> list[int]:
 
 def memory_mb(pid: int) -> tuple[float, float]:
     """(RSS, PSS) of a process, in MB."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    rss = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
     rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
     pss = int(next(line for line in rollup.splitlines() if line.startswith("Pss:")).split()[1])
-    return rss / 1024, pss / 1024
+    return rss_mb(pid), pss / 1024
 
 
 def service_pid(home: Path, model: Path) -> int | None:

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from harness import describe_machine, summary, utc_now, write_json
+from harness import describe_machine, rss_mb, summary, utc_now, write_json
 
 from agentmem_mcp.db import vectors as vector_rows
 from agentmem_mcp.db.connection import connect, write_transaction
@@ -34,13 +34,6 @@ DIMENSION = 384
 PROJECT = "/bench/project"
 SCANS = ("vec0", "codes", "codes, one pass", "codes, two passes")
 K = 60
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def unit(rows: np.ndarray) -> np.ndarray:

@@ -107,6 +107,12 @@ def children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
+def rss_mb(pid: int | str = "self") -> float:
+    """A process's resident memory (VmRSS) in MB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
+
+
 # -- the machine -----------------------------------------------------------------------------------------
 
 def cpu_model() -> str:
