@@ -90,7 +90,7 @@ def fill(home: Path, count: int) -> None:
 
 
 def vectorize(home: Path, model: Path) -> None:
-    """Vectors, sentence pieces and word vectors for every memory (hashed: `bench_core.hashed_vectors`), once."""
+    """Vectors, sentence pieces and word vectors for every memory (hashed: `bench_store.hashed_vectors`), once."""
     settings = load_settings(env={}, home=home, embed_model_path=model)
     with Store.open(settings, load_embedder=False) as store:
         if not store.conn.execute("SELECT 1 FROM memories WHERE embedding_model IS NULL LIMIT 1").fetchone():

@@ -5,6 +5,7 @@ one module."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime as dt
 import hashlib
@@ -229,6 +230,20 @@ def make_embedder(model_path: Path, cache_dir: Path | None, model_name: str = DE
         raise SystemExit(f"cannot load the embedding model from {model_path}: {embedder.error}\n"
                          "Pass --model-path DIR (a fastembed-compatible all-MiniLM-L6-v2 folder).")
     return embedder
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options eval_locomo.py and eval_longmemeval.py share: output, model, embedding cache, settings."""
+    parser.add_argument("--json", type=Path, default=None, help="write every figure as JSON")
+    parser.add_argument("--model-path", type=Path, default=DEFAULT_MODEL_PATH,
+                        help="folder of the all-MiniLM-L6-v2 ONNX model (default: ../shared/models/...)")
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
+                        help="embedding cache folder (default: %(default)s)")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                        help="override one agentmem setting in every store, e.g. --set rrf_k=10 (repeatable)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    parser.add_argument("--no-sessions", action="store_true",
+                        help="store turns without their session (no neighbouring-turn context): what the context adds")
 
 
 def setting_overrides(pairs: Sequence[str]) -> dict[str, str]:

@@ -105,12 +105,12 @@ def locomo(variants: list[str], limit: int, cache_dir: Path) -> dict[str, dict]:
     import eval_locomo as lc
     from eval_common import make_embedder, temp_store
 
-    embedder = make_embedder(lc.DEFAULT_MODEL_PATH, cache_dir)
+    embedder = make_embedder(MODEL, cache_dir)
     scores: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     for sample in json.loads(lc.DEFAULT_DATA.read_text())[:limit]:
         turns = lc.conversation_turns(sample)
         session_of = {t.dia_id: t.session for t in turns}
-        with temp_store(embedder, lc.DEFAULT_MODEL_PATH) as store:
+        with temp_store(embedder, MODEL) as store:
             _, turns_of, _ = lc.ingest(store, turns)
             for qa in lc.questions(sample):
                 for variant in variants:

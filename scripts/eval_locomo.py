@@ -29,10 +29,9 @@ from typing import Any
 import numpy as np
 from eval_common import (
     BM25,
-    DEFAULT_CACHE,
-    DEFAULT_MODEL_PATH,
     SHARED,
     DenseIndex,
+    add_run_arguments,
     embedding_chunks,
     evidence_recall,
     fmt,
@@ -290,14 +289,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo JSON file (a list of conversations)")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N conversations")
     parser.add_argument("--out", type=Path, default=None, help="write the ranked dia_ids per question")
-    parser.add_argument("--json", type=Path, default=None, help="write every figure as JSON")
-    parser.add_argument("--model-path", type=Path, default=DEFAULT_MODEL_PATH)
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
-    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
-                        help="override one agentmem setting in every store, e.g. --set rrf_k=10 (repeatable)")
-    parser.add_argument("--no-cache", action="store_true")
-    parser.add_argument("--no-sessions", action="store_true",
-                        help="store turns without their session (no neighbouring-turn context): what the context adds")
+    add_run_arguments(parser)
     parser.add_argument("--now", choices=("wallclock", "last-session"), default="wallclock",
                         help="the store's clock at search time (LoCoMo questions carry no date)")
     return parser.parse_args(argv)

@@ -32,10 +32,9 @@ from typing import Any
 import numpy as np
 from eval_common import (
     BM25,
-    DEFAULT_CACHE,
-    DEFAULT_MODEL_PATH,
     SHARED,
     DenseIndex,
+    add_run_arguments,
     embedding_chunks,
     fmt,
     ingest_turns,
@@ -307,16 +306,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LongMemEval JSON file (a list of questions)")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N questions")
     parser.add_argument("--out", type=Path, default=None, help="write ranked session and turn ids per question")
-    parser.add_argument("--json", type=Path, default=None, help="write every figure as JSON")
-    parser.add_argument("--model-path", type=Path, default=DEFAULT_MODEL_PATH,
-                        help="folder of the all-MiniLM-L6-v2 ONNX model (default: ../shared/models/...)")
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
-                        help="embedding cache folder (default: %(default)s)")
-    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
-                        help="override one agentmem setting in every store, e.g. --set rrf_k=10 (repeatable)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
-    parser.add_argument("--no-sessions", action="store_true",
-                        help="store turns without their session (no neighbouring-turn context): what the context adds")
+    add_run_arguments(parser)
     parser.add_argument("--now", choices=("question", "wallclock"), default="question",
                         help="the store's clock at search time: the question's date (default) or the real clock")
     parser.add_argument("--roles", choices=("all", "user"), default="all",
