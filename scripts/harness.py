@@ -31,9 +31,10 @@ if str(REPO) not in sys.path:
 # -- the model and the environment ---------------------------------------------------------------------
 
 def default_model() -> Path:
-    """The embedding model's folder: AGENTMEM_EMBED_MODEL_PATH when set, else ../shared/models/... beside the
-    repository. Scripts take it as the default of their --model / --model-path argument."""
-    return Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL)
+    """The embedding model's folder, as an absolute path (processes a run starts work in other directories):
+    AGENTMEM_EMBED_MODEL_PATH when set, else ../shared/models/... beside the repository. Scripts take it as the
+    default of their --model / --model-path argument."""
+    return Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL).absolute()
 
 
 def clean_env(*, drop: Sequence[str] = (), **extra: str) -> dict[str, str]:
