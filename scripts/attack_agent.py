@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness import default_model
+from harness import clean_env, default_model
 
 AGENT_SHELL = {"CLAUDECODE": "1"}  # Claude Code's Bash tool
 USER_FLAG = "--i-am-the-user"  # the README's flag: an agent must not learn it from agentmem
@@ -58,7 +58,7 @@ class Lab:
         self.root = root
         self.repo = root / "webapp"
         (self.repo / ".git").mkdir(parents=True, exist_ok=True)
-        base = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_") and k not in MARKERS}
+        base = clean_env(drop=MARKERS)
         self.env = base | {"AGENTMEM_HOME": str(root / "home"), "AGENTMEM_EMBED_MODEL_PATH": str(model_path),
                            "AGENTMEM_EMBEDDINGS": "0"}
         if os.environ.get("PYTHONPATH"):

@@ -37,7 +37,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import DEFAULT_MODEL, REPO, clean_env
+from harness import REPO, clean_env, default_model
 
 OTHER_UID = 4242
 SKIPPED: list[str] = []  # scenarios this machine could not set up, with why
@@ -298,8 +298,7 @@ def run(model_path: Path) -> list[dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH")
-                                                           or DEFAULT_MODEL))
+    parser.add_argument("--model", type=Path, default=default_model())
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args()
     results = run(args.model)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -28,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import default_model
+from harness import clean_env, default_model
 
 CLASSES = ("walls", "secrets", "viewer")
 WALLS, SECRETS, VIEWER = ("project walls outside a repository (36.9)", "secrets on disk (36.10)",
@@ -36,7 +35,7 @@ WALLS, SECRETS, VIEWER = ("project walls outside a repository (36.9)", "secrets 
 
 
 def _env(home: Path, model_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_") and k not in ("CI", "CLAUDECODE")}
+    env = clean_env(drop=("CI", "CLAUDECODE"))
     env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(model_path))
     return env
 

@@ -24,11 +24,11 @@ import time
 import uuid
 from pathlib import Path
 
-from harness import REPO, clean_env, utc_now
+from harness import REPO, clean_env, default_model, utc_now
 
 SHARED = REPO.parent / "shared"
 TRANSCRIPTS = SHARED / "eval" / "transcripts" / "claude_code_spotter"
-MODEL = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
+MODEL = default_model()
 
 
 def make_history(root: Path, copies: int) -> int:

@@ -38,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import REPO, children_cpu, clean_env, percentile, utc_now
+from harness import REPO, children_cpu, clean_env, default_model, percentile, utc_now
 from team_corpus import KEYS, WORDS, build, query_vector, topics, unit, words
 
 from tests.team_pg import PgServer
@@ -308,7 +308,7 @@ def main() -> int:
     parser.add_argument("--work-mem", default="2GB", help="maintenance_work_mem for the index builds")
     parser.add_argument("--url", help="use this PostgreSQL (a database the benchmark may fill) instead of starting "
                         "a private one; its rows are kept, so a later run searches them without building again")
-    parser.add_argument("--model", default=str(REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"))
+    parser.add_argument("--model", default=str(default_model()))
     parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args()
     from agentmem_mcp.config import load_settings

@@ -38,7 +38,6 @@ from agentmem_mcp.worker import Worker  # noqa: E402
 
 WORDS = ("parser config session render token cache handler export billing invoice user account queue retry "
          "schema migration report index search vector client server router loader writer reader").split()
-DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared/models/all-MiniLM-L6-v2-onnx-int8"
 
 
 class TimedEmbedder(Embedder):

@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import REPO, clean_env
+from harness import REPO, clean_env, default_model
 
-MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
+MODEL = default_model()
 MEMORIES = [
     ("decision", "We install dependencies with pnpm, never npm: the lockfile is pnpm-lock.yaml"),
     ("workflow", "Run the unit tests with `pnpm test`; the end-to-end suite is `pnpm e2e` and needs the dev server"),
