@@ -18,12 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from harness import describe_machine, rss_mb, summary, utc_now, write_json
+from harness import describe_machine, rss_mb, scratch_dir, summary, utc_now, write_json
 
 from agentmem_mcp.db import vectors as vector_rows
 from agentmem_mcp.db.connection import connect, write_transaction
@@ -85,13 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=22)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    tmp = None if args.dir else tempfile.TemporaryDirectory(prefix="agentmem-bench-vectors-")
-    home = args.dir or Path(tmp.name)
-    path = home / f"vectors-{args.chunks}.db"
     command = "python scripts/bench_vectors.py " + " ".join(argv if argv is not None else sys.argv[1:])
     results: dict = {"date": utc_now(), "machine": describe_machine(),
                      "command": command}
-    try:
+    with scratch_dir("agentmem-bench-vectors-", keep=args.dir) as home:
+        path = home / f"vectors-{args.chunks}.db"
         started = time.perf_counter()
         build(path, args.chunks, args.seed)
         results["build_s"] = round(time.perf_counter() - started, 1)
@@ -133,9 +130,6 @@ def main(argv: list[str] | None = None) -> int:
                 "recall_of_vec0_top60": round(found[scan] / max(1, expected), 4),
                 "exact_top60_in_candidates": round(exact_in[scan] / max(1, K * len(chosen)), 4)} for scan in SCANS}
         conn.close()
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
     print(json.dumps(results, indent=1))
     print(f"\n{results['date']} | {results['machine']}\n{results['command']}")
     print(f"{args.chunks:,} codes: the copy loaded in {results['copy_load_ms']} ms; RSS {results['rss_mb_before_copy']}"

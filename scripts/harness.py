@@ -64,7 +64,6 @@ def scratch_dir(prefix: str = "agentmem-", keep: Path | None = None) -> Iterator
     """A temporary directory for a run's homes, removed afterwards; `keep` (a directory given by the user)
     is used as it is and left in place."""
     if keep is not None:
-        keep.mkdir(parents=True, exist_ok=True)
         yield keep
         return
     with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp:
