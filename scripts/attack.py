@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -47,13 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
-from attack_payloads import CARRIERS, PAYLOADS, Payload  # noqa: E402
+from attack_payloads import CARRIERS, PAYLOADS, Payload
+from harness import clean_env, default_model
 
 SUITES = ("payloads", "attack_text", "attack_files", "attack_agent")
-DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
 _MARKUP = re.compile(r"</?\s*[A-Za-z_][\w:-]*(?:\s[^<>]{0,200})?>|<\|[^|<>\n]{1,40}\|>|\[/?INST\]|<</?SYS>>|"
                      r"(?m:^[ \t]*(?:Human|Assistant|System|system|User|Developer)[ \t]*:)")
 
@@ -242,7 +238,7 @@ def attack(home: Path, model_path: Path, payloads: tuple[Payload, ...] = PAYLOAD
     import anyio
 
     started = time.perf_counter()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    env = clean_env()
     env.update(AGENTMEM_HOME=str(home / "agentmem"), AGENTMEM_EMBED_MODEL_PATH=str(model_path))
     env.pop("CI", None)
     projects = {payload.name: home / "projects" / payload.name for payload in payloads}
@@ -375,7 +371,7 @@ def main() -> int:
     parser.add_argument("--keep", help="run the payloads in this directory and keep it (default: a temporary one)")
     parser.add_argument("--payload-report", action="store_true", help="also print the payload run's own report")
     args = parser.parse_args()
-    model = Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL)
+    model = default_model()
     chosen_suites = args.suites.split(",") if args.suites else list(SUITES)
     rows: list[dict[str, Any]] = []
     if "payloads" in chosen_suites:

@@ -32,9 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
+from harness import clean_env, default_model
+
 AGENT_SHELL = {"CLAUDECODE": "1"}  # Claude Code's Bash tool
 USER_FLAG = "--i-am-the-user"  # the README's flag: an agent must not learn it from agentmem
 MARKERS = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CURSOR_AGENT", "CURSOR_TRACE_ID", "CODEX_SANDBOX",
@@ -59,7 +58,7 @@ class Lab:
         self.root = root
         self.repo = root / "webapp"
         (self.repo / ".git").mkdir(parents=True, exist_ok=True)
-        base = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_") and k not in MARKERS}
+        base = clean_env(drop=MARKERS)
         self.env = base | {"AGENTMEM_HOME": str(root / "home"), "AGENTMEM_EMBED_MODEL_PATH": str(model_path),
                            "AGENTMEM_EMBEDDINGS": "0"}
         if os.environ.get("PYTHONPATH"):
@@ -313,7 +312,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="print the outcomes as JSON")
     args = parser.parse_args()
-    outcomes = run(Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL))
+    outcomes = run(default_model())
     if args.json:
         print(json.dumps(outcomes, indent=2))
     else:

@@ -37,8 +37,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
+from harness import REPO, clean_env, default_model
+
 OTHER_UID = 4242
 SKIPPED: list[str] = []  # scenarios this machine could not set up, with why
 
@@ -279,7 +279,7 @@ def run(model_path: Path) -> list[dict]:
             project = root / "project"
             project.mkdir()
             subprocess.run(["git", "init", "-q", str(project)], check=True)
-            env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+            env = clean_env()
             runtime = root / "runtime"  # where hooks count lost events (capture/hook_notice.py): one per scenario
             runtime.mkdir(mode=0o700)
             env.update(AGENTMEM_HOME=str(root / "home"), AGENTMEM_EMBED_MODEL_PATH=str(model_path),
@@ -298,8 +298,7 @@ def run(model_path: Path) -> list[dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH")
-                                                           or DEFAULT_MODEL))
+    parser.add_argument("--model", type=Path, default=default_model())
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args()
     results = run(args.model)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -28,16 +27,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
+from harness import clean_env, default_model
+
 CLASSES = ("walls", "secrets", "viewer")
 WALLS, SECRETS, VIEWER = ("project walls outside a repository (36.9)", "secrets on disk (36.10)",
                           "viewer cookie (36.13)")
 
 
 def _env(home: Path, model_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_") and k not in ("CI", "CLAUDECODE")}
+    env = clean_env(drop=("CI", "CLAUDECODE"))
     env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(model_path))
     return env
 
@@ -271,7 +269,7 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated: " + ", ".join(CLASSES))
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    model = Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL)
+    model = default_model()
     rows = run(model, tuple(args.only.split(",")) if args.only else CLASSES)
     if args.json:
         print(json.dumps(rows, indent=2))

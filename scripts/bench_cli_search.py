@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -27,20 +26,16 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+import anyio
+from bench_store import QUERIES, build
+from harness import DEFAULT_MODEL, MODEL_NAME, clean_env, describe_machine, percentile, utc_now
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from processes import processes_of
 
-import anyio  # noqa: E402
-from bench_core import DEFAULT_MODEL, MODEL_NAME, QUERIES, build, percentile  # noqa: E402
-from harness import processes_of  # noqa: E402
-from machine import describe_machine  # noqa: E402
-from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
-
-from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.index.embedder import Embedder  # noqa: E402
-from agentmem_mcp.store import Store  # noqa: E402
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.index.embedder import Embedder
+from agentmem_mcp.store import Store
 
 
 def run_search(env: dict[str, str], cwd: Path, query: str) -> tuple[float, float | None, dict]:
@@ -107,13 +102,13 @@ def main() -> None:
             raise SystemExit(f"the model cannot load: {embedder.error}")
         with Store.open(settings, project=str(repo), embedder=embedder) as store:
             build(store, args.memories, seed=7, synthetic_vectors=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+        env = clean_env()
         env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(model))
         runs = anyio.run(measure, env, repo, args.searches)
         deadline = time.monotonic() + 60  # the shared process leaves 5 s after the session: then the home can go
         while processes_of(home) and time.monotonic() < deadline:
             time.sleep(0.5)
-    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine,
+    report = {"date": utc_now(), "machine": machine,
               "load_after": describe_machine().split("load average ")[-1], "memories": args.memories,
               "searches": args.searches,
               "command": "python scripts/bench_cli_search.py " + " ".join(sys.argv[1:])}

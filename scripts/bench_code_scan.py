@@ -18,14 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+import numpy as np
+from harness import describe_machine, rank_percentile, utc_now
 
-import numpy as np  # noqa: E402
-from machine import describe_machine  # noqa: E402
-
-from agentmem_mcp.index import codes  # noqa: E402
+from agentmem_mcp.index import codes
 
 WORDS = 6  # 384 bits
 
@@ -40,11 +36,6 @@ def build(count: int, projects: int, seed: int) -> codes.CodeMatrix:
     return matrix
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--codes", type=int, default=1_000_000)
@@ -54,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     threads = codes.SCAN_THREADS
-    results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+    results: dict = {"date": utc_now(), "machine": describe_machine(),
                      "command": "python scripts/bench_code_scan.py " + " ".join(argv if argv is not None
                                                                               else sys.argv[1:]),
                      "codes": args.codes, "scan_threads": threads, "cases": {}}
@@ -78,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
                     answers[label] = matrix.nearest(query.tobytes(), count, projects, True)
                     timings[label].append((time.perf_counter() - started) * 1000)
                 same += len({tuple(found) for found in answers.values()}) == 1
-            row = {label: {"p50_ms": round(statistics.median(values), 2), "p95_ms": round(percentile(values, 0.95), 2)}
-                   for label, values in timings.items()}
+            row = {label: {"p50_ms": round(statistics.median(values), 2),
+                           "p95_ms": round(rank_percentile(values, 0.95), 2)} for label, values in timings.items()}
             one, many = (statistics.median(timings[label]) for label in settings)
             row["p50 ratio, 1 thread / split"] = round(one / many, 2)
             row["same ids"] = f"{same} of {len(queries)}"

@@ -11,22 +11,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+from harness import MODEL_NAME, default_model, describe_machine
 
-from machine import describe_machine  # noqa: E402
+from agentmem_mcp.index.embedder import Embedder
 
-from agentmem_mcp.index.embedder import Embedder  # noqa: E402
-
-DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
 WORDS = ("parser config session render token cache handler export billing invoice user account queue retry schema "
          "migration report index search vector client server router loader writer reader mix test passed "
          "failed").split()
@@ -38,9 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="4,8,32")
     parser.add_argument("--model", type=Path,
-                        default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL))
+                        default=default_model())
     args = parser.parse_args(argv)
-    embedder = Embedder("sentence-transformers/all-MiniLM-L6-v2", args.model)
+    embedder = Embedder(MODEL_NAME, args.model)
     if not embedder.load():
         print(f"cannot load the model from {args.model}: {embedder.error}", file=sys.stderr)
         return 1

@@ -24,23 +24,18 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+from bench_store import memory_text
+from harness import describe_machine
 
-from bench_core import memory_text  # noqa: E402
-from machine import describe_machine  # noqa: E402
-
-from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.lifecycle.sweep import sweep  # noqa: E402
-from agentmem_mcp.models import NotFound  # noqa: E402
-from agentmem_mcp.store import Store  # noqa: E402
-from agentmem_mcp.upkeep.maintenance import erase_forgotten  # noqa: E402
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.lifecycle.sweep import sweep
+from agentmem_mcp.models import NotFound
+from agentmem_mcp.store import Store
+from agentmem_mcp.upkeep.maintenance import erase_forgotten
 
 
 def one_run(memories: int, forget: int, secure: bool, seed: int) -> dict[str, float]:

@@ -32,27 +32,32 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+from bench_store import build
+from harness import (
+    MODEL_NAME,
+    REPO,
+    children_cpu,
+    clean_env,
+    default_model,
+    describe_machine,
+    rss_mb,
+    summary,
+    utc_now,
+    write_json,
+)
 
-from bench_core import DEFAULT_MODEL, MODEL_NAME, build, percentile  # noqa: E402
-from machine import describe_machine  # noqa: E402
-
-import agentmem_mcp  # noqa: E402
-from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.db.connection import connect  # noqa: E402
-from agentmem_mcp.index.embedder import Embedder  # noqa: E402
-from agentmem_mcp.install.install import HOOK_ENTRY  # noqa: E402
-from agentmem_mcp.store import Store  # noqa: E402
+import agentmem_mcp
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.db.connection import connect
+from agentmem_mcp.index.embedder import Embedder
+from agentmem_mcp.install import HOOK_ENTRY
+from agentmem_mcp.store import Store
 
 PYTEST_LINE = "tests/test_api.py::test_case_{n} PASSED [ {p}%] in 0.0{n}s — checked response schema for /v1/items\n"
 
@@ -77,8 +82,7 @@ def payload_8k(n: int, project: Path) -> bytes:
 
 
 def _children_cpu_ms() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (usage.ru_utime + usage.ru_stime) * 1000
+    return children_cpu() * 1000
 
 
 def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes, float]:
@@ -94,13 +98,7 @@ def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, byt
 
 
 def stats(values: list[float]) -> dict:
-    return {"n": len(values), "p50_ms": round(statistics.median(values), 1),
-            "p95_ms": round(percentile(values, 0.95), 1)}
-
-
-def rss_of(pid: int) -> float:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
+    return summary(values, digits=1, with_max=False)
 
 
 def embedding_process_rss(home: Path, model: Path) -> float | None:
@@ -111,14 +109,13 @@ def embedding_process_rss(home: Path, model: Path) -> float | None:
     except ServiceUnavailable:
         return None
     client.close()
-    status = Path(f"/proc/{client.pid}/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
+    return rss_mb(client.pid)
 
 
 def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
     init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
-    spawn_ms, rss_mb, shared_mb = [], [], None
+    spawn_ms, rss, shared_mb = [], [], None
     for run in range(runs):
         started = time.perf_counter()
         proc = subprocess.Popen([*agentmem_bin(), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -142,15 +139,14 @@ def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
                     break
                 time.sleep(0.5)
             time.sleep(1.0)
-            status = Path(f"/proc/{proc.pid}/status").read_text()
-            rss_mb.append(int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024)
+            rss.append(rss_mb(proc.pid))
             shared_mb = embedding_process_rss(Path(env["AGENTMEM_HOME"]), Path(env["AGENTMEM_EMBED_MODEL_PATH"]))
         proc.stdin.close()
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
-    return {"spawn_to_initialize": stats(spawn_ms), "rss_after_model_mb": round(rss_mb[-1], 1) if rss_mb else None,
+    return {"spawn_to_initialize": stats(spawn_ms), "rss_after_model_mb": round(rss[-1], 1) if rss else None,
             "shared_embedding_process_rss_mb": round(shared_mb, 1) if shared_mb else None}
 
 
@@ -165,8 +161,8 @@ def hook_processes(home: Path) -> list[int]:
             state = (entry / "stat").read_text().split()[2]
         except (OSError, IndexError):
             continue
-        if (b"agentmem_mcp.runtime.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline
-                and state != "Z"):
+        if b"agentmem_mcp.runtime.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline \
+                and state != "Z":
             found.append(int(entry.name))
     return found
 
@@ -209,18 +205,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--memories", type=int, default=10000)
     parser.add_argument("--serve-runs", type=int, default=7)
-    parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH", DEFAULT_MODEL)))
+    parser.add_argument("--model", type=Path, default=default_model())
     parser.add_argument("--baseline", type=Path, help="another install's agentmem executable, timed in turn")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--hold-db", action="store_true",
                         help="keep a connection to the database open during the loop, as a running `agentmem serve` "
                              "does (without one, closing a hook's connection checkpoints the WAL)")
     args = parser.parse_args(argv)
-    results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+    results = {"date": utc_now(), "machine": describe_machine(),
                "command": "python scripts/bench_hooks.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     with tempfile.TemporaryDirectory() as tmp:
         home, project = Path(tmp) / "home", Path(tmp) / "project"
-        project.mkdir(parents=True)  # a real repository: SessionStart reads its `git status` (recall/git_state.py)
+        project.mkdir(parents=True)  # a real repository: SessionStart reads its `git status` (git_state.py)
         subprocess.run(["git", "init", "-q", str(project)], check=True)
         for n in range(200):
             (project / f"module_{n}.py").write_text(f"x = {n}\n")
@@ -228,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run(["git", "-C", str(project), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "x"],
                        check=True)
         (project / "module_0.py").write_text("x = -1\n")  # one file changed, as a working tree usually has
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+        env = clean_env()
         env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(args.model))
         embedder = Embedder(MODEL_NAME, args.model)
         embedder.load()
@@ -314,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
                 run("baseline_user_prompt_submit_alone", [*baseline_alone, "UserPromptSubmit"], prompt_payload, alone)
         shared.close()
         _wait_gone(shared.pid)
-        results["no_server_process_rss_mb"] = [round(rss_of(pid), 1) for pid in hook_processes(no_server_home)]
+        results["no_server_process_rss_mb"] = [round(rss_mb(pid), 1) for pid in hook_processes(no_server_home)]
         stop_hook_processes(no_server_home)
         if held is not None:
             held.close()
@@ -334,8 +330,7 @@ def main(argv: list[str] | None = None) -> int:
             results["post_tool_use_8kb_plugin_cpu"]["p50_ms"] - results["post_tool_use_8kb_direct_cpu"]["p50_ms"], 1)
         results["serve"] = bench_serve(env, project, args.serve_runs) if args.serve_runs else None
     print(json.dumps(results, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    write_json(args.json, results)
     return 0
 
 

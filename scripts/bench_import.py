@@ -24,10 +24,11 @@ import time
 import uuid
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from harness import REPO, clean_env, default_model, utc_now
+
 SHARED = REPO.parent / "shared"
 TRANSCRIPTS = SHARED / "eval" / "transcripts" / "claude_code_spotter"
-MODEL = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
+MODEL = default_model()
 
 
 def make_history(root: Path, copies: int) -> int:
@@ -165,10 +166,10 @@ def main() -> int:
         else:
             root = Path(tmp) / "projects"
             sessions = make_history(root, args.copies)
-        base = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+        base = clean_env()
         if MODEL.is_dir():
             base["AGENTMEM_EMBED_MODEL_PATH"] = str(MODEL)
-        print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, import-history {args.client}, {os.cpu_count()} "
+        print(f"{utc_now()}, import-history {args.client}, {os.cpu_count()} "
               f"cores")
         for label, extra in (("capture only", ["--no-worker"]), ("capture + worker", [])):
             env = base | {"AGENTMEM_HOME": str(Path(tmp) / label.replace(" ", "-"))}

@@ -35,16 +35,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # this checkout's package, not the installed one
+from harness import cpu_model, scratch_dir
 
-from machine import cpu_model  # noqa: E402
-
-from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.db.connection import connect  # noqa: E402
-from agentmem_mcp.lifecycle.sweep import sweep  # noqa: E402
-from agentmem_mcp.recall.briefing import session_context  # noqa: E402
-from agentmem_mcp.store import Store  # noqa: E402
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.db.connection import connect
+from agentmem_mcp.lifecycle.sweep import sweep
+from agentmem_mcp.recall.briefing import session_context
+from agentmem_mcp.store import Store
 
 DAY = 86400.0
 PROJECTS = [f"/home/dev/project-{i}" for i in range(8)] + [None]
@@ -188,9 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-deletions", type=int, default=50)
     args = parser.parse_args(argv)
 
-    tmp = None if args.home else tempfile.TemporaryDirectory(prefix="agentmem-bench-src-")
-    home = args.home or Path(tmp.name) / "home"
-    try:
+    with scratch_dir("agentmem-bench-src-", keep=args.home) as root:
+        home = args.home or root / "home"
         build(home, args.memories)
         load_before = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
         conn = connect(home / "agentmem.db", load_vec=False)
@@ -208,9 +204,6 @@ def main(argv: list[str] | None = None) -> int:
             erasures.append(erased)
             print(erased.line(f"run {run + 1}, the erasure after it (BM25 rebuilt from SQLite)"), flush=True)
             print(later.line(f"run {run + 1}, a day later"), flush=True)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
     print(summary(f"first sweep of {args.memories:,} memories (targets: <= 5 s at 100k, <= 30 s at 1M)", firsts))
     print(summary("the next day's sweep", laters))
     print(f"the briefing of one project (context.session_context, 1,500 tokens): median "

@@ -18,16 +18,10 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+from harness import REPO, clean_env, default_model, describe_machine, utc_now, write_json
 
-from machine import describe_machine  # noqa: E402
-
-DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
 QUERIES = ("how do we deploy the release pipeline", "which database migration failed last week")
 
 CHILD = """
@@ -71,7 +65,7 @@ def evict(home: Path) -> int:
 
 
 def one(home: Path, model_path: Path) -> dict[str, float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    env = clean_env()
     done = subprocess.run([sys.executable, "-c", CHILD, str(home), str(model_path), json.dumps(QUERIES)],
                           cwd=REPO, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -84,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("home", type=Path)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--model-path", type=Path,
-                        default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL))
+                        default=default_model())
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     home = args.home.resolve()
@@ -92,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"no agentmem.db in {home}")
     if not args.model_path.exists():
         raise SystemExit(f"no embedding model at {args.model_path}: pass --model-path")
-    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+    report = {"date": utc_now(), "machine": describe_machine(),
               "command": "python scripts/bench_open.py " + " ".join(argv if argv is not None else sys.argv[1:]),
               "home": str(home), "rounds": []}
     for _ in range(args.rounds):
@@ -112,8 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f" {n:5d} | {c['open_s']:.2f} / {c['first_search_s']:.2f} / {c['second_search_s']:.3f}"
               f"          | {w['open_s']:.2f} / {w['first_search_s']:.2f} / {w['second_search_s']:.3f}")
     print(" median | " + ", ".join(f"{k} {v}" for k, v in medians.items()))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
+    write_json(args.json, report)
     return 0
 
 

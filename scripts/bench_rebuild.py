@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import statistics
@@ -26,15 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+from bench_store import memory_text
+from harness import clean_env, describe_machine, utc_now
 
-from bench_core import memory_text  # noqa: E402
-from machine import describe_machine  # noqa: E402
-
-from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.store import Store  # noqa: E402
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.store import Store
 
 
 def build(settings, size: int, session_size: int, project: str) -> random.Random:
@@ -93,7 +88,7 @@ def over_stdio(size: int, session_size: int) -> dict:
         settings = load_settings(env={}, home=home / "home", embeddings=False)
         rng = build(settings, size, session_size, str(repo))
         shutil.rmtree(settings.fulltext_dir)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+        env = clean_env()
         env.update(AGENTMEM_HOME=str(settings.home), AGENTMEM_EMBEDDINGS="0")
         params = StdioServerParameters(command=sys.executable, args=["-m", "agentmem_mcp", "serve"], env=env,
                                        cwd=str(repo))
@@ -129,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stdio", type=int, default=0, metavar="N",
                         help="also through the real server over stdio, on N memories")
     args = parser.parse_args(argv)
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} | {describe_machine()}")
+    print(f"{utc_now()} | {describe_machine()}")
     print("python scripts/bench_rebuild.py " + " ".join(argv if argv is not None else sys.argv[1:]))
     for size in [int(s) for s in args.sizes.split(",") if s]:
         m = measure(size, args.session_size)

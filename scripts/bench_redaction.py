@@ -12,18 +12,16 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from harness import REPO as ROOT
 
-from agentmem_mcp.capture.redact import redact  # noqa: E402
-from agentmem_mcp.capture.secret_scan import find_secrets  # noqa: E402
-from tests.secrets_corpus import ORDINARY_TEXTS, SECRET_CASES  # noqa: E402
+from agentmem_mcp.capture.redact import redact
+from agentmem_mcp.capture.secret_scan import find_secrets
+from tests.secrets_corpus import ORDINARY_TEXTS, SECRET_CASES
 
 
 def recall() -> None:

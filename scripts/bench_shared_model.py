@@ -32,21 +32,17 @@ import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+import anyio
+from bench_store import QUERIES, build
+from harness import MODEL_NAME, clean_env, default_model, describe_machine, percentile, rss_mb, utc_now, write_json
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
-import anyio  # noqa: E402
-from bench_core import DEFAULT_MODEL, MODEL_NAME, QUERIES, build, percentile  # noqa: E402
-from machine import describe_machine  # noqa: E402
-from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
-from mcp.shared.exceptions import MCPError  # noqa: E402
-
-from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.index.embedder import Embedder  # noqa: E402
-from agentmem_mcp.runtime.embed_service import ServiceClient, ServiceUnavailable  # noqa: E402
-from agentmem_mcp.store import Store  # noqa: E402
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.index.embedder import Embedder
+from agentmem_mcp.runtime.embed_service import ServiceClient, ServiceUnavailable
+from agentmem_mcp.store import Store
 
 
 def agentmem_processes(home: Path) -> list[int]:
@@ -69,11 +65,9 @@ def agentmem_processes(home: Path) -> list[int]:
 
 def memory_mb(pid: int) -> tuple[float, float]:
     """(RSS, PSS) of a process, in MB."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    rss = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
     rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
     pss = int(next(line for line in rollup.splitlines() if line.startswith("Pss:")).split()[1])
-    return rss / 1024, pss / 1024
+    return rss_mb(pid), pss / 1024
 
 
 def service_pid(home: Path, model: Path) -> int | None:
@@ -173,17 +167,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--searches", type=int, default=30, help="per session and round")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of each mode, alternated")
     parser.add_argument("--modes", default="relay,server", help="comma-separated: relay, server, own")
-    parser.add_argument("--model", type=Path, default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH", DEFAULT_MODEL)))
+    parser.add_argument("--model", type=Path, default=default_model())
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    report: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+    report: dict = {"date": utc_now(), "machine": describe_machine(),
                     "command": "python scripts/bench_shared_model.py " + " ".join(argv if argv is not None
                                                                                  else sys.argv[1:]),
                     "rounds": []}
     with tempfile.TemporaryDirectory() as tmp:
         home, project = Path(tmp) / "home", Path(tmp) / "project"
         (project / ".git").mkdir(parents=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+        env = clean_env()
         env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(args.model))
         embedder = Embedder(MODEL_NAME, args.model)
         embedder.load()
@@ -214,8 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "search_p95_first_half_ms": [r["search_first_half_ms"]["p95"] for r in rounds]}
                          for mode, rounds in by_mode.items()}
     print(json.dumps(report, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
+    write_json(args.json, report)
     return 0
 
 

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import anyio
+from harness import clean_env, utc_now, write_json
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -42,7 +43,7 @@ def _wait_gone(home: Path, timeout: float = 30.0) -> None:
 
 
 async def _cold_and_warm(python: str, home: Path, project: Path) -> tuple[float, float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    env = clean_env()
     env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=os.environ["AGENTMEM_EMBED_MODEL_PATH"])
     params = StdioServerParameters(command=python, args=["-m", "agentmem_mcp", "serve"], env=env, cwd=str(project))
     times = []
@@ -82,12 +83,11 @@ def main(argv: list[str] | None = None) -> int:
                 found[python]["warm"].append(warm)
                 print(f"{python}: cold {cold:.0f} ms, warm {warm:.0f} ms", file=sys.stderr, flush=True)
                 _wait_gone(home)
-    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    report = {"date": utc_now(),
               "results": {p: {kind: _summary(v) for kind, v in kinds.items()} for p, kinds in found.items()},
               "raw_ms": found}
     print(json.dumps(report, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
+    write_json(args.json, report)
     return 0
 
 

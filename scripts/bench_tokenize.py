@@ -17,14 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+from harness import SHARED, describe_machine, utc_now
 
-from machine import describe_machine  # noqa: E402
-
-from agentmem_mcp.index.tokenize import terms  # noqa: E402
-from tests.test_tokenize import reference_terms  # noqa: E402
+from agentmem_mcp.index.tokenize import terms
+from tests.test_tokenize import reference_terms
 
 
 def shared_texts(shared: Path) -> list[str]:
@@ -42,11 +38,11 @@ def shared_texts(shared: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shared", type=Path, default=REPO.parent / "shared")
+    parser.add_argument("--shared", type=Path, default=SHARED)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
     texts = shared_texts(args.shared)
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} | {describe_machine()}")
+    print(f"{utc_now()} | {describe_machine()}")
     print("python scripts/bench_tokenize.py " + " ".join(argv if argv is not None else sys.argv[1:]))
     different = [t for t in texts if terms(t) != reference_terms(t)]
     print(f"{len(texts):,} texts ({sum(map(len, texts)):,} characters): {len(different)} with different terms")

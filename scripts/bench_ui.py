@@ -34,19 +34,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # this checkout's package, not the installed one
+from bench_lifecycle import build
+from bench_store import hashed_vectors
+from harness import clean_env, describe_machine, utc_now
 
-from bench_core import hashed_vectors  # noqa: E402
-from bench_lifecycle import build  # noqa: E402
-from machine import describe_machine  # noqa: E402
-
-from agentmem_mcp.capture.hook import handle  # noqa: E402
-from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.db import audit  # noqa: E402
-from agentmem_mcp.db.memories import content_hash  # noqa: E402
-from agentmem_mcp.recall.briefing import session_context  # noqa: E402
-from agentmem_mcp.store import Store  # noqa: E402
+from agentmem_mcp.capture.hook import handle
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.db import audit
+from agentmem_mcp.db.memories import content_hash
+from agentmem_mcp.recall.briefing import session_context
+from agentmem_mcp.store import Store
 
 SESSIONS = 40
 PROJECT = "/home/dev/project-1"
@@ -93,7 +90,7 @@ def fill(home: Path, count: int) -> None:
 
 
 def vectorize(home: Path, model: Path) -> None:
-    """Vectors, sentence pieces and word vectors for every memory (hashed: `bench_core.hashed_vectors`), once."""
+    """Vectors, sentence pieces and word vectors for every memory (hashed: `bench_store.hashed_vectors`), once."""
     settings = load_settings(env={}, home=home, embed_model_path=model)
     with Store.open(settings, load_embedder=False) as store:
         if not store.conn.execute("SELECT 1 FROM memories WHERE embedding_model IS NULL LIMIT 1").fetchone():
@@ -147,7 +144,7 @@ def time_pages(port: int, cookie: str, pages: list[str], runs: int, label: str =
 def hybrid_searches(home: Path, model: Path, runs: int) -> None:
     """The search pages once the viewer searches with vectors (the shared embedding process's model)."""
     vectorize(home, model)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    env = clean_env()
     env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(model))
     proc, port, cookie = start_viewer(env)
     try:
@@ -220,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     fill(home, args.memories)
     print(f"store ready in {time.perf_counter() - started:.1f} s", flush=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    env = clean_env()
     env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBEDDINGS="0")
     proc, port, cookie = start_viewer(env)
     try:
@@ -234,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
                  "/lifecycle", "/quarantine", "/audit", "/audit?page=500", "/health",
                  "/api/changes?observation=0&memory=0"]
         print(f"# bench_ui: {args.memories:,} memories, {SESSIONS} sessions, {args.runs} runs a page; "
-              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {describe_machine()}")
+              f"{utc_now()}; {describe_machine()}")
         print(f"{'page':60} {'median ms':>10} {'p95 ms':>8}")
         time_pages(port, cookie, pages, args.runs)
         with Store.open(settings, load_embedder=False) as store:  # what the knowledge page waits for

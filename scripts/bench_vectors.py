@@ -17,35 +17,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+import numpy as np
+from harness import describe_machine, rss_mb, scratch_dir, summary, utc_now, write_json
 
-import numpy as np  # noqa: E402
-from machine import describe_machine  # noqa: E402
-
-from agentmem_mcp.db import vectors as vector_rows  # noqa: E402
-from agentmem_mcp.db.connection import connect, write_transaction  # noqa: E402
-from agentmem_mcp.db.migrations import migrate  # noqa: E402
-from agentmem_mcp.index import codes, vectors  # noqa: E402
+from agentmem_mcp.db import vectors as vector_rows
+from agentmem_mcp.db.connection import connect, write_transaction
+from agentmem_mcp.db.migrations import migrate
+from agentmem_mcp.index import codes, vectors
 
 DIMENSION = 384
 PROJECT = "/bench/project"
 SCANS = ("vec0", "codes", "codes, one pass", "codes, two passes")
 K = 60
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -89,12 +76,6 @@ def build(path: Path, count: int, seed: int, batch: int = 20000) -> None:
     conn.close()
 
 
-def summary(values: list[float]) -> dict:
-    ordered = sorted(values)
-    return {"n": len(values), "p50_ms": round(statistics.median(values), 2),
-            "p95_ms": round(ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))], 2)}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=1_000_000)
@@ -103,13 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=22)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    tmp = None if args.dir else tempfile.TemporaryDirectory(prefix="agentmem-bench-vectors-")
-    home = args.dir or Path(tmp.name)
-    path = home / f"vectors-{args.chunks}.db"
     command = "python scripts/bench_vectors.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+    results: dict = {"date": utc_now(), "machine": describe_machine(),
                      "command": command}
-    try:
+    with scratch_dir("agentmem-bench-vectors-", keep=args.dir) as home:
+        path = home / f"vectors-{args.chunks}.db"
         started = time.perf_counter()
         build(path, args.chunks, args.seed)
         results["build_s"] = round(time.perf_counter() - started, 1)
@@ -147,13 +126,10 @@ def main(argv: list[str] | None = None) -> int:
                 expected += len(reference)
                 for scan in SCANS:
                     found[scan] += len(reference & {m for m, _ in answers[scan]})
-            results[label] = {scan: summary(timings[scan]) | {
+            results[label] = {scan: summary(timings[scan], with_max=False) | {
                 "recall_of_vec0_top60": round(found[scan] / max(1, expected), 4),
                 "exact_top60_in_candidates": round(exact_in[scan] / max(1, K * len(chosen)), 4)} for scan in SCANS}
         conn.close()
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
     print(json.dumps(results, indent=1))
     print(f"\n{results['date']} | {results['machine']}\n{results['command']}")
     print(f"{args.chunks:,} codes: the copy loaded in {results['copy_load_ms']} ms; RSS {results['rss_mb_before_copy']}"
@@ -163,8 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label:>21}, {scan:>17}: p50 {row['p50_ms']:>8} ms, p95 {row['p95_ms']:>8} ms, vec0's top 60: "
                   f"{row['recall_of_vec0_top60']:.1%}, exact top 60 in candidates: "
                   f"{row['exact_top60_in_candidates']:.1%}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    write_json(args.json, results)
     return 0
 
 

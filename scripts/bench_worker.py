@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shlex
 import statistics
@@ -28,10 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # this checkout's package, not the installed one
-
-from machine import describe_machine  # noqa: E402
+from harness import default_model, describe_machine
 
 from agentmem_mcp.capture.events import HookEvent, parse_hook_event  # noqa: E402
 from agentmem_mcp.capture.observations import ObservationStore, scrub  # noqa: E402
@@ -42,7 +38,6 @@ from agentmem_mcp.store import Store  # noqa: E402
 
 WORDS = ("parser config session render token cache handler export billing invoice user account queue retry "
          "schema migration report index search vector client server router loader writer reader").split()
-DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "shared/models/all-MiniLM-L6-v2-onnx-int8"
 
 
 class TimedEmbedder(Embedder):
@@ -157,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replay", help="a Claude Code transcript to replay instead of synthetic events")
     parser.add_argument("--replay-dir", help="replay every Claude Code transcript under this folder once")
     args = parser.parse_args(argv)
-    model = Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL)
+    model = default_model()
     embedder = TimedEmbedder("sentence-transformers/all-MiniLM-L6-v2", model)
     if not embedder.load():
         print(f"cannot load the embedding model from {model}: {embedder.error}", file=sys.stderr)

@@ -29,7 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import agentmem, base_env, hook_output_problem, run_hook  # noqa: E402
+from harness import base_env
+from processes import agentmem, hook_output_problem, run_hook
 from transcript_replay import claude_code_timeline, numbered_records  # noqa: E402
 
 EDIT_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}

@@ -1,191 +1,55 @@
-"""Shared pieces of the retrieval evaluations: metrics, baselines, an embedding cache, temporary stores,
-latency statistics, report printing. One module so that both scripts and the tests import the same
-definitions.
-
-The metric functions are pure and follow the definitions of the benchmarks' own code (LongMemEval's
-src/retrieval/eval_utils.py, LoCoMo's evidence recall); `tests/test_eval.py` pins them on hand-made
-rankings.
-"""
+"""Shared pieces of the retrieval evaluations: an embedding cache, temporary stores, settings overrides, what a
+budgeted answer shows, the report's header. The metrics and baselines are in eval_metrics.py, the model path,
+tables and JSON output in harness.py; both are imported from here too, so that the scripts and the tests name
+one module."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime as dt
 import hashlib
-import json
-import math
 import os
 import platform
-import re
 import shlex
 import shutil
 import sqlite3
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from machine import cpu_model
+from eval_metrics import BM25 as BM25
+from eval_metrics import DenseIndex as DenseIndex
+from eval_metrics import bm25_tokens as bm25_tokens
+from eval_metrics import evidence_recall as evidence_recall
+from eval_metrics import latency_summary as latency_summary
+from eval_metrics import mean as mean
+from eval_metrics import mrr as mrr
+from eval_metrics import ndcg as ndcg
+from eval_metrics import percentile as percentile
+from eval_metrics import recall_all as recall_all
+from eval_metrics import recall_any as recall_any
+from eval_metrics import rrf as rrf
+from eval_metrics import unique as unique
+from harness import MODEL_NAME, cpu_model, default_model
+from harness import SHARED as SHARED
+from harness import fmt as fmt
+from harness import print_table as print_table
+from harness import write_json as write_json
 
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.index.embedder import Embedder
 from agentmem_mcp.store import Store
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED = REPO_ROOT.parent / "shared"
-DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-DEFAULT_MODEL_PATH = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
+DEFAULT_MODEL_NAME = MODEL_NAME
+DEFAULT_MODEL_PATH = default_model()
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agentmem-eval"
 EVAL_PROJECT = "eval"
-
-
-# metrics -----------------------------------------------------------------------------------------
-
-def recall_any(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
-    """1.0 if any relevant id is in the top k (0.0 when nothing is relevant)."""
-    top = set(ranked[:k])
-    return float(any(doc in top for doc in relevant))
-
-
-def recall_all(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
-    """1.0 if every relevant id is in the top k (1.0 when nothing is relevant, as upstream)."""
-    top = set(ranked[:k])
-    return float(all(doc in top for doc in relevant))
-
-
-def _dcg(gains: Sequence[float], variant: str) -> float:
-    if variant == "longmemeval":  # rel_1 + sum_{i>=2} rel_i / log2(i): ranks 1 and 2 weigh the same
-        return sum(g if i == 0 else g / math.log2(i + 1) for i, g in enumerate(gains))
-    return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
-
-
-def ndcg(ranked: Sequence[str], relevant: Iterable[str], k: int, variant: str = "standard") -> float:
-    """Binary-relevance NDCG@k; 0.0 when nothing is relevant.
-
-    variant "standard" discounts rank r by log2(r + 1); "longmemeval" is LongMemEval's own DCG
-    (rank 1 undiscounted, rank r >= 2 divided by log2(r)), which its ndcg_any figures use.
-    """
-    wanted = set(relevant)
-    if not wanted:
-        return 0.0
-    gains = [1.0 if doc in wanted else 0.0 for doc in ranked[:k]]
-    ideal = _dcg([1.0] * min(k, len(wanted)), variant)
-    return _dcg(gains, variant) / ideal
-
-
-def mrr(ranked: Sequence[str], relevant: Iterable[str]) -> float:
-    """Reciprocal rank of the first relevant id (0.0 if none is ranked)."""
-    wanted = set(relevant)
-    for rank, doc in enumerate(ranked, start=1):
-        if doc in wanted:
-            return 1.0 / rank
-    return 0.0
-
-
-def evidence_recall(ranked: Sequence[str], evidence: Iterable[str], k: int) -> float:
-    """LoCoMo's retrieval recall: the share of evidence ids in the top k; 1.0 when there is no evidence."""
-    wanted = list(dict.fromkeys(evidence))
-    if not wanted:
-        return 1.0
-    top = set(ranked[:k])
-    return sum(1 for doc in wanted if doc in top) / len(wanted)
-
-
-def unique(items: Iterable[str]) -> list[str]:
-    """Items in first-seen order without repeats (a turn ranking -> a session ranking)."""
-    return list(dict.fromkeys(items))
-
-
-def mean(values: Iterable[float]) -> float | None:
-    values = list(values)
-    return sum(values) / len(values) if values else None
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The q-th percentile (0..100) with linear interpolation, as numpy's default."""
-    if not values:
-        return None
-    return float(np.percentile(np.asarray(values, dtype=float), q))
-
-
-def latency_summary(seconds: Sequence[float]) -> dict[str, Any]:
-    ms = [s * 1000 for s in seconds]
-    return {"count": len(ms), "p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95),
-            "mean_ms": mean(ms), "max_ms": max(ms) if ms else None}
-
-
-# baselines over the same documents ---------------------------------------------------------------
-
-_TOKEN = re.compile(r"\w+", re.UNICODE)
-
-
-def bm25_tokens(text: str) -> list[str]:
-    return [t.lower() for t in _TOKEN.findall(text)]
-
-
-class BM25:
-    """Plain Okapi BM25 (k1 = 1.2, b = 0.75, Lucene's idf): lowercase word tokens, no stemming, no stop list."""
-
-    def __init__(self, docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> None:
-        self.k1, self.b = k1, b
-        self.postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        self.lengths = []
-        for index, doc in enumerate(docs):
-            counts = Counter(bm25_tokens(doc))
-            self.lengths.append(sum(counts.values()))
-            for term, tf in counts.items():
-                self.postings[term].append((index, tf))
-        self.n = len(docs)
-        self.avgdl = (sum(self.lengths) / self.n) if self.n else 1.0
-
-    def scores(self, query: str) -> np.ndarray:
-        scores = np.zeros(self.n)
-        for term in set(bm25_tokens(query)):
-            posting = self.postings.get(term)
-            if not posting:
-                continue
-            idf = math.log(1 + (self.n - len(posting) + 0.5) / (len(posting) + 0.5))
-            for index, tf in posting:
-                norm = self.k1 * (1 - self.b + self.b * self.lengths[index] / self.avgdl)
-                scores[index] += idf * tf * (self.k1 + 1) / (tf + norm)
-        return scores
-
-    def rank(self, query: str) -> list[int]:
-        scores = self.scores(query)
-        order = np.argsort(-scores, kind="stable")
-        return [int(i) for i in order if scores[i] > 0]
-
-
-class DenseIndex:
-    """Brute-force cosine over chunk vectors; a document scores its best chunk."""
-
-    def __init__(self, chunk_vectors: np.ndarray, chunk_doc: Sequence[int], n_docs: int) -> None:
-        self.vectors = chunk_vectors.astype(np.float32)
-        self.chunk_doc = np.asarray(chunk_doc, dtype=np.int64)
-        self.n_docs = n_docs
-
-    def rank(self, query_vector: np.ndarray) -> list[int]:
-        if not len(self.vectors):
-            return []
-        sims = self.vectors @ query_vector.astype(np.float32)
-        best = np.full(self.n_docs, -np.inf)
-        np.maximum.at(best, self.chunk_doc, sims)
-        order = np.argsort(-best, kind="stable")
-        return [int(i) for i in order if np.isfinite(best[i])]
-
-
-def rrf(rankings: Sequence[Sequence[Any]], k: int = 60, weights: Sequence[float] | None = None) -> list[Any]:
-    """Plain (weighted) reciprocal rank fusion of several rankings."""
-    weights = weights or [1.0] * len(rankings)
-    scores: dict[Any, float] = defaultdict(float)
-    for weight, ranking in zip(weights, rankings):
-        for rank, item in enumerate(ranking, start=1):
-            scores[item] += weight / (k + rank)
-    return sorted(scores, key=lambda item: -scores[item])
 
 
 def settle(store: Store) -> None:
@@ -196,6 +60,38 @@ def settle(store: Store) -> None:
         pass
     while store.add_word_vectors():
         pass
+
+
+def ingest_turns(store: Store, turns: Sequence[tuple[str, float, str]], sessions: bool = True,
+                 ) -> tuple[list[str | None], dict[str, list[int]], int]:
+    """Save every (content, created_at, session) turn as an episodic memory, in batches of 1,000 (with an opaque id
+    of its session unless `sessions` is false), then settle the store; returns the memory id of each turn (None if
+    skipped), the turns of each memory, and how many turns were skipped as trivial. Identical contents collapse
+    into one memory (the product's duplicate rule), so one memory can stand for several turns."""
+    from agentmem_mcp.lifecycle.remember import check_content
+    from agentmem_mcp.models import InvalidInput
+
+    items, positions, skipped = [], [], 0
+    for position, (content, created_at, session) in enumerate(turns):
+        try:
+            check_content(content)
+        except InvalidInput:
+            skipped += 1
+            continue
+        items.append({"content": content, "type": "context", "tier": "episodic", "project": store.project,
+                      "created_at": created_at, "valid_from": created_at, "source": "import",
+                      "session_id": session_key(session) if sessions else None})
+        positions.append(position)
+    memory_of: list[str | None] = [None] * len(turns)
+    for start in range(0, len(items), 1000):
+        for position, result in zip(positions[start:start + 1000], store.save_many(items[start:start + 1000])):
+            memory_of[position] = result.id
+    settle(store)
+    turns_of: dict[str, list[int]] = defaultdict(list)
+    for position, memory_id in enumerate(memory_of):
+        if memory_id is not None:
+            turns_of[memory_id].append(position)
+    return memory_of, turns_of, skipped
 
 
 def store_chunk_vectors(store: Store, memory_ids: Sequence[str], pieces: bool = False,
@@ -336,6 +232,20 @@ def make_embedder(model_path: Path, cache_dir: Path | None, model_name: str = DE
     return embedder
 
 
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options eval_locomo.py and eval_longmemeval.py share: output, model, embedding cache, settings."""
+    parser.add_argument("--json", type=Path, default=None, help="write every figure as JSON")
+    parser.add_argument("--model-path", type=Path, default=DEFAULT_MODEL_PATH,
+                        help="folder of the all-MiniLM-L6-v2 ONNX model (default: ../shared/models/...)")
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
+                        help="embedding cache folder (default: %(default)s)")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                        help="override one agentmem setting in every store, e.g. --set rrf_k=10 (repeatable)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    parser.add_argument("--no-sessions", action="store_true",
+                        help="store turns without their session (no neighbouring-turn context): what the context adds")
+
+
 def setting_overrides(pairs: Sequence[str]) -> dict[str, str]:
     """`--set rrf_k=10` (or `--set AGENTMEM_RRF_K=10`) -> {"AGENTMEM_RRF_K": "10"}, checked against the settings."""
     from agentmem_mcp.config import SETTINGS
@@ -443,29 +353,6 @@ def print_header(title: str, info: dict[str, Any]) -> None:
     print(f"date: {info['date']}   machine: {info['nproc']} cpus, {info['cpu']}   python {info['python']}   "
           f"load average at start: {info['load_average']}")
     print(f"command: {info['command']}")
-
-
-def fmt(value: Any, percent: bool = True) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value * 100:.1f}" if percent else f"{value:.3f}"
-    return str(value)
-
-
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    for n, row in enumerate(cells):
-        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
-        if n == 0:
-            print("  ".join("-" * w for w in widths))
-
-
-def write_json(path: Path | None, payload: dict[str, Any]) -> None:
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
 
 
 def progress_printer(label: str, every: float = 10.0) -> Callable[[int, int], None]:

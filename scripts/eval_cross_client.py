@@ -26,19 +26,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package, not the installed one
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from coding_replay import Agentmem, ReplayDir, new_session, replay_session, session_directory  # noqa: E402
 from eval_common import DEFAULT_MODEL_PATH, print_table, write_json  # noqa: E402
-from harness import agentmem_bin  # noqa: E402
-from machine import describe_machine  # noqa: E402
+from harness import REPO, agentmem_bin, describe_machine
 from transcript_replay import claude_code_events, codex_events, gemini_events  # noqa: E402
 
 from agentmem_mcp.capture.clients import NAMES  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SPEC = REPO / "../shared/eval/coding/spec.json"
 ROTATION = ("claude-code", "codex", "gemini")
 

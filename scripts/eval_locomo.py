@@ -27,19 +27,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package, not the installed one
-
-from eval_common import (  # noqa: E402
+from eval_common import (
     BM25,
-    DEFAULT_CACHE,
-    DEFAULT_MODEL_PATH,
     SHARED,
     DenseIndex,
+    add_run_arguments,
     embedding_chunks,
     evidence_recall,
     fmt,
+    ingest_turns,
     latency_summary,
     machine_info,
     make_embedder,
@@ -48,9 +44,7 @@ from eval_common import (  # noqa: E402
     print_table,
     progress_printer,
     rrf,
-    session_key,
     setting_overrides,
-    settle,
     store_chunk_vectors,
     temp_store,
     timed_search,
@@ -59,9 +53,6 @@ from eval_common import (  # noqa: E402
     with_settings,
     write_json,
 )
-
-from agentmem_mcp.lifecycle.remember import check_content  # noqa: E402
-from agentmem_mcp.models import InvalidInput  # noqa: E402
 
 DEFAULT_DATA = SHARED / "eval" / "locomo" / "locomo_dev.json"
 SEARCH_LIMIT = 100
@@ -132,27 +123,7 @@ def questions(sample: dict[str, Any]) -> list[dict[str, Any]]:
 def ingest(store, turns: list[Turn], sessions: bool = True) -> tuple[list[str | None], dict[str, list[int]], int]:
     """Save every turn (with an opaque id of its session unless `sessions` is false); returns the memory id of
     each turn (None if skipped), the turns of each memory, and how many turns were skipped as trivial."""
-    items, positions, skipped = [], [], 0
-    for position, turn in enumerate(turns):
-        try:
-            check_content(turn.content)
-        except InvalidInput:
-            skipped += 1
-            continue
-        items.append({"content": turn.content, "type": "context", "tier": "episodic", "project": store.project,
-                      "created_at": turn.created_at, "valid_from": turn.created_at, "source": "import",
-                      "session_id": session_key(turn.session) if sessions else None})
-        positions.append(position)
-    memory_of: list[str | None] = [None] * len(turns)
-    for start in range(0, len(items), 1000):
-        for position, result in zip(positions[start:start + 1000], store.save_many(items[start:start + 1000])):
-            memory_of[position] = result.id
-    settle(store)
-    turns_of: dict[str, list[int]] = defaultdict(list)
-    for position, memory_id in enumerate(memory_of):
-        if memory_id is not None:
-            turns_of[memory_id].append(position)
-    return memory_of, turns_of, skipped
+    return ingest_turns(store, [(t.content, t.created_at, t.session) for t in turns], sessions)
 
 
 def score(dia_ranking: list[str], evidence: list[str], session_of: dict[str, str]) -> dict[str, float]:
@@ -318,14 +289,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo JSON file (a list of conversations)")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N conversations")
     parser.add_argument("--out", type=Path, default=None, help="write the ranked dia_ids per question")
-    parser.add_argument("--json", type=Path, default=None, help="write every figure as JSON")
-    parser.add_argument("--model-path", type=Path, default=DEFAULT_MODEL_PATH)
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
-    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
-                        help="override one agentmem setting in every store, e.g. --set rrf_k=10 (repeatable)")
-    parser.add_argument("--no-cache", action="store_true")
-    parser.add_argument("--no-sessions", action="store_true",
-                        help="store turns without their session (no neighbouring-turn context): what the context adds")
+    add_run_arguments(parser)
     parser.add_argument("--now", choices=("wallclock", "last-session"), default="wallclock",
                         help="the store's clock at search time (LoCoMo questions carry no date)")
     return parser.parse_args(argv)

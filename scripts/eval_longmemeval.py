@@ -30,18 +30,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package, not the installed one
-
-from eval_common import (  # noqa: E402
+from eval_common import (
     BM25,
-    DEFAULT_CACHE,
-    DEFAULT_MODEL_PATH,
     SHARED,
     DenseIndex,
+    add_run_arguments,
     embedding_chunks,
     fmt,
+    ingest_turns,
     latency_summary,
     machine_info,
     make_embedder,
@@ -54,9 +50,7 @@ from eval_common import (  # noqa: E402
     recall_all,
     recall_any,
     rrf,
-    session_key,
     setting_overrides,
-    settle,
     store_chunk_vectors,
     temp_store,
     timed_search,
@@ -65,9 +59,6 @@ from eval_common import (  # noqa: E402
     with_settings,
     write_json,
 )
-
-from agentmem_mcp.lifecycle.remember import check_content  # noqa: E402
-from agentmem_mcp.models import InvalidInput  # noqa: E402
 
 DEFAULT_DATA = SHARED / "eval" / "longmemeval" / "longmemeval_s_dev.json"
 SEARCH_LIMIT = 100
@@ -139,27 +130,7 @@ def ingest(store, turns: list[Turn], contents: list[str], sessions: bool = True,
     of each turn (None if skipped), the turns of each memory, and how many turns were skipped as trivial.
     Identical contents collapse into one memory (the product's
     duplicate rule), so one memory can stand for several turns."""
-    items, positions, skipped = [], [], 0
-    for position, (turn, content) in enumerate(zip(turns, contents)):
-        try:
-            check_content(content)
-        except InvalidInput:
-            skipped += 1
-            continue
-        items.append({"content": content, "type": "context", "tier": "episodic", "project": store.project,
-                      "created_at": turn.created_at, "valid_from": turn.created_at, "source": "import",
-                      "session_id": session_key(turn.session_id) if sessions else None})
-        positions.append(position)
-    memory_of: list[str | None] = [None] * len(turns)
-    for start in range(0, len(items), 1000):
-        for position, result in zip(positions[start:start + 1000], store.save_many(items[start:start + 1000])):
-            memory_of[position] = result.id
-    settle(store)
-    turns_of: dict[str, list[int]] = defaultdict(list)
-    for position, memory_id in enumerate(memory_of):
-        if memory_id is not None:
-            turns_of[memory_id].append(position)
-    return memory_of, turns_of, skipped
+    return ingest_turns(store, [(c, t.created_at, t.session_id) for t, c in zip(turns, contents)], sessions)
 
 
 def rankings_from_memories(memory_ids: list[str], turns_of: dict[str, list[int]], turns: list[Turn]) -> dict:
@@ -335,16 +306,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LongMemEval JSON file (a list of questions)")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N questions")
     parser.add_argument("--out", type=Path, default=None, help="write ranked session and turn ids per question")
-    parser.add_argument("--json", type=Path, default=None, help="write every figure as JSON")
-    parser.add_argument("--model-path", type=Path, default=DEFAULT_MODEL_PATH,
-                        help="folder of the all-MiniLM-L6-v2 ONNX model (default: ../shared/models/...)")
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
-                        help="embedding cache folder (default: %(default)s)")
-    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
-                        help="override one agentmem setting in every store, e.g. --set rrf_k=10 (repeatable)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
-    parser.add_argument("--no-sessions", action="store_true",
-                        help="store turns without their session (no neighbouring-turn context): what the context adds")
+    add_run_arguments(parser)
     parser.add_argument("--now", choices=("question", "wallclock"), default="question",
                         help="the store's clock at search time: the question's date (default) or the real clock")
     parser.add_argument("--roles", choices=("all", "user"), default="all",

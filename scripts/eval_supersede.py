@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from harness import REPO
+
 PROBES = REPO / "tests" / "supersede_probes.json"
 WANTED = {"same_subject": "supersede", "different_subject": "apart", "conflict": "apart"}
 

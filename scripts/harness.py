@@ -1,33 +1,52 @@
-"""What the load and fault scripts share: real `agentmem` processes in a scratch home, an MCP stdio client for
-`agentmem serve`, the hook command as Claude Code runs it, and the checks every run ends with (private file
-modes, no network listener, the audit chain, the store's own doctor)."""
+"""What every script shares: this checkout's package first on the import path, the embedding model's folder, the
+environment of the agentmem processes a run starts in its scratch home, timing figures (medians, percentiles,
+CPU), the machine line of every report, JSON output and plain tables.
+
+A script imports it before anything of agentmem_mcp, so that it measures this checkout, not an installed copy."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import random
-import signal
-import stat
-import subprocess
+import platform
+import resource
+import statistics
 import sys
+import tempfile
 import time
-from contextlib import AsyncExitStack
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
-RUN_HOOK = REPO / "hooks" / "run-hook.sh"
-SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "te", "vo", "zi", "pe", "qua", "dor", "fen", "gil", "har", "jul",
-             "bex", "cor", "dun", "wyn", "tal", "mor", "sik", "ven", "lar", "pim", "rod", "sul", "tev", "yar")
+SHARED = REPO.parent / "shared"
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_MODEL = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
+
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # this checkout's package, not the installed one
+
+
+# -- the model and the environment ---------------------------------------------------------------------
+
+def default_model() -> Path:
+    """The embedding model's folder, as an absolute path (processes a run starts work in other directories):
+    AGENTMEM_EMBED_MODEL_PATH when set, else ../shared/models/... beside the repository. Scripts take it as the
+    default of their --model / --model-path argument."""
+    return Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL).absolute()
+
+
+def clean_env(*, drop: Sequence[str] = (), **extra: str) -> dict[str, str]:
+    """This process's environment without any AGENTMEM_ variable (nor the names in `drop`), plus `extra`: what
+    an agentmem process of a run sees, so that the user's own settings never leak into a measurement."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_") and k not in drop}
+    env.update(extra)
+    return env
 
 
 def agentmem_bin() -> Path:
+    """The `agentmem` command installed beside this Python."""
     script = Path(sys.executable).with_name("agentmem")
     if not script.exists():
         raise SystemExit(f"the agentmem command is not installed beside {sys.executable}: pip install -e .")
@@ -36,280 +55,116 @@ def agentmem_bin() -> Path:
 
 def base_env(home: Path, model_path: Path, **extra: str) -> dict[str, str]:
     """The environment of every agentmem process of a run: only this run's home and model."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
-    env.update(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(model_path),
-               AGENTMEM_BIN=str(agentmem_bin()), **extra)
-    return env
+    return clean_env(AGENTMEM_HOME=str(home), AGENTMEM_EMBED_MODEL_PATH=str(model_path),
+                     AGENTMEM_BIN=str(agentmem_bin()), **extra)
 
 
-def make_project(path: Path) -> Path:
-    (path / ".git").mkdir(parents=True, exist_ok=True)
-    return path
+@contextlib.contextmanager
+def scratch_dir(prefix: str = "agentmem-", keep: Path | None = None) -> Iterator[Path]:
+    """A temporary directory for a run's homes, removed afterwards; `keep` (a directory given by the user)
+    is used as it is and left in place."""
+    if keep is not None:
+        yield keep
+        return
+    with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp:
+        yield Path(tmp)
 
 
-def word(rng: random.Random) -> str:
-    return "".join(rng.choice(SYLLABLES) for _ in range(3))
+# -- timing ----------------------------------------------------------------------------------------------
 
-
-def memory_content(rng: random.Random, n: int) -> str:
-    """A memory unlike any other (no near-duplicate supersedes it), with words a search can find."""
-    w = [word(rng) for _ in range(7)]
-    return (f"{w[0].capitalize()} {w[1]} decision {n}: route {w[2]} traffic through {w[3]} because "
-            f"{w[4]} {w[5]} kept timing out in {w[6]}")
-
-
-def percentile(values: list[float], q: float) -> float:
+def percentile(values: Sequence[float], q: float) -> float:
+    """The value at rank round(q * (n - 1)) of the sorted values (q from 0 to 1); 0.0 for none."""
     if not values:
         return 0.0
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def latency(values: list[float]) -> dict[str, float]:
+def rank_percentile(values: Sequence[float], q: float) -> float:
+    """The value at rank int(q * n) of the sorted values (q from 0 to 1): the rule of the scan benchmarks."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def summary(values: Sequence[float], digits: int = 2, with_max: bool = True) -> dict[str, float]:
+    """n, median and p95 of timings in milliseconds (and their maximum), rounded to `digits`."""
+    figures = {"n": len(values), "p50_ms": round(statistics.median(values), digits),
+               "p95_ms": round(percentile(values, 0.95), digits)}
+    if with_max:
+        figures["max_ms"] = round(max(values), digits)
+    return figures
+
+
+def latency(values: Sequence[float]) -> dict[str, float]:
+    """n, p50, p95 and maximum (nearest rank) of timings in milliseconds, to 0.1 ms."""
     return {"n": len(values), "p50_ms": round(percentile(values, 0.5), 1), "p95_ms": round(percentile(values, 0.95), 1),
             "max_ms": round(max(values), 1) if values else 0.0}
 
 
-def post_tool_use(session: str, cwd: Path, marker: str, i: int) -> dict[str, Any]:
-    """One PostToolUse payload as Claude Code sends it; `marker` makes its input unique."""
-    base = {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": str(cwd),
-            "permission_mode": "default", "hook_event_name": "PostToolUse", "tool_use_id": f"toolu_{marker}"}
-    path = f"{cwd}/src/pkg{i % 13}/mod_{marker}.py"
-    kind = i % 4
-    if kind == 0:
-        return {**base, "tool_name": "Bash",
-                "tool_input": {"command": f"pytest -q tests/test_{marker}.py", "description": "run the tests"},
-                "tool_response": {"stdout": f"{i % 7 + 1} passed in 0.{i % 10}s", "stderr": "",
-                                  "interrupted": False}}
-    if kind == 1:
-        content = f"def handler_{marker}(request):\n    return respond(request, {i})\n"
-        return {**base, "tool_name": "Read", "tool_input": {"file_path": path},
-                "tool_response": {"type": "text", "file": {"filePath": path, "content": content,
-                                                           "numLines": 2, "startLine": 1, "totalLines": 2}}}
-    if kind == 2:
-        old, new = f"limit = {i}", f"limit = {i + 1}"
-        return {**base, "tool_name": "Edit", "tool_input": {"file_path": path, "old_string": old, "new_string": new},
-                "tool_response": {"filePath": path, "oldString": old, "newString": new, "userModified": False}}
-    return {**base, "tool_name": "Grep", "tool_input": {"pattern": f"handler_{marker}", "path": str(cwd)},
-            "tool_response": {"mode": "files_with_matches", "filenames": [path], "numFiles": 1}}
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
-# -- processes -------------------------------------------------------------------------------------------
-
-def run_hook(env: dict[str, str], event: str, payload: dict[str, Any], cwd: Path,
-             timeout: float = 60) -> tuple[int, bytes, bytes, float]:
-    """Run one hook exactly as Claude Code's plugin does (`sh run-hook.sh claude-code EVENT`, JSON on stdin).
-    Returns (exit code, stdout, stderr, milliseconds)."""
-    started = time.perf_counter()
-    done = subprocess.run(["sh", str(RUN_HOOK), "claude-code", event], input=json.dumps(payload).encode(),
-                          env=env, cwd=cwd, capture_output=True, timeout=timeout, check=False)
-    return done.returncode, done.stdout, done.stderr, (time.perf_counter() - started) * 1000
+def rss_mb(pid: int | str = "self") -> float:
+    """A process's resident memory (VmRSS) in MB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
 
 
-def hook_output_problem(event: str, code: int, out: bytes, err: bytes) -> str | None:
-    """What is wrong with a hook run from the agent's side, or None: exit 0, nothing on stderr, and on stdout
-    nothing (PostToolUse, Stop) or one JSON object of Claude Code's hook output shape (a `systemMessage` for the
-    user included)."""
-    if code != 0:
-        return f"exit code {code}"
-    if err.strip():
-        return f"stderr: {err[:200]!r}"
-    if not out.strip():
-        return None
+# -- the machine -----------------------------------------------------------------------------------------
+
+def cpu_model() -> str:
     try:
-        answer = json.loads(out)
-    except ValueError:
-        return f"stdout is not JSON: {out[:200]!r}"
-    if isinstance(answer, dict) and set(answer) == {"systemMessage"} and isinstance(answer["systemMessage"], str):
-        return None  # a line for the user alone: the hook could not do its work (capture/hook_notice.py)
-    specific = answer.get("hookSpecificOutput") if isinstance(answer, dict) else None
-    if not isinstance(specific, dict) or specific.get("hookEventName") != event:
-        return f"unexpected hook output: {out[:200]!r}"
-    return None
-
-
-def agentmem(env: dict[str, str], *args: str, cwd: Path | None = None, timeout: float = 300,
-             ) -> subprocess.CompletedProcess:
-    return subprocess.run([str(agentmem_bin()), *args], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, check=False)
-
-
-def processes_of(home: Path) -> list[int]:
-    """Pids of the live processes started with AGENTMEM_HOME=home (hooks, servers, workers)."""
-    wanted = f"AGENTMEM_HOME={home}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if wanted in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def _command_lines(home: Path) -> list[tuple[int, list[bytes]]]:
-    """(pid, argv) of each live process of `home`."""
-    found = []
-    for pid in processes_of(home):
-        try:
-            found.append((pid, Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")))
-        except OSError:
-            continue
-    return found
-
-
-def serve_pids(home: Path) -> list[int]:
-    return [pid for pid, argv in _command_lines(home)
-            if b"serve" in argv and not any(a.endswith(b"run-hook.sh") for a in argv)]
-
-
-def shared_pids(home: Path) -> list[int]:
-    """Pids of the user's shared process of `home` (agentmem_mcp/runtime/shared_process.py)."""
-    return [pid for pid, argv in _command_lines(home) if any(b"agentmem_mcp.runtime.shared_process" in a for a in argv)]
-
-
-def kill9(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
-                break  # a zombie: dead, waiting for its parent to reap it
-        except (OSError, IndexError):
-            break
-        time.sleep(0.02)
-
-
-def _inodes(path: str, listening_only: bool, allowed: tuple[str, ...] = ()) -> set[str]:
-    found = set()
-    try:
-        lines = Path(path).read_text().splitlines()[1:]
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
     except OSError:
-        return found
-    for line in lines:
-        parts = line.split()
-        if path.endswith("unix"):
-            # Num RefCount Protocol Flags Type St Inode Path: __SO_ACCEPTCON (0x10000) marks a listener
-            if len(parts) >= 7 and int(parts[3], 16) & 0x10000 and (len(parts) < 8 or parts[7] not in allowed):
-                found.add(parts[6])
-        elif len(parts) > 9 and (not listening_only or parts[3] == "0A"):
-            found.add(parts[9])
-    return found
+        pass
+    return platform.processor() or platform.machine()
 
 
-def network_listeners(pids: list[int], home: Path | None = None) -> list[str]:
-    """Sockets the processes listen on (TCP listen, any UDP socket, a listening Unix socket): should be none, but
-    for the shared process's sockets in `home` (0600, in the private home): embeddings (runtime/embed_service.py),
-    hook events handed to it (capture/hook_service.py), relayed sessions (runtime/session_host.py) and the command
-    line's searches (runtime/search_service.py)."""
-    allowed = tuple(str(home / name) for name in ("embed.sock", "hooks.sock", "sessions.sock", "search.sock")) \
-        if home else ()
-    table = {}
-    for name in ("tcp", "tcp6"):
-        table.update({inode: name for inode in _inodes(f"/proc/net/{name}", True)})
-    for name in ("udp", "udp6", "unix"):
-        table.update({inode: name for inode in _inodes(f"/proc/net/{name}", False, allowed)})
-    found = []
-    for pid in pids:
-        try:
-            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
-        except OSError:
-            continue
-        for link in links:
-            if link.startswith("socket:[") and link[8:-1] in table:
-                found.append(f"pid {pid}: {table[link[8:-1]]} socket {link}")
-    return found
+def load_average() -> tuple[float, float, float] | None:
+    return os.getloadavg() if hasattr(os, "getloadavg") else None
 
 
-def mode_problems(home: Path) -> list[str]:
-    """Every directory under `home` must be 0700 and every file 0600."""
-    problems = []
-    for path in [home, *home.rglob("*")]:
-        try:
-            info = path.lstat()
-        except FileNotFoundError:
-            continue
-        mode = stat.S_IMODE(info.st_mode)
-        if stat.S_ISDIR(info.st_mode) and mode != 0o700:
-            problems.append(f"{path} is a directory with mode {oct(mode)}")
-        elif stat.S_ISREG(info.st_mode) and mode != 0o600:
-            problems.append(f"{path} is a file with mode {oct(mode)}")
-    return problems
+def describe_machine() -> str:
+    """One line: cores, CPU model, Python, OS and the load average right now."""
+    load = load_average()
+    load_text = ", load average {:.2f} {:.2f} {:.2f}".format(*load) if load else ""
+    return (f"{os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
+            f"{platform.system()}{load_text}")
 
 
-def final_checks(env: dict[str, str], home: Path, cwd: Path, doctor: Any = None) -> dict[str, Any]:
-    """`agentmem audit --verify`, `agentmem doctor` (or the given in-process doctor's checks) and file modes,
-    once every process of the run is gone."""
-    audit = agentmem(env, "audit", "--verify", cwd=cwd)
-    if doctor is None:
-        done = agentmem(env, "doctor", "--json", cwd=cwd)
-        try:
-            failed = [c for c in json.loads(done.stdout) if not c["ok"]]
-        except ValueError:
-            failed = [{"name": "doctor", "detail": done.stdout[-300:] + done.stderr[-300:]}]
-    else:
-        failed = [c.to_dict() for c in doctor if not c.ok]
-    modes = mode_problems(home)
-    return {"audit": audit.stdout.strip() or audit.stderr.strip(), "audit_ok": audit.returncode == 0,
-            "doctor_failures": failed, "mode_problems": modes[:20],
-            "ok": audit.returncode == 0 and not failed and not modes}
+def utc_now() -> str:
+    """The date and time of a report's header, e.g. 2026-12-03 15:51 UTC."""
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
-# -- the MCP client -------------------------------------------------------------------------------------
+# -- output ----------------------------------------------------------------------------------------------
 
-class ToolFailure(Exception):
-    """The server answered a tool call with an error (the text the agent would read)."""
+def write_json(path: Path | None, payload: Any) -> None:
+    """The report as indented JSON at `path` (its folder made), nothing when no path was given."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
 
 
-class Serve:
-    """`agentmem serve` spawned and driven through the MCP SDK's stdio client, as an agent's client does."""
+def fmt(value: Any, percent: bool = True) -> str:
+    """A table cell: a share as a percentage with one decimal (or a float to three), '-' for none."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value * 100:.1f}" if percent else f"{value:.3f}"
+    return str(value)
 
-    def __init__(self, env: dict[str, str], cwd: Path, errlog: Path) -> None:
-        self.env, self.cwd, self.errlog_path = env, cwd, errlog
-        self.pid: int | None = None
-        self.session: ClientSession | None = None
-        self._stack: AsyncExitStack | None = None
 
-    async def __aenter__(self) -> Serve:
-        home = Path(self.env["AGENTMEM_HOME"])
-        before = set(serve_pids(home))
-        self._stack = AsyncExitStack()
-        errlog = self._stack.enter_context(open(self.errlog_path, "a", encoding="utf-8"))
-        params = StdioServerParameters(command=str(agentmem_bin()), args=["serve"], env=self.env, cwd=str(self.cwd))
-        read, write = await self._stack.enter_async_context(stdio_client(params, errlog=errlog))
-        self.session = await self._stack.enter_async_context(ClientSession(read, write))
-        with anyio.fail_after(60):
-            await self.session.initialize()
-        new = set(serve_pids(home)) - before
-        self.pid = min(new) if new else None
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._stack is not None:
-            await self._stack.aclose()
-
-    async def call(self, tool: str, arguments: dict[str, Any], timeout: float = 60) -> Any:
-        """The tool's JSON answer; ToolFailure with the agent-visible text when the tool reports an error.
-        A call that does not answer within `timeout` raises TimeoutError."""
-        assert self.session is not None
-        with anyio.fail_after(timeout):
-            result = await self.session.call_tool(tool, arguments)
-        text = result.content[0].text if result.content else ""
-        if result.is_error:
-            raise ToolFailure(text)
-        return json.loads(text)
-
-    async def wait_hybrid(self, timeout: float = 120) -> None:
-        """Until the embedding model has loaded in this server (search reports mode 'hybrid')."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = await self.call("memory_search", {"query": "warm up", "limit": 1})
-            if found["mode"] == "hybrid":
-                return
-            await anyio.sleep(0.2)
-        raise TimeoutError("the embedding model did not load in the server")
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """A plain-text table: the first column left-aligned, the others right-aligned, a rule under the header."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for n, row in enumerate(cells):
+        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))

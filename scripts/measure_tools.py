@@ -4,11 +4,11 @@ measured against the real `agentmem serve` over stdio. Usage: python scripts/mea
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 
 import anyio
+from harness import clean_env
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -24,7 +24,7 @@ async def tools_list(env: dict[str, str], cwd: str) -> list[dict]:
 
 def main() -> int:
     with tempfile.TemporaryDirectory() as home:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+        env = clean_env()
         env.update(AGENTMEM_HOME=home, AGENTMEM_EMBEDDINGS="0")
         tools = anyio.run(tools_list, env, home)
     if "--json" in sys.argv:

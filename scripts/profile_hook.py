@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -20,11 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
-
-from machine import describe_machine  # noqa: E402
+from harness import REPO, clean_env, describe_machine, utc_now, write_json
 
 STEPS = r'''
 import time
@@ -32,7 +27,7 @@ marks = [("start", time.perf_counter())]
 def mark(name):
     marks.append((name, time.perf_counter()))
 import re; mark("import re (the console script's)")
-from agentmem_mcp import cli; mark("import cli (json)")
+from agentmem_mcp.cli import app as cli; mark("import cli (json)")
 from agentmem_mcp.capture import hook; mark("import capture.hook (pathlib)")
 from agentmem_mcp.config import load_settings; mark("import config")
 from agentmem_mcp.capture.events import decode_payload, parse_hook_event; mark("import capture.events")
@@ -64,13 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from bench_hooks import agentmem_bin, payload_8k
 
-    report: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+    report: dict = {"date": utc_now(), "machine": describe_machine(),
                     "command": "python scripts/profile_hook.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                     "python": sys.executable}
     with tempfile.TemporaryDirectory() as tmp:
         home, project = Path(tmp) / "home", Path(tmp) / "project"
         (project / ".git").mkdir(parents=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+        env = clean_env()
         env["AGENTMEM_HOME"] = str(home)
         hook = [*agentmem_bin(), "hook", "--client", "claude-code", "PostToolUse"]
         subprocess.run(hook, input=payload_8k(0, project), env=env, check=True)  # the database exists
@@ -95,8 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 wall[name].append((time.perf_counter() - started) * 1000)
         report["whole_process_p50_ms"] = {name: round(statistics.median(values), 1) for name, values in wall.items()}
     print(json.dumps(report, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
+    write_json(args.json, report)
     return 0
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -19,8 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
+from harness import REPO, clean_env, default_model
+
+MODEL = default_model()
 MEMORIES = [
     ("decision", "We install dependencies with pnpm, never npm: the lockfile is pnpm-lock.yaml"),
     ("workflow", "Run the unit tests with `pnpm test`; the end-to-end suite is `pnpm e2e` and needs the dev server"),
@@ -88,7 +88,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "webshop"
         (repo / ".git").mkdir(parents=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+        env = clean_env()
         env.update(AGENTMEM_HOME=str(Path(tmp) / "home"), AGENTMEM_EMBED_MODEL_PATH=str(MODEL))
         edited = fill(env, repo)
         proc = subprocess.Popen([sys.executable, "-m", "agentmem_mcp", "ui", "--no-browser"], env=env, cwd=repo,

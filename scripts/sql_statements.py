@@ -20,21 +20,19 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # this checkout's package, not the installed one
+import harness  # noqa: F401  (this checkout's package first on the import path)
+import sqlean
 
-import sqlean  # noqa: E402
-
-from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.lifecycle.forget import forget, forget_session  # noqa: E402
-from agentmem_mcp.lifecycle.sweep import maybe_sweep, sweep  # noqa: E402
-from agentmem_mcp.recall.briefing import session_context  # noqa: E402
-from agentmem_mcp.recall.context import prompt_context  # noqa: E402
-from agentmem_mcp.store import Store  # noqa: E402
-from agentmem_mcp.team import sync as team_sync  # noqa: E402
-from agentmem_mcp.upkeep.housekeeping import list_memories, purge_project  # noqa: E402
-from agentmem_mcp.upkeep.maintenance import doctor, reindex  # noqa: E402
-from agentmem_mcp.upkeep.transfer import export, import_  # noqa: E402
+from agentmem_mcp.config import load_settings
+from agentmem_mcp.lifecycle.forget import forget, forget_session
+from agentmem_mcp.lifecycle.sweep import maybe_sweep, sweep
+from agentmem_mcp.recall.briefing import session_context
+from agentmem_mcp.recall.context import prompt_context
+from agentmem_mcp.store import Store
+from agentmem_mcp.team import sync as team_sync
+from agentmem_mcp.upkeep.housekeeping import list_memories, purge_project
+from agentmem_mcp.upkeep.maintenance import doctor, reindex
+from agentmem_mcp.upkeep.transfer import export, import_
 
 LITERAL = re.compile(r"'(?:[^']|'')*'|\bX'[0-9A-Fa-f]*'|(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?\b")
 

@@ -37,19 +37,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
-
-from harness import (  # noqa: E402
-    DEFAULT_MODEL,
+from harness import agentmem_bin, base_env, default_model, describe_machine, latency, utc_now
+from processes import (
     Serve,
-    agentmem_bin,
-    base_env,
     final_checks,
     hook_output_problem,
-    latency,
     make_project,
     memory_content,
     network_listeners,
@@ -58,7 +50,6 @@ from harness import (  # noqa: E402
     run_hook,
     word,
 )
-from machine import describe_machine  # noqa: E402
 
 MARKER = re.compile(r"s\d+n\d{5}")
 CLAUDE_HOOK_TIMEOUT_MS = 10_000
@@ -243,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--servers", type=int, default=2, help="`agentmem serve` processes")
     parser.add_argument("--home", type=Path, help="an empty directory for the agentmem home (default: a temporary one)")
     parser.add_argument("--model-path", type=Path,
-                        default=Path(os.environ.get("AGENTMEM_EMBED_MODEL_PATH") or DEFAULT_MODEL))
+                        default=default_model())
     parser.add_argument("--agent-pause", type=float, default=0.5,
                         help="seconds each server's agent waits between one save + search and the next")
     parser.add_argument("--no-cli-worker", action="store_true", help="do not run `agentmem worker --forever`")
@@ -257,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     projects = [make_project(scratch / "webapp"), make_project(scratch / "billing")]
     env = base_env(home, args.model_path.resolve())
     report: dict[str, Any] = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": describe_machine(),
+        "date": utc_now(), "machine": describe_machine(),
         "command": "python scripts/stress.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "events": args.events, "hook_procs": args.hook_procs, "servers": args.servers,
         "cli_worker": not args.no_cli_worker}
