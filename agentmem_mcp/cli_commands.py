@@ -25,6 +25,7 @@ def forget_by_strategy_in_project(args: argparse.Namespace) -> int:
 
     from .cli_views import REMOVALS, scoped_entries, sweep_table
     from .db.memory_reads import projects_of
+    from .lifecycle.forget import ForgetRequest
     from .lifecycle.sweep import sweep
 
     dry_run = args.dry_run or not args.yes
@@ -41,8 +42,9 @@ def forget_by_strategy_in_project(args: argparse.Namespace) -> int:
 
             confirm_forget(args, store, gone)
             for start in range(0, len(gone), 100):
-                store.forget(ids=gone[start:start + 100], all_projects=True,
-                             reason=f"{args.reason or 'forgotten from the command line'} ({args.strategy} sweep)")
+                store.forget(ForgetRequest(
+                    ids=gone[start:start + 100], all_projects=True,
+                    reason=f"{args.reason or 'forgotten from the command line'} ({args.strategy} sweep)"))
             store.erase_soon()
         scope = store.project or "global memories"
     if args.json:
