@@ -380,8 +380,7 @@ def prepare_saves(store: Parts, items: Sequence[SaveRequest | dict[str, Any]], *
 def write_prepared(conn: Any, store: Parts, prepared: Sequence[PreparedSave | None]) -> list[SaveResult | None]:
     """Write prepared saves inside the caller's write transaction (the caller indexes after it commits),
     so memories commit together with the caller's own rows, e.g. the worker's "compressed" marks."""
-    return [_write(conn, store, p.draft, p.supersedes, p.chunks, p.embedded, p.candidates, p.vectorless,
-                   p.decided) if p else None for p in prepared]
+    return [_write(conn, store, p) if p else None for p in prepared]
 
 
 def _embed(store: Parts, texts: list[str]) -> list[Any] | None:
@@ -394,15 +393,15 @@ def _embed(store: Parts, texts: list[str]) -> list[Any] | None:
     return [by_text[text] for text in texts] if len(by_text) == len(unique) else None
 
 
-def _write(conn: Any, store: Parts, draft: Draft, supersedes: str | None, chunks: list[str], embedded: Any,
-           candidates: dict[str, float | None], vectorless: bool = False,
-           decided: dict[str, Verdict] | None = None) -> SaveResult:
+def _write(conn: Any, store: Parts, prepared: PreparedSave) -> SaveResult:
+    draft, chunks, embedded = prepared.draft, prepared.chunks, prepared.embedded
     now = draft.created_at
     duplicate = memory_reads.latest_with_hash(conn, draft.content_hash, draft.project)
     if duplicate is not None:
         return SaveResult(duplicate["id"], "duplicate", duplicate["version"],
                           reason="the same content is already stored in this project")
-    old, reason, conflicts = _choose_old(conn, store, draft, supersedes, candidates, decided)
+    old, reason, conflicts = _choose_old(conn, store, draft, prepared.supersedes, prepared.candidates,
+                                         prepared.decided)
     memory_id = new_memory_id()
     version = old["version"] + 1 if old else 1
     root_id = old["root_id"] if old else memory_id
@@ -412,7 +411,7 @@ def _write(conn: Any, store: Parts, draft: Draft, supersedes: str | None, chunks
         vector_rows.set_latest(conn, old["id"], False)
         index_outbox.queue(conn, [old["id"]], now)
     _insert(conn, draft, memory_id, version, old["id"] if old else None, root_id,
-            store.embedder.model_id if embedded else "" if vectorless else None)
+            store.embedder.model_id if embedded else "" if prepared.vectorless else None)
     if embedded:
         vector_rows.put(conn, memory_id, draft.project, True, chunks, embedded)
     links.link_entities(conn, memory_id, extract_entities(f"{draft.title}\n{draft.content}\n"

@@ -85,8 +85,9 @@ def sweep(store: Parts, *, strategy: str = "composite", dry_run: bool = False, t
         raise InvalidInput(str(exc)) from None
     # one head write for the sweep's thousands of audit rows, not one per commit
     with audit.batched(), _page_cache(store.conn, SWEEP_CACHE_KIB):
-        return _sweep(store, scorer, strategy, dry_run, threshold, max_deletions, now, prune_after_days, max_pruned,
-                      started)
+        report = SweepReport(at=now, strategy=strategy, dry_run=dry_run, threshold=threshold,
+                             max_deletions=max_deletions)
+        return _sweep(store, report, scorer, prune_after_days, max_pruned, started)
 
 
 @contextmanager
@@ -104,17 +105,18 @@ def _page_cache(conn: Any, kib: int) -> Iterator[None]:
         conn.execute(f"PRAGMA cache_size = {int(previous)}")
 
 
-def _sweep(store: Parts, scorer: Any, strategy: str, dry_run: bool, threshold: float, max_deletions: int,
-           now: float, prune_after_days: float, max_pruned: int, started: float) -> SweepReport:
+def _sweep(store: Parts, report: SweepReport, scorer: Any, prune_after_days: float, max_pruned: int,
+           started: float) -> SweepReport:
+    """The sweep `report` describes (its time, strategy, dry_run, threshold and max_deletions), filling it in."""
     conn = store.conn
+    now, dry_run = report.at, report.dry_run
     columns, strength, titles, rowids = _read_latest(conn)
-    plan = plan_forgetting(columns, scorer, now, threshold=threshold, max_deletions=max_deletions)
+    plan = plan_forgetting(columns, scorer, now, threshold=report.threshold, max_deletions=report.max_deletions)
     clocks: dict[meta.Key[float], float] = {}
     decay = plan_decay(columns, strength, now, _periods(conn, CONFIDENCE_CLOCK, CONFIDENCE_PERIOD_DAYS, now, clocks),
                        _periods(conn, STRENGTH_CLOCK, STRENGTH_PERIOD_DAYS, now, clocks))
 
-    report = SweepReport(at=now, strategy=strategy, dry_run=dry_run, threshold=threshold,
-                         max_deletions=max_deletions, scored=len(columns), protected=plan.protected)
+    report.scored, report.protected = len(columns), plan.protected
     planned = _decide(report, plan, decay, titles)
     prune_before = now - prune_after_days * DAY
     if dry_run:
@@ -123,7 +125,7 @@ def _sweep(store: Parts, scorer: Any, strategy: str, dry_run: bool, threshold: f
         report.pruned_versions = len(memory_reads.superseded_before(conn, prune_before, max_pruned))
         report.duration_s = time.perf_counter() - started
         return report
-    _apply(store, report, plan, decay, planned, strength, rowids, clocks, now)
+    _apply(store, report, plan, decay, planned, strength, rowids, clocks)
     prunable = memory_reads.superseded_before(conn, prune_before, max_pruned)
     if prunable:
         delete_memories(store, prunable, f"superseded more than {prune_after_days:g} days ago", now,
@@ -211,8 +213,9 @@ def _decide(report: SweepReport, plan: ColumnPlan, decay: ColumnDecay, titles: l
 
 
 def _apply(store: Parts, report: SweepReport, plan: ColumnPlan, decay: ColumnDecay, planned: np.ndarray,
-           strength: np.ndarray, rowids: np.ndarray, clocks: Mapping[meta.Key[float], float], now: float) -> None:
-    columns = plan.columns
+           strength: np.ndarray, rowids: np.ndarray, clocks: Mapping[meta.Key[float], float]) -> None:
+    """Write what a sweep decided (at `report.at`): removals, decay, and the clocks."""
+    columns, now = plan.columns, report.at
     snapshot = {columns.ids[i]: _time(columns.last_accessed_at[i]) for i in np.flatnonzero(planned).tolist()}
     report.expired = _remove(store, report.expired, snapshot, "ttl expired", now)
     report.deleted = _remove(store, report.deleted, snapshot,
