@@ -139,17 +139,18 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
         return forget_by_strategy_in_project(args)
     if args.strategy:
-        from .lifecycle.sweep import sweep
+        from .lifecycle.sweep import SweepRequest, sweep
 
+        asked = SweepRequest(strategy=args.strategy, dry_run=args.dry_run or not args.yes, threshold=args.threshold,
+                             max_deletions=args.max_deletions)
         with _open(args, load_embedder=False) as store:
-            if not (args.dry_run or not args.yes):
+            if not asked.dry_run:
+                from dataclasses import replace
+
                 from .cli_user import confirm_forget, removals
 
-                confirm_forget(args, store, removals(sweep(store, strategy=args.strategy, dry_run=True,
-                                                           threshold=args.threshold,
-                                                           max_deletions=args.max_deletions).entries()))
-            report = sweep(store, strategy=args.strategy, dry_run=args.dry_run or not args.yes,
-                           threshold=args.threshold, max_deletions=args.max_deletions)
+                confirm_forget(args, store, removals(sweep(store, replace(asked, dry_run=True)).entries()))
+            report = sweep(store, asked)
         if args.json:
             _print_json(report.to_dict())
         else:

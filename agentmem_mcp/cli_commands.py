@@ -26,12 +26,12 @@ def forget_by_strategy_in_project(args: argparse.Namespace) -> int:
     from .cli_views import REMOVALS, scoped_entries, sweep_table
     from .db.memory_reads import projects_of
     from .lifecycle.forget import ForgetRequest
-    from .lifecycle.sweep import sweep
+    from .lifecycle.sweep import SweepRequest, sweep
 
     dry_run = args.dry_run or not args.yes
     with _open(args, load_embedder=False) as store:
-        report = sweep(store, strategy=args.strategy, dry_run=True, threshold=args.threshold,
-                       max_deletions=10 ** 9)
+        report = sweep(store, SweepRequest(strategy=args.strategy, dry_run=True, threshold=args.threshold,
+                                           max_deletions=10 ** 9))
         entries = scoped_entries(report, projects_of(store.conn, [s.id for s in report.scores]), store.project)
         allowed = {e.id for e in [e for e in entries if e.decision == "delete"][:args.max_deletions]}
         entries = [e if e.decision != "delete" or e.id in allowed else dataclasses.replace(

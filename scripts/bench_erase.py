@@ -37,7 +37,7 @@ from bench_core import memory_text  # noqa: E402
 from machine import describe_machine  # noqa: E402
 
 from agentmem_mcp.config import load_settings  # noqa: E402
-from agentmem_mcp.lifecycle.sweep import sweep  # noqa: E402
+from agentmem_mcp.lifecycle.sweep import SweepRequest, sweep  # noqa: E402
 from agentmem_mcp.maintenance import erase_forgotten  # noqa: E402
 from agentmem_mcp.models import NotFound  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
@@ -85,7 +85,7 @@ def sweep_run(memories: int, forget: int, seed: int) -> dict[str, float]:
             time.sleep(1.1)  # the time to live runs out
             store.sync_index = True  # the erasure runs in this thread, when the sweep asks for it
             began = time.perf_counter()
-            report = sweep(store, threshold=1.0)
+            report = sweep(store, SweepRequest(threshold=1.0))
             sweep_ms = (time.perf_counter() - began) * 1000
             assert len(report.expired) == forget, report.summary()
             store.sync_index = False

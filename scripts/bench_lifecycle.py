@@ -43,7 +43,7 @@ from machine import cpu_model  # noqa: E402
 from agentmem_mcp.briefing import session_context  # noqa: E402
 from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.db.connection import connect  # noqa: E402
-from agentmem_mcp.lifecycle.sweep import sweep  # noqa: E402
+from agentmem_mcp.lifecycle.sweep import SweepRequest, sweep  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
 
 DAY = 86400.0
@@ -126,7 +126,7 @@ class Timing:
 
 def timed_sweep(store: Store, **options) -> Timing:
     started, cpu_started, thread_started = time.perf_counter(), time.process_time(), time.thread_time()
-    report = sweep(store, **options)
+    report = sweep(store, SweepRequest(**options))
     return Timing(time.perf_counter() - started, time.process_time() - cpu_started, report.record(),
                   time.thread_time() - thread_started)
 

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         total = store.fulltext._searcher().num_docs
         for n in range(args.drafts):
             item = memory_text(rng, 80_000_000 + 21 * n)
-            draft = remember._validate(store, item.pop("content"), now=store.now(), **item)
+            draft = remember.SaveRequest(**{"project": None, **item}).draft(store.project, store.now())
             found = {}
             for label, share in (("without common words", common), (other, args.share)):
                 remember.COMMON_WORDS = share

@@ -29,8 +29,8 @@ from agentmem_mcp.briefing import session_context  # noqa: E402
 from agentmem_mcp.config import load_settings  # noqa: E402
 from agentmem_mcp.context import prompt_context  # noqa: E402
 from agentmem_mcp.housekeeping import list_memories, purge_project  # noqa: E402
-from agentmem_mcp.lifecycle.forget import forget, forget_session  # noqa: E402
-from agentmem_mcp.lifecycle.sweep import maybe_sweep, sweep  # noqa: E402
+from agentmem_mcp.lifecycle.forget import ForgetRequest, forget, forget_session  # noqa: E402
+from agentmem_mcp.lifecycle.sweep import SweepRequest, maybe_sweep, sweep  # noqa: E402
 from agentmem_mcp.maintenance import doctor, reindex  # noqa: E402
 from agentmem_mcp.store import Store  # noqa: E402
 from agentmem_mcp.team import sync as team_sync  # noqa: E402
@@ -86,11 +86,11 @@ def use(home: Path) -> None:
         team_sync.project_keys(store)
         out = io.StringIO()
         export(store, out)
-        forget(store, ids=[ids[2]], reason="trace")
-        forget(store, type="workflow", dry_run=True)
+        forget(store, ForgetRequest(ids=[ids[2]], reason="trace"))
+        forget(store, ForgetRequest(type="workflow", dry_run=True))
         forget_session(store, "s3", "trace", within=[P, None])
-        sweep(store, dry_run=True, now=store.now() + 400 * 86400)
-        sweep(store, now=store.now() + 400 * 86400, max_deletions=3)
+        sweep(store, SweepRequest(dry_run=True, now=store.now() + 400 * 86400))
+        sweep(store, SweepRequest(now=store.now() + 400 * 86400, max_deletions=3))
         maybe_sweep(store, now=store.now() + 800 * 86400)
         reindex(store)
         doctor(store)

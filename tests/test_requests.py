@@ -29,7 +29,6 @@ WIDE_ON_PURPOSE = {
 }
 # Not converted yet: each wants its own request value (follow-up of issue 39, item 2).
 NOT_YET = {
-    "lifecycle/sweep.py::sweep": "a SweepRequest (41 call sites, most in tests/test_sweep.py)",
     "viewer/state.py::Viewer.page": "a Page value for the frame's parts",
     "db/browse.py::memory_page": "the viewer's list filter as one value",
     "index/words.py::_scores": "the word rows as one value",
