@@ -26,12 +26,7 @@ WIDE_ON_PURPOSE = {
     "lifecycle/forgetting_columns.py::MemoryColumns.__init__": "a value's constructor: one array per column",
     "db/observations.py::add": "the observations table's insert: one keyword per column",
     "db/audit.py::_stated_hash": "the fields an audit row's hash binds, in the order they are bound",
-}
-# Not converted yet: each wants its own request value (follow-up of issue 39, item 2).
-NOT_YET = {
-    "viewer/state.py::Viewer.page": "a Page value for the frame's parts",
-    "db/browse.py::memory_page": "the viewer's list filter as one value",
-    "index/words.py::_scores": "the word rows as one value",
+    "viewer/state.py::Viewer.page": "a whole HTML page: the request and the frame template's slots, by keyword",
 }
 
 
@@ -66,9 +61,9 @@ def wide_functions() -> dict[str, int]:
 
 def test_no_function_takes_more_than_eight_parameters():
     wide = wide_functions()
-    unexplained = {name: count for name, count in wide.items() if name not in WIDE_ON_PURPOSE | NOT_YET}
+    unexplained = {name: count for name, count in wide.items() if name not in WIDE_ON_PURPOSE}
     assert unexplained == {}, "give the operation a request value (lifecycle/remember.py: SaveRequest)"
-    assert sorted(set(WIDE_ON_PURPOSE | NOT_YET) - set(wide)) == []  # an exception that is one no more goes
+    assert sorted(set(WIDE_ON_PURPOSE) - set(wide)) == []  # an exception that is one no more goes
 
 
 def test_the_walk_counts_keyword_only_and_method_parameters():

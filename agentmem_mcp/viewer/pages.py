@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import replace
 from typing import Any
 
 from starlette.requests import Request
@@ -77,8 +78,8 @@ async def _search_start(v: Any) -> Markup:
     examples = tag("p", "Ask in words or by an identifier (a file, a function, a command), e.g. ",
                    join((tag("a", example, href=href("/search", q=example)) for example in EXAMPLES), " · "),
                    class_="muted", id="examples")
-    rows, total = await browse.memory_page(v.db, project=None, everywhere=True, types=[], tiers=list(SHOWN_TIERS),
-                                          history=False, quarantined=False, limit=8, offset=0)
+    rows, total = await browse.memory_page(v.db, browse.MemoryListing(None, everywhere=True, tiers=list(SHOWN_TIERS)),
+                                           limit=8, offset=0)
     if not rows:
         return join([examples, tag("p", "No memories yet: they come from your agent's sessions (its hooks and "
                                         "memory_save) and from `agentmem save`.", class_="muted", id="recent")])
@@ -95,11 +96,10 @@ async def memories(request: Request) -> Response:
         arg.choice(request, "tier", TIERS)
     history, page = bool(arg.text(request, "history")), arg.page_number(request)
     tiers = [tier] if tier else list(SHOWN_TIERS)  # by default what search shows: not the raw captured events
-    scope = {"project": project, "everywhere": project is None, "types": [kind] if kind else [], "history": history,
-             "quarantined": False}
-    rows, total = await browse.memory_page(v.db, **scope, tiers=tiers, limit=arg.PER_PAGE,
-                                          offset=(page - 1) * arg.PER_PAGE)
-    raw = 0 if tier else (await browse.memory_page(v.db, **scope, tiers=["working"], limit=0, offset=0))[1]
+    scope = browse.MemoryListing(project, everywhere=project is None, types=[kind] if kind else [], history=history)
+    rows, total = await browse.memory_page(v.db, replace(scope, tiers=tiers), limit=arg.PER_PAGE,
+                                           offset=(page - 1) * arg.PER_PAGE)
+    raw = 0 if tier else (await browse.memory_page(v.db, replace(scope, tiers=["working"]), limit=0, offset=0))[1]
     filters = tag("form", views.labelled("project", views.select("project", views.project_choices(projects),
                                                                  project)),
                   views.labelled("type", views.select("type", views.type_choices(), kind)),
