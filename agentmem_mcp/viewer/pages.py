@@ -14,7 +14,8 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from ..anchors import missing_files
 from ..db import browse
-from ..models import SHOWN_TIERS, TIERS, TYPES, InvalidInput, NotFound, check_memory_id
+from ..lifecycle.forget import ForgetRequest
+from ..models import SHOWN_TIERS, TIERS, TYPES, InvalidInput, NotFound, SearchRequest, check_memory_id
 from ..ranking import estimate_tokens
 from . import params as arg
 from . import views
@@ -57,9 +58,10 @@ async def search(request: Request) -> Response:
         store = v.store
         since = time.time() - since_days * 86400 if since_days else None
         scope: dict[str, Any] = {"project": project} if project else {"all_projects": True}
-        result = await v.call(store.search, query, **scope, types=kind, tiers=tier, since=since,
-                              min_confidence=min_conf, include_history=history, include_quarantined=held, limit=25,
-                              budget_tokens=50000, record_access=False)
+        asked = SearchRequest(query, **scope, types=kind, tiers=tier, since=since, min_confidence=min_conf,
+                              include_history=history, include_quarantined=held, limit=25, budget_tokens=50000,
+                              record_access=False)
+        result = await v.call(store.search, asked)
         answer = result.to_dict()
         body.append(tag("p", f"{len(answer['hits'])} hits ({answer['mode']}); stale files are marked in why. "
                              "Searching here does not count as a use of the memories found.", class_="muted",
@@ -162,7 +164,7 @@ async def forget(request: Request) -> Response:
     """What forgetting this memory removes (the library's dry run), and the button that does it."""
     v = viewer(request)
     m = await _memory_or_404(request)
-    preview = (await v.call(v.store.forget, ids=[m["id"]], dry_run=True)).to_dict()
+    preview = (await v.call(v.store.forget, ForgetRequest(ids=[m["id"]], dry_run=True))).to_dict()
     return await v.page(request, page="/memories", title=f"Forget: {views.shown(m['title'], m)}",
                         body=views.forget_preview(m, preview, v.keys.csrf))
 
