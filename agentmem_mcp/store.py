@@ -198,11 +198,11 @@ class Store:
 
     # the operations, each in its own module ----------------------------------------------------
 
-    def save(self, content: str, **options: Any):
-        """Remember something; see `lifecycle.remember.save` for the arguments."""
-        from .lifecycle.remember import save
+    def save(self, request: Any, **options: Any):
+        """Remember something: a `lifecycle.remember.SaveRequest`, or its content and fields as keywords."""
+        from .lifecycle.remember import SaveRequest, save
 
-        return save(self, content, **options)
+        return save(self, _request(SaveRequest, request, options))
 
     def save_many(self, items: list[dict[str, Any]], **options: Any):
         """Save several memories in one batch; see `lifecycle.remember.save_many`."""
@@ -210,17 +210,19 @@ class Store:
 
         return save_many(self, items, **options)
 
-    def search(self, query: str, **options: Any):
-        """Find memories; see `retrieval.search` for the arguments."""
+    def search(self, request: Any, **options: Any):
+        """Find memories: a `models.SearchRequest`, or its query and fields as keywords."""
+        from .models import SearchRequest
         from .recall.retrieval import search
 
-        return search(self, query, **options)
+        return search(self, _request(SearchRequest, request, options))
 
-    def forget(self, **options: Any):
-        """Forget memories by ids, session or filter; see `lifecycle.forget.forget`."""
-        from .lifecycle.forget import forget
+    def forget(self, request: Any = None, **options: Any):
+        """Forget memories by ids, session or filter: a `lifecycle.forget.ForgetRequest`, or its fields as
+        keywords."""
+        from .lifecycle.forget import ForgetRequest, forget
 
-        return forget(self, **options)
+        return forget(self, ForgetRequest(**options) if request is None else _request(ForgetRequest, request, options))
 
     def stats(self, **options: Any) -> dict[str, Any]:
         """What is in the store; see `stats.stats`."""
@@ -233,3 +235,13 @@ class Store:
         """Append a row to the audit chain in its own transaction (`db.audit.append`)."""
         with self.transaction() as conn:
             audit.append(conn, action, memory_id, project, detail)
+
+
+def _request(kind: type, request: Any, options: dict[str, Any]) -> Any:
+    """`request` when it is already a `kind` (its fields are then in it, not in `options`), else a `kind` built of
+    `request` (its first field) and `options`: the keyword form of the Python API."""
+    if isinstance(request, kind):
+        if options:
+            raise TypeError(f"pass the {kind.__name__}'s fields in it, not beside it: {', '.join(options)}")
+        return request
+    return kind(request, **options)

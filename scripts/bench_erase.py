@@ -32,7 +32,7 @@ from bench_store import memory_text
 from harness import describe_machine
 
 from agentmem_mcp.config import load_settings
-from agentmem_mcp.lifecycle.sweep import sweep
+from agentmem_mcp.lifecycle.sweep import SweepRequest, sweep
 from agentmem_mcp.models import NotFound
 from agentmem_mcp.store import Store
 from agentmem_mcp.upkeep.maintenance import erase_forgotten
@@ -80,7 +80,7 @@ def sweep_run(memories: int, forget: int, seed: int) -> dict[str, float]:
             time.sleep(1.1)  # the time to live runs out
             store.sync_index = True  # the erasure runs in this thread, when the sweep asks for it
             began = time.perf_counter()
-            report = sweep(store, threshold=1.0)
+            report = sweep(store, SweepRequest(threshold=1.0))
             sweep_ms = (time.perf_counter() - began) * 1000
             assert len(report.expired) == forget, report.summary()
             store.sync_index = False

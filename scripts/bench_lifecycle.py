@@ -39,7 +39,7 @@ from harness import cpu_model, scratch_dir
 
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.db.connection import connect
-from agentmem_mcp.lifecycle.sweep import sweep
+from agentmem_mcp.lifecycle.sweep import SweepRequest, sweep
 from agentmem_mcp.recall.briefing import session_context
 from agentmem_mcp.store import Store
 
@@ -123,7 +123,7 @@ class Timing:
 
 def timed_sweep(store: Store, **options) -> Timing:
     started, cpu_started, thread_started = time.perf_counter(), time.process_time(), time.thread_time()
-    report = sweep(store, **options)
+    report = sweep(store, SweepRequest(**options))
     return Timing(time.perf_counter() - started, time.process_time() - cpu_started, report.record(),
                   time.thread_time() - thread_started)
 

@@ -24,8 +24,8 @@ import harness  # noqa: F401  (this checkout's package first on the import path)
 import sqlean
 
 from agentmem_mcp.config import load_settings
-from agentmem_mcp.lifecycle.forget import forget, forget_session
-from agentmem_mcp.lifecycle.sweep import maybe_sweep, sweep
+from agentmem_mcp.lifecycle.forget import ForgetRequest, forget, forget_session
+from agentmem_mcp.lifecycle.sweep import SweepRequest, maybe_sweep, sweep
 from agentmem_mcp.recall.briefing import session_context
 from agentmem_mcp.recall.context import prompt_context
 from agentmem_mcp.store import Store
@@ -84,11 +84,11 @@ def use(home: Path) -> None:
         team_sync.project_keys(store)
         out = io.StringIO()
         export(store, out)
-        forget(store, ids=[ids[2]], reason="trace")
-        forget(store, type="workflow", dry_run=True)
+        forget(store, ForgetRequest(ids=[ids[2]], reason="trace"))
+        forget(store, ForgetRequest(type="workflow", dry_run=True))
         forget_session(store, "s3", "trace", within=[P, None])
-        sweep(store, dry_run=True, now=store.now() + 400 * 86400)
-        sweep(store, now=store.now() + 400 * 86400, max_deletions=3)
+        sweep(store, SweepRequest(dry_run=True, now=store.now() + 400 * 86400))
+        sweep(store, SweepRequest(now=store.now() + 400 * 86400, max_deletions=3))
         maybe_sweep(store, now=store.now() + 800 * 86400)
         reindex(store)
         doctor(store)

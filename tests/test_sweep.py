@@ -16,7 +16,7 @@ import pytest
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.db.audit import verify
 from agentmem_mcp.lifecycle.retention import FORGET_BELOW
-from agentmem_mcp.lifecycle.sweep import maybe_sweep, sweep
+from agentmem_mcp.lifecycle.sweep import SweepRequest, maybe_sweep, sweep
 from agentmem_mcp.models import InvalidInput, NotFound
 from agentmem_mcp.store import Store
 from agentmem_mcp.upkeep.transfer import export_lines
@@ -89,7 +89,7 @@ def exists(store: Store, memory_id: str) -> bool:
 
 def test_worked_example_deletes_the_two_low_ones_everywhere(store):
     ids = save_worked(store)
-    report = sweep(store, now=NOW)
+    report = sweep(store, SweepRequest(now=NOW))
 
     assert report.deleted == [ids[3], ids[4]]  # highest score first
     assert report.expired == [] and report.low_confidence == [] and report.scored == 5
@@ -132,7 +132,7 @@ def test_dry_run_reports_everything_and_changes_nothing(plain):
     save(plain, words(9), 300, importance=0.9)  # would decay (confidence and strength)
     before = dump(plain)
 
-    report = sweep(plain, dry_run=True, now=NOW)
+    report = sweep(plain, SweepRequest(dry_run=True, now=NOW))
 
     assert dump(plain) == before
     assert report.dry_run and report.deleted == [ids[3], ids[4]]
@@ -143,7 +143,7 @@ def test_dry_run_reports_everything_and_changes_nothing(plain):
     assert all({"id", "score", "decision", "reason", "title"} <= set(m) for m in data["memories"])
     assert [m["decision"] for m in data["memories"][:2]] == ["delete", "delete"]
 
-    real = sweep(plain, now=NOW)
+    real = sweep(plain, SweepRequest(now=NOW))
     assert real.deleted == report.deleted and real.confidence_decayed == report.confidence_decayed
 
 
@@ -155,7 +155,7 @@ def test_ttl_expired_memories_are_removed_whatever_their_priority(plain):
     expired_p0 = save(plain, words(2), 3, importance=1.0, ttl_days=1, priority="P0")
     alive = save(plain, words(3), 3, importance=1.0, ttl_days=30)
 
-    report = sweep(plain, now=NOW)
+    report = sweep(plain, SweepRequest(now=NOW))
 
     assert sorted(report.expired) == sorted([expired, expired_p0]) and report.deleted == []
     assert not exists(plain, expired) and not exists(plain, expired_p0) and exists(plain, alive)
@@ -165,7 +165,7 @@ def test_ttl_expired_memories_are_removed_whatever_their_priority(plain):
 def test_expiry_removes_every_version_of_the_memory(plain):
     old = save(plain, words(1), 20, importance=1.0)
     new = plain.save(words(2), source="user", supersedes=old, ttl_days=1, importance=1.0, created_at=NOW - 5 * DAY).id
-    report = sweep(plain, now=NOW)
+    report = sweep(plain, SweepRequest(now=NOW))
     assert report.expired == [new]
     assert not exists(plain, old) and not exists(plain, new)
 
@@ -179,22 +179,22 @@ def test_confidence_decays_for_old_unused_memories_but_never_for_p0_or_pinned(pl
     use(plain, used, NOW - 5 * DAY)
     start = {memory_id: confidence(plain, memory_id) for memory_id in (old, p0, pinned, recent, used)}
 
-    report = sweep(plain, now=NOW)
+    report = sweep(plain, SweepRequest(now=NOW))
 
     assert report.confidence_decayed == 1
     assert confidence(plain, old) == pytest.approx(start[old] * 0.95)
     for memory_id in (p0, pinned, recent, used):
         assert confidence(plain, memory_id) == start[memory_id]
-    sweep(plain, now=NOW + 3600)  # within the same decay period: no second decay
+    sweep(plain, SweepRequest(now=NOW + 3600))  # within the same decay period: no second decay
     assert confidence(plain, old) == pytest.approx(start[old] * 0.95)
-    sweep(plain, now=NOW + DAY)
+    sweep(plain, SweepRequest(now=NOW + DAY))
     assert confidence(plain, old) == pytest.approx(start[old] * 0.95**2)
 
 
 def test_memories_falling_under_the_confidence_floor_are_forgotten_but_not_p0(plain):
     fading = save(plain, words(1), 100, importance=0.9, confidence=0.105)
     p0 = save(plain, words(2), 100, importance=0.9, confidence=0.05, priority="P0")
-    report = sweep(plain, now=NOW)
+    report = sweep(plain, SweepRequest(now=NOW))
     assert report.low_confidence == [fading]
     assert {e.id: e.decision for e in report.entries()} == {fading: "forget", p0: "protect"}
     assert not exists(plain, fading) and confidence(plain, p0) == 0.05
@@ -210,11 +210,12 @@ def test_strength_decays_per_period_for_consolidated_tiers_only(plain):
     p0 = save(plain, words(3), 30, importance=0.9, tier="semantic", priority="P0")
     fresh = save(plain, words(4), 2, importance=0.9, tier="procedural")
 
-    assert sweep(plain, now=NOW).strength_decayed == 1
+    assert sweep(plain, SweepRequest(now=NOW)).strength_decayed == 1
     assert plain.get(episodic).strength == pytest.approx(0.9)
     assert plain.get(working).strength == plain.get(p0).strength == plain.get(fresh).strength == 1.0
-    assert sweep(plain, now=NOW + 6 * DAY).strength_decayed == 0  # less than a period since the last decay
-    sweep(plain, now=NOW + 7 * DAY)
+    # less than a period since the last decay
+    assert sweep(plain, SweepRequest(now=NOW + 6 * DAY)).strength_decayed == 0
+    sweep(plain, SweepRequest(now=NOW + 7 * DAY))
     assert plain.get(episodic).strength == pytest.approx(0.81)
 
 
@@ -223,9 +224,9 @@ def test_pruning_removes_old_superseded_versions_and_keeps_the_latest(plain):
     v2 = plain.save(words(2), source="user", supersedes=v1, importance=1.0, created_at=NOW - 100 * DAY).id
     v3 = plain.save(words(3), source="user", supersedes=v2, importance=1.0, created_at=NOW - 10 * DAY).id
 
-    dry = sweep(plain, dry_run=True, now=NOW)
+    dry = sweep(plain, SweepRequest(dry_run=True, now=NOW))
     assert dry.pruned_versions == 1 and exists(plain, v1)
-    report = sweep(plain, now=NOW)
+    report = sweep(plain, SweepRequest(now=NOW))
 
     assert report.pruned_versions == 1
     assert [m.id for m in plain.history(v3)] == [v2, v3]
@@ -234,7 +235,7 @@ def test_pruning_removes_old_superseded_versions_and_keeps_the_latest(plain):
         plain.conn.execute("SELECT action FROM audit WHERE memory_id = ? ORDER BY seq DESC", (v1,)).fetchone()[0]
         == "prune"
     )
-    assert sweep(plain, now=NOW, prune_after_days=5).pruned_versions == 1  # v2 was superseded 10 days ago
+    assert sweep(plain, SweepRequest(now=NOW, prune_after_days=5)).pruned_versions == 1  # v2 was superseded 10 days ago
     assert [m.id for m in plain.history(v3)] == [v3]
 
 
@@ -243,7 +244,7 @@ def test_pruning_removes_old_superseded_versions_and_keeps_the_latest(plain):
 
 def test_max_deletions_caps_strategy_deletions(plain):
     ids = [save(plain, words(i), 20 + 5 * i, importance=0.0) for i in range(10)]
-    report = sweep(plain, max_deletions=3, now=NOW)
+    report = sweep(plain, SweepRequest(max_deletions=3, now=NOW))
     assert len(report.deleted) == 3 and report.over_cap == 7
     assert set(report.deleted) == set(ids[-3:])  # the oldest score highest
     assert sum(exists(plain, memory_id) for memory_id in ids) == 7
@@ -255,7 +256,7 @@ def test_p0_and_pinned_memories_are_never_deleted_by_a_strategy(plain):
     p0 = save(plain, words(1), 300, importance=0.0, priority="P0")
     pinned = save(plain, words(2), 300, importance=0.0, pinned=True)
     doomed = save(plain, words(3), 300, importance=0.0)
-    report = sweep(plain, strategy="importance", threshold=0.5, now=NOW)
+    report = sweep(plain, SweepRequest(strategy="importance", threshold=0.5, now=NOW))
     assert report.deleted == [doomed] and report.protected == 2
     assert exists(plain, p0) and exists(plain, pinned)
 
@@ -272,7 +273,7 @@ def test_a_memory_used_or_superseded_during_the_sweep_is_not_deleted(plain, monk
         return plan
 
     monkeypatch.setattr(sweep_module, "plan_forgetting", plan_then_race)
-    report = sweep(plain, now=NOW)
+    report = sweep(plain, SweepRequest(now=NOW))
     assert report.deleted == []
     assert exists(plain, used) and exists(plain, replaced)
     assert len(plain.history(replaced)) == 2
@@ -283,8 +284,8 @@ def test_the_audit_chain_verifies_after_sweeps(plain):
     save(plain, words(1), 5, importance=1.0, ttl_days=1)
     v1 = save(plain, words(2), 200, importance=1.0)
     plain.save(words(3), source="user", supersedes=v1, importance=1.0, created_at=NOW - 100 * DAY)
-    sweep(plain, now=NOW)
-    sweep(plain, now=NOW + 2 * DAY, strategy="age", threshold=0.9)
+    sweep(plain, SweepRequest(now=NOW))
+    sweep(plain, SweepRequest(now=NOW + 2 * DAY, strategy="age", threshold=0.9))
     verdict = verify(plain.conn)
     assert verdict.ok, verdict
     actions = [row[0] for row in plain.conn.execute("SELECT action FROM audit ORDER BY seq")]
@@ -293,14 +294,15 @@ def test_the_audit_chain_verifies_after_sweeps(plain):
 
 def test_bad_arguments_say_what_to_do(plain):
     with pytest.raises(InvalidInput, match="valid names"):
-        sweep(plain, strategy="random")
+        sweep(plain, SweepRequest(strategy="random"))
     with pytest.raises(InvalidInput, match="max_deletions"):
-        sweep(plain, max_deletions=-1)
+        sweep(plain, SweepRequest(max_deletions=-1))
     with pytest.raises(InvalidInput, match="prune_after_days"):
-        sweep(plain, prune_after_days=-1)
+        sweep(plain, SweepRequest(prune_after_days=-1))
     with pytest.raises(InvalidInput, match="bad options"):
-        sweep(plain, options={"half_life": 3})
-    report = sweep(plain, strategy="age", options={"half_life_days": 1.0, "max_age_days": 10.0}, dry_run=True)
+        sweep(plain, SweepRequest(options={"half_life": 3}))
+    report = sweep(plain, SweepRequest(strategy="age", options={"half_life_days": 1.0, "max_age_days": 10.0},
+                                       dry_run=True))
     assert report.scored == 0 and "0 of 0" in report.table()
 
 
@@ -334,7 +336,7 @@ def test_maybe_sweep_swallows_and_logs_a_failing_sweep(plain, monkeypatch, caplo
 
 def test_table_shows_removals_first_and_a_summary(plain):
     ids = save_worked(plain)
-    table = sweep(plain, dry_run=True, now=NOW).table(limit=3)
+    table = sweep(plain, SweepRequest(dry_run=True, now=NOW)).table(limit=3)
     lines = table.splitlines()
     assert lines[0].split() == ["id", "score", "decision", "reason", "title"]
     assert lines[2].startswith(ids[3]) and " delete " in lines[2] and "Redis Streams" in lines[2]

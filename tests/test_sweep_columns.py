@@ -27,7 +27,7 @@ from agentmem_mcp.lifecycle.retention import (
     decay_strength,
     should_forget_for_confidence,
 )
-from agentmem_mcp.lifecycle.sweep import sweep
+from agentmem_mcp.lifecycle.sweep import SweepRequest, sweep
 from agentmem_mcp.store import Store
 
 DAY = 86400.0
@@ -172,14 +172,14 @@ def test_the_sweep_of_a_seeded_store_does_what_the_per_memory_policy_says(home: 
             facts, strengths = latest_facts(store)
             expected = forgetting.plan_forgetting(facts, CompositeStrategy(capacity=1000), now, max_deletions=40)
             confidences, weakened, low = reference_decay(facts, strengths, *periods, now=now)
-            dry = sweep(store, now=now, dry_run=True, options={"capacity": 1000}, max_deletions=40)
+            dry = sweep(store, SweepRequest(now=now, dry_run=True, options={"capacity": 1000}, max_deletions=40))
             assert dry.deleted == [s.id for s in expected.deletions] and dry.expired == expected.expired
             assert [(e.id, e.score) for e in dry.entries() if e.decision in ("keep", "protect", "over cap")] == [
                 (s.id, s.score) for s in expected.report if s.id not in set(dry.deleted) | set(dry.expired)
                 | set(dry.low_confidence)]
             removed = set(expected.expired) | {s.id for s in expected.deletions}
             forgotten = [m.id for m, is_low in zip(facts, low) if is_low and m.id not in removed]
-            report = sweep(store, now=now, options={"capacity": 1000}, max_deletions=40)
+            report = sweep(store, SweepRequest(now=now, options={"capacity": 1000}, max_deletions=40))
             same = {"duration_s": 0, "pruned_versions": 0}  # a removed memory's old versions go with it, unpruned
             assert report.record() | same == dry.record() | same | {"dry_run": False}
             assert report.low_confidence == forgotten and report.deleted == dry.deleted
@@ -204,7 +204,7 @@ def test_a_save_during_a_long_sweep_waits_at_most_a_short_transaction(home: Path
         insert(sweeper, [row[:11] + (2.0,) + row[12:13] + (None, NOW - 400 * DAY, NOW - 400 * DAY) + row[16:]
                          for row in seed_rows(random.Random(9), 24_000, "/long/a", NOW)])
         done = threading.Event()
-        thread = threading.Thread(target=lambda: (sweep(sweeper, now=NOW), done.set()))
+        thread = threading.Thread(target=lambda: (sweep(sweeper, SweepRequest(now=NOW)), done.set()))
         thread.start()
         try:
             deadline = time.monotonic() + 120

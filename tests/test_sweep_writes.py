@@ -53,7 +53,7 @@ def test_the_report_has_the_titles_of_what_was_removed_and_of_what_was_kept(home
     with _store(home) as store:
         insert(store, seed_rows(random.Random(4), 400, "/w/b", NOW))
         titles = {r[0]: r[1] for r in store.conn.execute("SELECT id, title FROM memories WHERE is_latest = 1")}
-        report = sweeping.sweep(store, now=NOW, max_deletions=20)
+        report = sweeping.sweep(store, sweeping.SweepRequest(now=NOW, max_deletions=20))
         removed = set(report.expired) | set(report.deleted) | set(report.low_confidence)
         assert removed and not removed & {r[0] for r in store.conn.execute("SELECT id FROM memories")}
         assert report.titles == titles
@@ -64,5 +64,5 @@ def test_a_sweep_sets_the_page_cache_back(home: Path):
     with _store(home) as store:
         insert(store, seed_rows(random.Random(5), 50, "/w/c", NOW))
         store.conn.execute("PRAGMA cache_size = -3000")
-        sweeping.sweep(store, now=NOW)
+        sweeping.sweep(store, sweeping.SweepRequest(now=NOW))
         assert store.conn.execute("PRAGMA cache_size").fetchone()[0] == -3000

@@ -15,15 +15,16 @@ if TYPE_CHECKING:
 
 
 def cmd_save(args: argparse.Namespace) -> int:
+    from ..lifecycle.remember import SaveRequest
     from .user import save_source
 
     source, notes = save_source(args)
     content = sys.stdin.read() if args.content == "-" else args.content
     with _open(args) as store:
-        result = store.save(
+        result = store.save(SaveRequest(
             content, title=args.title, type=args.type, tier=args.tier, project=store.project, tags=args.tag,
             files=args.file, importance=args.importance, priority=args.priority, ttl_days=args.ttl_days,
-            supersedes=args.supersedes, source=source, pinned=args.pin)
+            supersedes=args.supersedes, source=source, pinned=args.pin))
     result.notes = [*notes, *result.notes]
     if args.json:
         _print_json(result.to_dict())
@@ -94,7 +95,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     answer = remote_search(search, project=args.project, global_=args.global_)  # the shared process's model
     if answer is None:
         with _open(args) as store:
-            result = store.search(**search).to_dict()
+            from ..models import SearchRequest
+
+            result = store.search(SearchRequest(**search)).to_dict()
     elif not answer["ok"]:
         from ..models import InvalidInput
 
@@ -136,17 +139,18 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
         return forget_by_strategy_in_project(args)
     if args.strategy:
-        from ..lifecycle.sweep import sweep
+        from ..lifecycle.sweep import SweepRequest, sweep
 
+        asked = SweepRequest(strategy=args.strategy, dry_run=args.dry_run or not args.yes, threshold=args.threshold,
+                             max_deletions=args.max_deletions)
         with _open(args, load_embedder=False) as store:
-            if not (args.dry_run or not args.yes):
+            if not asked.dry_run:
+                from dataclasses import replace
+
                 from .user import confirm_forget, removals
 
-                confirm_forget(args, store, removals(sweep(store, strategy=args.strategy, dry_run=True,
-                                                           threshold=args.threshold,
-                                                           max_deletions=args.max_deletions).entries()))
-            report = sweep(store, strategy=args.strategy, dry_run=args.dry_run or not args.yes,
-                           threshold=args.threshold, max_deletions=args.max_deletions)
+                confirm_forget(args, store, removals(sweep(store, replace(asked, dry_run=True)).entries()))
+            report = sweep(store, asked)
         if args.json:
             _print_json(report.to_dict())
         else:
@@ -169,24 +173,24 @@ def cmd_forget(args: argparse.Namespace) -> int:
     dry_run = args.dry_run or (by_filter and not args.yes)
     reason = args.reason or "forgotten from the command line"
     with _open(args, load_embedder=False) as store:
-        from ..lifecycle.forget import forget_session
+        from dataclasses import replace
+
+        from ..lifecycle.forget import ForgetRequest, forget_session
         from ..upkeep.maintenance import erase_forgotten
 
+        asked = ForgetRequest(ids=args.ids or None, session_id=args.session, type=args.type, tier=args.tier,
+                              older_than_days=args.older_than_days, all_projects=args.all_projects)
         derived: list[str] = []
         if not dry_run:
             from .user import confirm_forget
 
-            preview = store.forget(ids=args.ids or None, session_id=args.session, type=args.type, tier=args.tier,
-                                   older_than_days=args.older_than_days, all_projects=args.all_projects,
-                                   dry_run=True)
+            preview = store.forget(replace(asked, dry_run=True))
             confirm_forget(args, store, preview.ids)
         if args.session and not dry_run and not args.ids and (
                 args.type, args.tier, args.older_than_days) == (None, None, None):
             result, derived = forget_session(store, args.session, reason)
         else:
-            result = store.forget(ids=args.ids or None, session_id=args.session, type=args.type, tier=args.tier,
-                                  older_than_days=args.older_than_days, all_projects=args.all_projects,
-                                  dry_run=dry_run, reason=reason)
+            result = store.forget(replace(asked, dry_run=dry_run, reason=reason))
         if not result.dry_run and (result.count or result.observations):
             erased = erase_forgotten(store, memories_deleted=bool(result.count or derived))
             if erased.busy_readers:

@@ -24,13 +24,14 @@ def forget_by_strategy_in_project(args: argparse.Namespace) -> int:
     import dataclasses
 
     from ..db.memory_reads import projects_of
-    from ..lifecycle.sweep import sweep
+    from ..lifecycle.forget import ForgetRequest
+    from ..lifecycle.sweep import SweepRequest, sweep
     from .views import REMOVALS, scoped_entries, sweep_table
 
     dry_run = args.dry_run or not args.yes
     with _open(args, load_embedder=False) as store:
-        report = sweep(store, strategy=args.strategy, dry_run=True, threshold=args.threshold,
-                       max_deletions=10 ** 9)
+        report = sweep(store, SweepRequest(strategy=args.strategy, dry_run=True, threshold=args.threshold,
+                                           max_deletions=10 ** 9))
         entries = scoped_entries(report, projects_of(store.conn, [s.id for s in report.scores]), store.project)
         allowed = {e.id for e in [e for e in entries if e.decision == "delete"][:args.max_deletions]}
         entries = [e if e.decision != "delete" or e.id in allowed else dataclasses.replace(
@@ -41,8 +42,9 @@ def forget_by_strategy_in_project(args: argparse.Namespace) -> int:
 
             confirm_forget(args, store, gone)
             for start in range(0, len(gone), 100):
-                store.forget(ids=gone[start:start + 100], all_projects=True,
-                             reason=f"{args.reason or 'forgotten from the command line'} ({args.strategy} sweep)")
+                store.forget(ForgetRequest(
+                    ids=gone[start:start + 100], all_projects=True,
+                    reason=f"{args.reason or 'forgotten from the command line'} ({args.strategy} sweep)"))
             store.erase_soon()
         scope = store.project or "global memories"
     if args.json:

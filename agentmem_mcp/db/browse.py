@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the connection is the caller's: this module awaits its reads and imports no aiosqlite
@@ -34,17 +35,28 @@ async def projects(db: aiosqlite.Connection) -> list[str]:
     return [row[0] for row in rows]
 
 
-async def memory_page(db: aiosqlite.Connection, *, project: str | None, everywhere: bool, types: Sequence[str],
-                      tiers: Sequence[str], history: bool, quarantined: bool, limit: int, offset: int,
+@dataclass(frozen=True)
+class MemoryListing:
+    """Which memories a list of the viewer shows: of `project` (and the global ones) or `everywhere`; of `types` and
+    `tiers` (empty: any); superseded versions too with `history`; only the quarantined ones with `quarantined`."""
+    project: str | None
+    everywhere: bool
+    types: Sequence[str] = ()
+    tiers: Sequence[str] = ()
+    history: bool = False
+    quarantined: bool = False
+
+
+async def memory_page(db: aiosqlite.Connection, listing: MemoryListing, *, limit: int, offset: int,
                       ) -> tuple[list[dict[str, Any]], int]:
-    """One page of memories, the latest stored first, and how many match in all."""
-    where, args = _scope(project, everywhere)
+    """One page of the memories `listing` names, the latest stored first, and how many match in all."""
+    where, args = _scope(listing.project, listing.everywhere)
     clauses = [where]
-    if not history:
+    if not listing.history:
         clauses.append("is_latest = 1")
-    if quarantined:
+    if listing.quarantined:
         clauses.append("quarantined IS NOT NULL")
-    for column, values in (("type", types), ("tier", tiers)):
+    for column, values in (("type", listing.types), ("tier", listing.tiers)):
         if values:
             clauses.append(f"{column} IN ({','.join('?' * len(values))})")
             args = [*args, *values]

@@ -25,7 +25,7 @@ db/word_vectors.py's; this module holds the words' packing and the scoring.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..db import word_vectors
 from ..db.connection import Connection
@@ -138,16 +138,24 @@ def soft_scores(query: Sequence[str], query_vectors: Sequence[Any], idf: Sequenc
     row_of = vocabulary.row
     rows = {memory_id: np.asarray([row_of[w] for w in ws if w in row_of], dtype=np.int64)
             for memory_id, ws in candidates.items()}
-    return _scores(query, query_vectors, idf, rows, lambda unique: vocabulary.matrix[unique], vocabulary.words,
-                   row_of, similar_from, shown_from)
+    lookup = WordRows(lambda unique: vocabulary.matrix[unique], vocabulary.words, row_of)
+    return _scores(query, query_vectors, idf, rows, lookup, similar_from, shown_from)
+
+
+class WordRows(NamedTuple):
+    """How `_scores` reads the rows of words: vectors_of(rows) gives their unit vectors (float32), words[row] and
+    row_of[word] name them."""
+    vectors_of: Any
+    words: Sequence[str]
+    row_of: Mapping[str, int]
 
 
 def _scores(query: Sequence[str], query_vectors: Sequence[Any], idf: Sequence[float], rows: Mapping[str, Any],
-            vectors_of: Any, words: Sequence[str], row_of: Mapping[str, int],
-            similar_from: float, shown_from: float = SHOWN_FROM) -> dict[str, tuple[float, str]]:
-    """`soft_scores` on row indexes: rows maps a memory id to the rows of its words; vectors_of(rows) gives
-    their unit vectors (float32), words[row] and row_of[word] name them."""
+            lookup: WordRows, similar_from: float, shown_from: float = SHOWN_FROM) -> dict[str, tuple[float, str]]:
+    """`soft_scores` on row indexes: rows maps a memory id to the rows of its words, `lookup` reads them."""
     import numpy as np
+
+    vectors_of, words, row_of = lookup
 
     ids = [memory_id for memory_id, mine in rows.items() if len(mine)]
     if not query or not ids:
@@ -287,9 +295,8 @@ class WordMatrix:
                 self.memory_rows.clear()
             rows = self._memory_rows(conn, candidates)
             matrix, words = self.matrix, self.words
-            return _scores(query, query_vectors, idf, rows,
-                           lambda unique: matrix[unique].astype(np.float32) * _unit(), words, self.row,
-                           similar_from, shown_from)
+            lookup = WordRows(lambda unique: matrix[unique].astype(np.float32) * _unit(), words, self.row)
+            return _scores(query, query_vectors, idf, rows, lookup, similar_from, shown_from)
 
 
 def searched_words(stored: str) -> list[str]:

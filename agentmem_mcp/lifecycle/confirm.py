@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..db import audit, index_outbox, memories, memory_reads
 from ..db import vectors as vector_rows
 from ..models import PRIORITIES, InvalidInput, Memory, check_choice
-from .forget import forget
+from .forget import ForgetRequest, forget
 from .retention import USER_CONFIRMED_CONFIDENCE
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def release(store: Parts, memory_id: str) -> Memory:
 def forget_quarantined(store: Parts, memory_id: str) -> Any:
     """Forget a quarantined memory (every version of it); see `lifecycle.forget.forget`."""
     memory = _quarantined(store, memory_id)
-    return forget(store, ids=[memory.id], reason="forgotten from quarantine")
+    return forget(store, ForgetRequest(ids=[memory.id], reason="forgotten from quarantine"))
 
 
 def _quarantined(store: Parts, memory_id: str) -> Memory:

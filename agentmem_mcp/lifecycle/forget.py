@@ -9,7 +9,7 @@ The turns after it in its session, which were indexed with its opening and may h
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..db import audit, index_outbox, links, memories, memory_reads, meta, observations, word_vectors
@@ -48,34 +48,68 @@ class ForgetResult:
         return data
 
 
-def forget(store: Parts, *, ids: Sequence[str] | str | None = None, session_id: str | None = None,
-           project: str | None = ..., all_projects: bool = False, type: str | None = None,
-           tier: str | None = None, older_than_days: float | None = None, before: float | None = None,
-           dry_run: bool = False, reason: str = "", now: float | None = None,
-           within: Sequence[str | None] | None = None, keep_protected: bool = False) -> ForgetResult:
-    """Forget memories.
+@dataclass(frozen=True)
+class ForgetRequest:
+    """What a caller asks `forget` to remove: the MCP tool, the CLI, the viewer and the team code each build one.
+
+    It lives beside `forget`, the operation it feeds. `validated` is the one place its fields are checked.
 
     ids: one id or a list; every version of each is removed. session_id: the memories and observations
     captured in that session. Otherwise a filter (project, type, tier, older_than_days / before) that must
-    name at least one condition. dry_run=True returns what would go and removes nothing.
-    within: the projects the caller may touch (None: any); an id or a session of another project is not
-    found, and nothing is forgotten.
-    keep_protected: leave the memories only the user may forget (`protected`; by ids, the whole chain of one) and
-    list them in the result's `left` (an agent's call).
+    name at least one condition; project: default (...) the store's, all_projects: any. dry_run=True returns
+    what would go and removes nothing. reason: for the audit log. now: the time to measure older_than_days from
+    (default: the store's clock). within: the projects the caller may touch (None: any); an id or a session of
+    another project is not found, and nothing is forgotten. keep_protected: leave the memories only the user may
+    forget (`protected`; by ids, the whole chain of one) and list them in the result's `left` (an agent's call).
     """
-    now = store.now() if now is None else now
-    if isinstance(ids, str):
-        ids = [ids]
-    chosen = [ids is not None, session_id is not None,
-              any(v is not None for v in (type, tier, older_than_days, before))]
-    if sum(chosen) != 1:
-        raise InvalidInput("say what to forget: ids, a session_id, or a filter (type, tier, older_than_days, "
-                           "before), exactly one of these")
+    ids: Sequence[str] | str | None = None
+    session_id: str | None = None
+    project: Any = ...
+    all_projects: bool = False
+    type: str | None = None
+    tier: str | None = None
+    older_than_days: float | None = None
+    before: float | None = None
+    dry_run: bool = False
+    reason: str = ""
+    now: float | None = None
+    within: Sequence[str | None] | None = None
+    keep_protected: bool = False
+
+    def validated(self) -> ForgetRequest:
+        """This request with `ids` as a list, once its fields are checked; InvalidInput says what is wrong. An id's
+        form is checked as it is looked up (`forget`), so the first bad or missing id in order names the error."""
+        ids = [self.ids] if isinstance(self.ids, str) else self.ids
+        chosen = [ids is not None, self.session_id is not None,
+                  any(v is not None for v in (self.type, self.tier, self.older_than_days, self.before))]
+        if sum(chosen) != 1:
+            raise InvalidInput("say what to forget: ids, a session_id, or a filter (type, tier, older_than_days, "
+                               "before), exactly one of these")
+        if ids is not None:
+            if not isinstance(ids, (list, tuple)) or not ids or len(ids) > MAX_IDS:
+                raise InvalidInput(f"ids must be a list of 1 to {MAX_IDS} memory ids")
+        elif self.session_id is not None:
+            if not isinstance(self.session_id, str) or not self.session_id:
+                raise InvalidInput("session_id must be a non-empty string")
+        else:
+            if self.type is not None:
+                check_choice("type", self.type, TYPES)
+            if self.tier is not None:
+                check_choice("tier", self.tier, TIERS)
+            days = self.older_than_days
+            if days is not None and (isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0):
+                raise InvalidInput("older_than_days must be a positive number")
+        return replace(self, ids=ids)
+
+
+def forget(store: Parts, request: ForgetRequest) -> ForgetResult:
+    """Forget what `request` names (its fields: `ForgetRequest`). Forgetting a memory forgets every version of it."""
+    request = request.validated()
+    ids, session_id, within = request.ids, request.session_id, request.within
+    now = store.now() if request.now is None else request.now
     conn = store.conn
     session_observations = 0
     if ids is not None:
-        if not isinstance(ids, (list, tuple)) or not ids or len(ids) > MAX_IDS:
-            raise InvalidInput(f"ids must be a list of 1 to {MAX_IDS} memory ids")
         roots = []
         for memory_id in ids:
             row = memory_reads.row_by_id(conn, check_memory_id(memory_id), "root_id, project")
@@ -85,8 +119,6 @@ def forget(store: Parts, *, ids: Sequence[str] | str | None = None, session_id: 
             roots.append(row[0])
         rows = memory_reads.in_chains(conn, roots)
     elif session_id is not None:
-        if not isinstance(session_id, str) or not session_id:
-            raise InvalidInput("session_id must be a non-empty string")
         if within is not None and not memory_reads.session_projects(conn, session_id) <= set(within):
             raise NotFound(f"no session {session_id[:80]!r} in this project: nothing was forgotten")
         rows = memory_reads.of_session(conn, session_id, memory_reads.FORGOTTEN)
@@ -94,61 +126,60 @@ def forget(store: Parts, *, ids: Sequence[str] | str | None = None, session_id: 
         if not rows and not session_observations:
             raise NotFound(f"no memories or observations for session {session_id[:80]!r}")
     else:
-        rows = _by_filter(store, project, all_projects, type, tier, older_than_days, before, now)
+        rows = _by_filter(store, request, now)
     left: list[str] = []
-    if keep_protected:
+    if request.keep_protected:
         held = {r["root_id"] if ids is not None else r["id"] for r in rows if protected(r)}
         left = [r["id"] for r in rows if (r["root_id"] if ids is not None else r["id"]) in held]
         rows = [r for r in rows if r["id"] not in held and r["root_id" if ids is not None else "id"] not in held]
-    result = ForgetResult(dry_run=dry_run, ids=[r["id"] for r in rows], observations=session_observations,
+    result = ForgetResult(dry_run=request.dry_run, ids=[r["id"] for r in rows], observations=session_observations,
                           memories=[{"id": r["id"], "title": r["title"], "type": r["type"], "version": r["version"]}
                                     for r in rows], left=left)
-    if dry_run or (not rows and not session_observations):
+    if request.dry_run or (not rows and not session_observations):
         return result
-    delete_memories(store, rows, reason or "forgotten on request", now)
+    delete_memories(store, rows, request.reason or "forgotten on request", now)
     if session_id is not None and session_observations:
         with store.transaction() as conn:
             observations.delete_session(conn, session_id)
             audit.append(conn, "forget_session", None, None,
                          {"session_id": session_id, "observations": session_observations,
-                          "memories": len(rows), "reason": reason}, at=now)
+                          "memories": len(rows), "reason": request.reason}, at=now)
     return result
 
 
 def forget_session(store: Parts, session_id: str, reason: str, within: Sequence[str | None] | None = None,
                    keep_protected: bool = False) -> tuple[ForgetResult, list[str]]:
-    """`forget(store, session_id=...)` and what else holds that session's text: the summariser's state for it, and
+    """`forget` of a session and what else holds that session's text: the summariser's state for it, and
     the memories consolidation derived from its observations or its summaries (they are forgotten too; the worker
     derives again what the remaining sessions still support). Returns the forget result and the derived ids.
     within and keep_protected: as in `forget` (what is left of the derived ones is added to the result's `left`)."""
     conn = store.conn
     cited = {f"obs:{obs_id}" for obs_id in observations.ids_of_session(conn, session_id)}
     cited |= {row[0] for row in memory_reads.of_session(conn, session_id, "id")}
-    result = forget(store, session_id=session_id, reason=reason, within=within, keep_protected=keep_protected)
+    result = forget(store, ForgetRequest(session_id=session_id, reason=reason, within=within,
+                                         keep_protected=keep_protected))
     derived = [i for i in memory_reads.citing(conn, sorted(cited)) if i not in result.left] if cited else []
     if derived:
-        done = forget(store, ids=derived, reason=f"derived from forgotten session {session_id[:80]}",
-                      keep_protected=keep_protected)
+        done = forget(store, ForgetRequest(ids=derived, reason=f"derived from forgotten session {session_id[:80]}",
+                                           keep_protected=keep_protected))
         derived, result.left = [d for d in derived if d not in done.left], result.left + done.left
     with store.transaction() as tx:
         meta.delete(tx, meta.summary_state(session_id))
     return result, derived
 
 
-def _by_filter(store: Parts, project: Any, all_projects: bool, type: Any, tier: Any, older_than_days: Any,
-               before: Any, now: float) -> list[Any]:
-    types = (check_choice("type", type, TYPES),) if type is not None else ()
-    tiers = (check_choice("tier", tier, TIERS),) if tier is not None else ()
+def _by_filter(store: Parts, request: ForgetRequest, now: float) -> list[Any]:
+    """The memories a filter request names (its fields checked by `ForgetRequest.validated`)."""
+    types = (request.type,) if request.type is not None else ()
+    tiers = (request.tier,) if request.tier is not None else ()
     cutoffs = []
-    if older_than_days is not None:
-        if isinstance(older_than_days, bool) or not isinstance(older_than_days, (int, float)) or older_than_days < 0:
-            raise InvalidInput("older_than_days must be a positive number")
-        cutoffs.append(now - older_than_days * 86400)
-    if before is not None:
-        cutoffs.append(float(before))
-    chosen = MemoryFilter(
-        projects=None if all_projects else (store.project if project is ... else project,),
-        types=types, tiers=tiers, before=min(cutoffs) if cutoffs else None)
+    if request.older_than_days is not None:
+        cutoffs.append(now - request.older_than_days * 86400)
+    if request.before is not None:
+        cutoffs.append(float(request.before))
+    project = store.project if request.project is ... else request.project
+    chosen = MemoryFilter(projects=None if request.all_projects else (project,), types=types, tiers=tiers,
+                          before=min(cutoffs) if cutoffs else None)
     return memory_reads.admitted(store.conn, chosen, memory_reads.FORGOTTEN)
 
 

@@ -16,7 +16,7 @@ import json
 import re
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..capture.redact import redact
@@ -180,35 +180,118 @@ def trust_limits(source: str, priority: str, pinned: bool, project: str | None,
     return priority, pinned, project, notes
 
 
-def save(store: Parts, content: str, *, title: str | None = None, type: str = "fact", tier: str = "semantic",
-         project: Any = ..., tags: Sequence[str] | None = None, files: Sequence[str] | None = None,
-         source: str = "agent", importance: float = 0.5, priority: str = "P1", confidence: float | None = None,
-         pinned: bool = False, ttl_days: float | None = None, supersedes: str | None = None,
-         valid_from: float | None = None, valid_to: float | None = None, session_id: str | None = None,
-         source_ids: Sequence[str] | None = None, key: str | None = None, created_at: float | None = None,
-         commit: str | None = None) -> SaveResult:
-    """Remember `content`.
+@dataclass(frozen=True)
+class SaveRequest:
+    """What a caller asks `save` to remember: the MCP tool, the CLI, the viewer and the team code each build one.
+
+    It lives beside `save`, the operation it feeds, so that a reader finds the fields, their checks and their use
+    in one module. The fields hold what the caller sent, unchecked (an MCP client or a JSON file may send any
+    type); `draft` is the one place they are checked, with the messages `InvalidInput` carries to the caller.
 
     type: pattern | preference | architecture | bug | workflow | fact | decision | context | summary.
     tier: working | episodic | semantic | procedural. source: user | agent | hook | consolidation | import.
     importance and confidence are 0..1 (confidence defaults by source); priority P0 never decays, P2 may
     expire. ttl_days sets a forget-after date. supersedes names the memory this one replaces.
-    project: default the store's project; None saves a global memory (true in every project).
+    project: default (...) the store's project; None saves a global memory (true in every project).
     key (for derived memories): a stable identity; a save with the same key and project updates that memory.
     commit: the git commit checked out where `files` were seen (default: the project's, when it names files).
+    created_at: the save's time (default: the store's clock). vector_text (for bulk saves): what to embed instead
+    of the whole memory, a shorter text, or None for no vector at all (`prepare_saves`).
+    """
+    content: Any
+    title: Any = None
+    type: Any = "fact"
+    tier: Any = "semantic"
+    project: Any = ...
+    tags: Any = None
+    files: Any = None
+    source: Any = "agent"
+    importance: Any = 0.5
+    priority: Any = "P1"
+    confidence: Any = None
+    pinned: Any = False
+    ttl_days: Any = None
+    supersedes: Any = None
+    valid_from: Any = None
+    valid_to: Any = None
+    session_id: Any = None
+    source_ids: Any = None
+    key: Any = None
+    created_at: Any = None
+    commit: Any = None
+    vector_text: Any = ...
+
+    @classmethod
+    def of(cls, item: Any) -> SaveRequest:
+        """The request an item of `save_many` describes: a SaveRequest, or a dict of `content` and its fields."""
+        if isinstance(item, SaveRequest):
+            return item
+        if not isinstance(item, dict) or "content" not in item:
+            raise InvalidInput("each item needs a content")
+        try:
+            return cls(**item)
+        except TypeError as exc:
+            raise InvalidInput(f"unknown option for a memory: {exc}") from None
+
+    def draft(self, home_project: str | None, now: float) -> Draft:
+        """The checked memory this request asks for, at `now`, for a store of `home_project` (where trust scopes
+        an unconfirmed global memory); InvalidInput says what is wrong. `project` must be resolved (not ...)."""
+        content = check_content(self.content)
+        title, commit, source, priority = self.title, self.commit, self.source, self.priority
+        project, ttl_days, valid_from, valid_to = self.project, self.ttl_days, self.valid_from, self.valid_to
+        if commit is not None and (not isinstance(commit, str) or not _COMMIT.match(commit)):
+            raise InvalidInput("commit must be a git commit hash (7 to 40 hexadecimal digits)")
+        if title is not None and not isinstance(title, str):
+            raise InvalidInput("title must be text")
+        title = title.replace("\x00", "") if title else title
+        title = redact(title).strip()[:MAX_TITLE_CHARS] if title and title.strip() else derive_title(content)
+        check_choice("type", self.type, TYPES)
+        check_choice("tier", self.tier, TIERS)
+        check_choice("source", source, SOURCES)
+        check_choice("priority", priority, PRIORITIES)
+        if project is not None and (not isinstance(project, str) or not project.strip()):
+            raise InvalidInput("project must be a non-empty string, or omitted for a global memory")
+        if ttl_days is not None:
+            if isinstance(ttl_days, bool) or not isinstance(ttl_days, (int, float)) or not 0 < ttl_days <= 36500:
+                raise InvalidInput("ttl_days must be a number of days between 0 and 36500")
+        conf = initial_confidence(source) if self.confidence is None else _unit("confidence", self.confidence)
+        for name, value in (("valid_from", valid_from), ("valid_to", valid_to)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise InvalidInput(f"{name} must be a unix timestamp")
+        ids = _str_list("source_ids", self.source_ids, limit=1000)
+        priority, pinned, project, notes = trust_limits(source, priority, bool(self.pinned), project, home_project)
+        if project is None and provenance(source) == "derived":
+            raise InvalidInput("what the worker derives from a session is never global: the session has no "
+                               "project (it was captured outside any project before agentmem scoped such sessions "
+                               "to their directory)")
+        quarantined = instruction_reason(f"{title}\n{content}") if provenance(source) in QUARANTINED_PROVENANCE \
+            else None
+        files = _str_list("files", self.files, limit=200)
+        session_id, key = self.session_id, self.key
+        return Draft(
+            title=title, content=content, type=self.type, tier=self.tier, project=project,
+            tags=_str_list("tags", self.tags), files=files, source=source, confidence=conf,
+            importance=_unit("importance", self.importance), priority=priority, pinned=bool(pinned),
+            forget_after=now + ttl_days * 86400 if ttl_days else None, valid_from=valid_from if valid_from else now,
+            valid_to=valid_to, session_id=session_id if isinstance(session_id, str) else None, source_ids=ids,
+            key=key if isinstance(key, str) and key else None, content_hash=content_hash(content), created_at=now,
+            quarantined=quarantined, notes=tuple(notes), anchor_commit=commit.lower() if files and commit else None,
+        )
+
+
+def save(store: Parts, request: SaveRequest) -> SaveResult:
+    """Remember what `request` asks (its fields: `SaveRequest`).
+
     Returns a SaveResult whose action is created, duplicate (nothing written) or superseded.
     """
-    options = dict(title=title, type=type, tier=tier, project=project, tags=tags, files=files, source=source,
-                   importance=importance, priority=priority, confidence=confidence, pinned=pinned,
-                   ttl_days=ttl_days, supersedes=supersedes, valid_from=valid_from, valid_to=valid_to,
-                   session_id=session_id, source_ids=source_ids, key=key, created_at=created_at, commit=commit)
-    return save_many(store, [{"content": content, **options}])[0]
+    return save_many(store, [request])[0]
 
 
-def save_many(store: Parts, items: Sequence[dict[str, Any]], *, supersede_check: bool = True) -> list[SaveResult]:
+def save_many(store: Parts, items: Sequence[SaveRequest | dict[str, Any]], *,
+              supersede_check: bool = True) -> list[SaveResult]:
     """Save several memories with one embedding batch, one transaction and one index update.
 
-    Each item holds `content` and the keyword arguments of `save`. Every item is validated before
+    Each item is a SaveRequest, or a dict of `content` and the other fields of one. Every item is validated before
     anything is written: one bad item raises InvalidInput and nothing is saved. supersede_check=False
     skips the near-duplicate search (for bulk loads of records known to be distinct); exact duplicates,
     keys and explicit `supersedes` still apply.
@@ -232,7 +315,7 @@ class PreparedSave:
     decided: dict[str, Verdict] = field(default_factory=dict)  # `decide` on candidates, worked out early
 
 
-def prepare_saves(store: Parts, items: Sequence[dict[str, Any]], *, supersede_check: bool = True,
+def prepare_saves(store: Parts, items: Sequence[SaveRequest | dict[str, Any]], *, supersede_check: bool = True,
                   skip_invalid: bool = False) -> list[PreparedSave | None]:
     """Validate and embed `items` (one embedding batch, each distinct text once) without writing.
 
@@ -243,30 +326,22 @@ def prepare_saves(store: Parts, items: Sequence[dict[str, Any]], *, supersede_ch
     drafts: list[tuple[Draft, str | None, Any] | None] = []
     commits: dict[str, str | None] = {}  # each project's checked-out commit, read once for the batch
     for item in items:
-        if not isinstance(item, dict) or "content" not in item:
-            raise InvalidInput("each item needs a content")
-        options = dict(item)
-        content = options.pop("content")
-        if options.get("project", ...) is ...:
-            options["project"] = store.project
-        supersedes = options.pop("supersedes", None)
-        created_at = options.pop("created_at", None)
-        vector_text = options.pop("vector_text", ...)
-        project = options["project"]
-        if options.get("commit") is None and options.get("files") and isinstance(project, str):
+        request = SaveRequest.of(item)
+        project = store.project if request.project is ... else request.project
+        commit = request.commit
+        if commit is None and request.files and isinstance(project, str):
             if project not in commits:
                 commits[project] = head_commit(project)
-            options["commit"] = commits[project]
-        now = store.now() if created_at is None else created_at
+            commit = commits[project]
+        now = store.now() if request.created_at is None else request.created_at
         try:
-            draft = _validate(store, content, now=now, **options)
-        except TypeError as exc:
-            raise InvalidInput(f"unknown option for a memory: {exc}") from None
+            draft = replace(request, project=project, commit=commit).draft(store.project, now)
         except InvalidInput:
             if not skip_invalid:
                 raise
             drafts.append(None)
             continue
+        supersedes, vector_text = request.supersedes, request.vector_text
         if supersedes is not None:
             supersedes = store.memories.latest_version(check_memory_id(supersedes)).id
         drafts.append((draft, supersedes, vector_text))
@@ -305,8 +380,7 @@ def prepare_saves(store: Parts, items: Sequence[dict[str, Any]], *, supersede_ch
 def write_prepared(conn: Any, store: Parts, prepared: Sequence[PreparedSave | None]) -> list[SaveResult | None]:
     """Write prepared saves inside the caller's write transaction (the caller indexes after it commits),
     so memories commit together with the caller's own rows, e.g. the worker's "compressed" marks."""
-    return [_write(conn, store, p.draft, p.supersedes, p.chunks, p.embedded, p.candidates, p.vectorless,
-                   p.decided) if p else None for p in prepared]
+    return [_write(conn, store, p) if p else None for p in prepared]
 
 
 def _embed(store: Parts, texts: list[str]) -> list[Any] | None:
@@ -319,15 +393,15 @@ def _embed(store: Parts, texts: list[str]) -> list[Any] | None:
     return [by_text[text] for text in texts] if len(by_text) == len(unique) else None
 
 
-def _write(conn: Any, store: Parts, draft: Draft, supersedes: str | None, chunks: list[str], embedded: Any,
-           candidates: dict[str, float | None], vectorless: bool = False,
-           decided: dict[str, Verdict] | None = None) -> SaveResult:
+def _write(conn: Any, store: Parts, prepared: PreparedSave) -> SaveResult:
+    draft, chunks, embedded = prepared.draft, prepared.chunks, prepared.embedded
     now = draft.created_at
     duplicate = memory_reads.latest_with_hash(conn, draft.content_hash, draft.project)
     if duplicate is not None:
         return SaveResult(duplicate["id"], "duplicate", duplicate["version"],
                           reason="the same content is already stored in this project")
-    old, reason, conflicts = _choose_old(conn, store, draft, supersedes, candidates, decided)
+    old, reason, conflicts = _choose_old(conn, store, draft, prepared.supersedes, prepared.candidates,
+                                         prepared.decided)
     memory_id = new_memory_id()
     version = old["version"] + 1 if old else 1
     root_id = old["root_id"] if old else memory_id
@@ -337,7 +411,7 @@ def _write(conn: Any, store: Parts, draft: Draft, supersedes: str | None, chunks
         vector_rows.set_latest(conn, old["id"], False)
         index_outbox.queue(conn, [old["id"]], now)
     _insert(conn, draft, memory_id, version, old["id"] if old else None, root_id,
-            store.embedder.model_id if embedded else "" if vectorless else None)
+            store.embedder.model_id if embedded else "" if prepared.vectorless else None)
     if embedded:
         vector_rows.put(conn, memory_id, draft.project, True, chunks, embedded)
     links.link_entities(conn, memory_id, extract_entities(f"{draft.title}\n{draft.content}\n"
@@ -371,51 +445,6 @@ def _notes(draft: Draft, conflicts: list[tuple[str, str]]) -> list[str]:
         notes.append(f"quarantined: it reads as instructions to an AI agent ({draft.quarantined}); it is kept but "
                      "never searched or injected unless the user releases it")
     return notes
-
-
-def _validate(store: Parts, content: Any, *, now: float, title: Any = None, type: Any = "fact",
-              tier: Any = "semantic", project: Any = None, tags: Any = None, files: Any = None,
-              source: Any = "agent", importance: Any = 0.5, priority: Any = "P1", confidence: Any = None,
-              pinned: Any = False, ttl_days: Any = None, valid_from: Any = None, valid_to: Any = None,
-              session_id: Any = None, source_ids: Any = None, key: Any = None, commit: Any = None) -> Draft:
-    content = check_content(content)
-    if commit is not None and (not isinstance(commit, str) or not _COMMIT.match(commit)):
-        raise InvalidInput("commit must be a git commit hash (7 to 40 hexadecimal digits)")
-    if title is not None and not isinstance(title, str):
-        raise InvalidInput("title must be text")
-    title = title.replace("\x00", "") if title else title
-    title = redact(title).strip()[:MAX_TITLE_CHARS] if title and title.strip() else derive_title(content)
-    check_choice("type", type, TYPES)
-    check_choice("tier", tier, TIERS)
-    check_choice("source", source, SOURCES)
-    check_choice("priority", priority, PRIORITIES)
-    if project is not None and (not isinstance(project, str) or not project.strip()):
-        raise InvalidInput("project must be a non-empty string, or omitted for a global memory")
-    if ttl_days is not None:
-        if isinstance(ttl_days, bool) or not isinstance(ttl_days, (int, float)) or not 0 < ttl_days <= 36500:
-            raise InvalidInput("ttl_days must be a number of days between 0 and 36500")
-    conf = initial_confidence(source) if confidence is None else _unit("confidence", confidence)
-    for name, value in (("valid_from", valid_from), ("valid_to", valid_to)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise InvalidInput(f"{name} must be a unix timestamp")
-    ids = _str_list("source_ids", source_ids, limit=1000)
-    priority, pinned, project, notes = trust_limits(source, priority, bool(pinned), project, store.project)
-    if project is None and provenance(source) == "derived":
-        raise InvalidInput("what the worker derives from a session is never global: the session has no project "
-                           "(it was captured outside any project before agentmem scoped such sessions to their "
-                           "directory)")
-    quarantined = instruction_reason(f"{title}\n{content}") if provenance(source) in QUARANTINED_PROVENANCE \
-        else None
-    files = _str_list("files", files, limit=200)
-    return Draft(
-        title=title, content=content, type=type, tier=tier, project=project, tags=_str_list("tags", tags),
-        files=files, source=source, confidence=conf,
-        importance=_unit("importance", importance), priority=priority, pinned=bool(pinned),
-        forget_after=now + ttl_days * 86400 if ttl_days else None, valid_from=valid_from if valid_from else now,
-        valid_to=valid_to, session_id=session_id if isinstance(session_id, str) else None, source_ids=ids,
-        key=key if isinstance(key, str) and key else None, content_hash=content_hash(content), created_at=now,
-        quarantined=quarantined, notes=tuple(notes), anchor_commit=commit.lower() if files and commit else None,
-    )
 
 
 def _vector_chunks(draft: Draft, vector_text: Any) -> list[str]:

@@ -630,6 +630,7 @@ def merge_summaries(store: Parts, project: str | None, llm: LLM) -> int:
 def reflect(store: Parts, project: str | None, llm: LLM) -> int:
     """When enough has happened since the last reflection, ask high-level questions about the recent
     memories, answer them from retrieved memories, and store the insights with their sources."""
+    from ..models import SearchRequest
     from ..recall.retrieval import search
     from .llm import need, need_ids, need_text
 
@@ -649,7 +650,7 @@ def reflect(store: Parts, project: str | None, llm: LLM) -> int:
                                                                    list, "questions")[:3]], max_tokens=400)
     evidence: dict[str, str] = {}
     for question in questions or []:
-        for hit in search(store, question, project=project, limit=6, record_access=False).hits:
+        for hit in search(store, SearchRequest(question, project=project, limit=6, record_access=False)).hits:
             evidence.setdefault(hit.id, f"{hit.title}: {hit.snippet}")
     insights = None
     if evidence:

@@ -59,34 +59,57 @@ SWEEP_CACHE_KIB = 65536
 CONFIDENCE_CLOCK = meta.LAST_CONFIDENCE_DECAY
 STRENGTH_CLOCK = meta.LAST_STRENGTH_DECAY
 
-def sweep(store: Parts, *, strategy: str = "composite", dry_run: bool = False, threshold: float = 0.6,
-          max_deletions: int = 50, now: float | None = None, options: Mapping[str, Any] | None = None,
-          prune_after_days: float = PRUNE_AFTER_DAYS, max_pruned: int = MAX_PRUNED) -> SweepReport:
-    """Score every latest memory of every project and forget, decay and prune accordingly.
+@dataclass(frozen=True)
+class SweepRequest:
+    """What a caller asks `sweep` to do: the CLI and the worker (`maybe_sweep`) each build one.
+
+    It lives beside `sweep`, the operation it feeds. `scorer` is the one place its fields are checked.
 
     strategy: importance | age | capacity | composite; ``options`` are its arguments (e.g.
     ``{"half_life_days": 14, "capacity": 5000}``). Memories scoring ``>= threshold`` are deleted, at most
-    ``max_deletions`` per run; P0 and pinned memories never are. TTL-expired memories and those whose
-    confidence falls under 0.1 go too, outside that cap. Superseded versions older than
-    ``prune_after_days`` are pruned, at most ``max_pruned`` per run (the rest next time).
-    dry_run=True changes nothing, not even ``last_sweep``, and returns the same report.
+    ``max_deletions`` per run. Superseded versions older than ``prune_after_days`` are pruned, at most
+    ``max_pruned`` per run. now: the sweep's time (default: the store's clock). dry_run=True changes nothing.
+    """
+    strategy: str = "composite"
+    dry_run: bool = False
+    threshold: float = 0.6
+    max_deletions: int = 50
+    now: float | None = None
+    options: Mapping[str, Any] | None = None
+    prune_after_days: float = PRUNE_AFTER_DAYS
+    max_pruned: int = MAX_PRUNED
+
+    def scorer(self) -> Any:
+        """The strategy's scorer, once the request's numbers are checked; InvalidInput says what is wrong."""
+        threshold, max_deletions, max_pruned = self.threshold, self.max_deletions, self.max_pruned
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold != threshold:
+            raise InvalidInput(f"threshold must be a number (a forget score in 0..1); got {threshold!r}")
+        if isinstance(max_deletions, bool) or not isinstance(max_deletions, int) or max_deletions < 0:
+            raise InvalidInput(f"max_deletions must be a whole number >= 0; got {max_deletions!r}")
+        if not self.prune_after_days >= 0 or isinstance(max_pruned, bool) or not isinstance(max_pruned, int) \
+                or max_pruned < 0:
+            raise InvalidInput("prune_after_days must be a number of days >= 0 and max_pruned a whole number >= 0")
+        try:
+            return make_strategy(self.strategy, **dict(self.options or {}))
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+
+
+def sweep(store: Parts, request: SweepRequest) -> SweepReport:
+    """Score every latest memory of every project and forget, decay and prune as `request` asks (`SweepRequest`).
+
+    P0 and pinned memories are never deleted by score. TTL-expired memories and those whose confidence falls under
+    0.1 go too, outside the ``max_deletions`` cap; superseded versions beyond ``max_pruned`` go next time.
+    A dry run changes nothing, not even ``last_sweep``, and returns the same report.
     """
     started = time.perf_counter()
-    now = store.now() if now is None else now
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold != threshold:
-        raise InvalidInput(f"threshold must be a number (a forget score in 0..1); got {threshold!r}")
-    if isinstance(max_deletions, bool) or not isinstance(max_deletions, int) or max_deletions < 0:
-        raise InvalidInput(f"max_deletions must be a whole number >= 0; got {max_deletions!r}")
-    if not prune_after_days >= 0 or isinstance(max_pruned, bool) or not isinstance(max_pruned, int) or max_pruned < 0:
-        raise InvalidInput("prune_after_days must be a number of days >= 0 and max_pruned a whole number >= 0")
-    try:
-        scorer = make_strategy(strategy, **dict(options or {}))
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from None
+    now = store.now() if request.now is None else request.now
+    scorer = request.scorer()
     # one head write for the sweep's thousands of audit rows, not one per commit
     with audit.batched(), _page_cache(store.conn, SWEEP_CACHE_KIB):
-        return _sweep(store, scorer, strategy, dry_run, threshold, max_deletions, now, prune_after_days, max_pruned,
-                      started)
+        report = SweepReport(at=now, strategy=request.strategy, dry_run=request.dry_run,
+                             threshold=request.threshold, max_deletions=request.max_deletions)
+        return _sweep(store, report, scorer, request.prune_after_days, request.max_pruned, started)
 
 
 @contextmanager
@@ -104,17 +127,18 @@ def _page_cache(conn: Any, kib: int) -> Iterator[None]:
         conn.execute(f"PRAGMA cache_size = {int(previous)}")
 
 
-def _sweep(store: Parts, scorer: Any, strategy: str, dry_run: bool, threshold: float, max_deletions: int,
-           now: float, prune_after_days: float, max_pruned: int, started: float) -> SweepReport:
+def _sweep(store: Parts, report: SweepReport, scorer: Any, prune_after_days: float, max_pruned: int,
+           started: float) -> SweepReport:
+    """The sweep `report` describes (its time, strategy, dry_run, threshold and max_deletions), filling it in."""
     conn = store.conn
+    now, dry_run = report.at, report.dry_run
     columns, strength, titles, rowids = _read_latest(conn)
-    plan = plan_forgetting(columns, scorer, now, threshold=threshold, max_deletions=max_deletions)
+    plan = plan_forgetting(columns, scorer, now, threshold=report.threshold, max_deletions=report.max_deletions)
     clocks: dict[meta.Key[float], float] = {}
     decay = plan_decay(columns, strength, now, _periods(conn, CONFIDENCE_CLOCK, CONFIDENCE_PERIOD_DAYS, now, clocks),
                        _periods(conn, STRENGTH_CLOCK, STRENGTH_PERIOD_DAYS, now, clocks))
 
-    report = SweepReport(at=now, strategy=strategy, dry_run=dry_run, threshold=threshold,
-                         max_deletions=max_deletions, scored=len(columns), protected=plan.protected)
+    report.scored, report.protected = len(columns), plan.protected
     planned = _decide(report, plan, decay, titles)
     prune_before = now - prune_after_days * DAY
     if dry_run:
@@ -123,7 +147,7 @@ def _sweep(store: Parts, scorer: Any, strategy: str, dry_run: bool, threshold: f
         report.pruned_versions = len(memory_reads.superseded_before(conn, prune_before, max_pruned))
         report.duration_s = time.perf_counter() - started
         return report
-    _apply(store, report, plan, decay, planned, strength, rowids, clocks, now)
+    _apply(store, report, plan, decay, planned, strength, rowids, clocks)
     prunable = memory_reads.superseded_before(conn, prune_before, max_pruned)
     if prunable:
         delete_memories(store, prunable, f"superseded more than {prune_after_days:g} days ago", now,
@@ -211,8 +235,9 @@ def _decide(report: SweepReport, plan: ColumnPlan, decay: ColumnDecay, titles: l
 
 
 def _apply(store: Parts, report: SweepReport, plan: ColumnPlan, decay: ColumnDecay, planned: np.ndarray,
-           strength: np.ndarray, rowids: np.ndarray, clocks: Mapping[meta.Key[float], float], now: float) -> None:
-    columns = plan.columns
+           strength: np.ndarray, rowids: np.ndarray, clocks: Mapping[meta.Key[float], float]) -> None:
+    """Write what a sweep decided (at `report.at`): removals, decay, and the clocks."""
+    columns, now = plan.columns, report.at
     snapshot = {columns.ids[i]: _time(columns.last_accessed_at[i]) for i in np.flatnonzero(planned).tolist()}
     report.expired = _remove(store, report.expired, snapshot, "ttl expired", now)
     report.deleted = _remove(store, report.deleted, snapshot,
@@ -340,7 +365,8 @@ def hours_since_last_sweep(store: Parts, now: float) -> float | None:
 def maybe_sweep(store: Parts, *, count_threshold: int = 10000, interval_hours: float = 24.0,
                 min_interval_hours: float = 1.0, now: float | None = None,
                 **options: Any) -> SweepReport | None:
-    """Run ``sweep(store, **options)`` if one is due; return its report, or None if none ran or it failed.
+    """Run ``sweep`` with a ``SweepRequest`` of ``options`` (and ``now``) if one is due; return its report, or
+    None if none ran or it failed.
 
     A sweep is due when none has run yet, ``interval_hours`` have passed since the last one, or there
     are more than ``count_threshold`` latest memories, though never twice within ``min_interval_hours``.
@@ -355,7 +381,7 @@ def maybe_sweep(store: Parts, *, count_threshold: int = 10000, interval_hours: f
             return None
         if hours is not None and hours < min_interval_hours:
             return None
-        return sweep(store, now=now, **options)
+        return sweep(store, SweepRequest(now=now, **options))
     except StoreDamaged:  # the database's files changed under this process: it writes no more (logged once)
         raise
     except Exception as exc:

@@ -33,7 +33,7 @@ from ..index.document import memory_text
 from ..index.tokenize import index_text
 from ..lifecycle.access import note_access
 from ..lifecycle.retention import retention
-from ..models import SHOWN_TIERS, TIERS, TYPES, AgentmemError, InvalidInput, SearchHit, SearchResult, check_choice
+from ..models import AgentmemError, SearchHit, SearchRequest, SearchResult
 from ..project import project_for, worktree_root
 from ..trust.policy import as_data, typed_by_user
 from .anchors import missing_files, stale_note
@@ -58,32 +58,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentmem.retrieval")
 
-MAX_QUERY_CHARS = 20000
 HIT_OVERHEAD_TOKENS = 24
 RETRIEVER_DEPTH = RankingSettings.retriever_depth  # scripts/eval_ablation.py reads these two
 TIME_WINDOW_BOOST = RankingSettings.time_window_boost
-DEFAULT_TIERS = SHOWN_TIERS  # raw captured events (working tier) are searched only when asked for by name
 ACCESS_BUSY_TIMEOUT_MS = 300
-
-
-def _check_query(query: Any) -> str:
-    if not isinstance(query, str):
-        raise InvalidInput(f"query must be text, not {type(query).__name__}")
-    query = query.replace("\x00", " ").strip()
-    if not query:
-        raise InvalidInput("query is empty: describe what you are looking for, e.g. 'how are tests run'")
-    return query[:MAX_QUERY_CHARS]
-
-
-def _check_list(name: str, value: Any, choices: tuple[str, ...]) -> list[str] | None:
-    if value is None:
-        return None
-    values = [value] if isinstance(value, str) else value
-    if not isinstance(values, (list, tuple)):
-        raise InvalidInput(f"{name} must be one of {', '.join(choices)} or a list of them")
-    return [check_choice(name, v, choices) for v in values] or None
-
-
 
 
 _HERE: dict[str, tuple[float, tuple[str | None, str | None]]] = {}
@@ -116,53 +94,25 @@ def _stale(row: Any, here: tuple[str | None, str | None]) -> str:
     return f"; {stale_note(gone, row['anchor_commit'])}" if gone else ""
 
 
-def search(store: Parts, query: str, *, project: str | None = ..., all_projects: bool = False,
-           types: Sequence[str] | str | None = None, tiers: Sequence[str] | str | None = None,
-           since: float | None = None, until: float | None = None, min_confidence: float | None = None,
-           include_history: bool = False, limit: int = 10, budget_tokens: int | None = None,
-           record_access: bool = True, retrievers: Sequence[str] = ("bm25", "vector", "graph"),
-           include_quarantined: bool = False) -> SearchResult:
-    """Find memories relevant to `query`.
+def search(store: Parts, request: SearchRequest) -> SearchResult:
+    """Find memories relevant to `request.query` (its fields: `SearchRequest`).
 
-    project: the project to search (default: the store's project) plus global memories; all_projects=True
-    searches everything. types / tiers filter (default tiers: all but working, the raw captured events);
-    since / until bound created_at (unix time); min_confidence drops doubtful memories; include_history
-    also returns superseded versions. limit is 1..100; budget_tokens caps the size of the answer.
-    Quarantined memories (text that reads as instructions to an agent, `trust.instruction_reason`) are left
-    out unless include_quarantined=True. Titles and snippets are shown as data (`trust.as_data`). Each returned
-    hit counts as an access.
+    Titles and snippets are shown as data (`trust.as_data`). Each returned hit counts as an access.
     """
-    query = _check_query(query)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
-        raise InvalidInput("limit must be a whole number from 1 to 100")
-    budget = store.settings.search_budget_tokens if budget_tokens is None else budget_tokens
-    if isinstance(budget, bool) or not isinstance(budget, int) or not 50 <= budget <= 100000:
-        raise InvalidInput("budget_tokens must be a whole number from 50 to 100000")
-    if min_confidence is not None:
-        if isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float)) \
-                or not 0 <= min_confidence <= 1:
-            raise InvalidInput("min_confidence must be between 0 and 1")
-    for name, value in (("since", since), ("until", until)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise InvalidInput(f"{name} must be a unix timestamp")
-    type_list = _check_list("type", types, TYPES)
-    tier_list = _check_list("tier", tiers, TIERS) or list(DEFAULT_TIERS)
-    project = store.project if project is ... else project
-    projects: list[str | None] | None = None if all_projects else list(dict.fromkeys([project, None]))
-
+    request = request.validated(store.project, store.settings.search_budget_tokens)
+    query, limit = request.query, request.limit
     knobs = RankingSettings.from_settings(store.settings)
     results, reasons, notes, query_vector, asked, full_match = _retrieve(
-        store, knobs, query, projects, not include_history, tier_list, type_list, retrievers)
+        store, knobs, query, request.projects, not request.include_history, request.tiers, request.types,
+        request.retrievers)
     fused, top, similar = _fuse(store, knobs, results, query_vector, asked, full_match)
-    hits = _rerank(store, knobs, fused[: knobs.reranked(limit)], projects, not include_history, type_list, tier_list,
-                   since, until, min_confidence, reasons, query, top, similar, include_quarantined, limit=limit)
+    hits = _rerank(store, knobs, fused[: knobs.reranked(limit)], request, reasons, top, similar)
     if store.settings.team_url:  # team memory: the server's hits in the same ranking (agentmem_mcp/team/)
         from ..team.recall import merge_hits
 
-        hits = merge_hits(store, query, hits, results, query_vector, limit=limit, notes=notes, project=project,
-                          types=type_list, tiers=tier_list, min_confidence=min_confidence)
-    packed, used = _pack(hits, budget)
-    if record_access and packed:
+        hits = merge_hits(store, request, hits, results, query_vector, notes)
+    packed, used = _pack(hits, request.budget_tokens)
+    if request.record_access and packed:
         _record_access(store, [h.id for h in packed])
     vector_ran = query_vector is not None
     mode = "hybrid" if vector_ran else "bm25+graph"
@@ -434,28 +384,27 @@ def _graph_search(store: Parts, knobs: RankingSettings, query: str,
     return graph.search(store.conn, query, limit=knobs.retriever_depth)
 
 
-def _rerank(store: Parts, knobs: RankingSettings, fused: list[Fused], projects: list[str | None] | None,
-            latest_only: bool, types: list[str] | None, tiers: list[str] | None, since: float | None,
-            until: float | None, min_confidence: float | None, reasons: dict[str, str], query: str, top: float,
-            similar: dict[str, str] | None = None,
-            include_quarantined: bool = False, limit: int = 100) -> list[SearchHit]:
+def _rerank(store: Parts, knobs: RankingSettings, fused: list[Fused], request: SearchRequest,
+            reasons: dict[str, str], top: float, similar: dict[str, str] | None = None) -> list[SearchHit]:
     """Join the candidates back against SQLite (a stale index entry never resurrects a forgotten or superseded
-    memory), drop those the filters exclude, and score each by its fused score x its state, the time window
-    and the how-to boost; the best `limit` of those scoring at least `min_score`, best first. `top`: the best fused
-    score possible, so that a perfect match scores 1 before its state factor; `similar`: the closest pair of
-    similar words of a candidate, for its `why`. Only the hits returned get a snippet, a `why` and a check of
-    their files."""
+    memory), drop those the request's filters exclude, and score each by its fused score x its state, the time
+    window and the how-to boost; the best `request.limit` of those scoring at least `min_score`, best first.
+    `top`: the best fused score possible, so that a perfect match scores 1 before its state factor; `similar`: the
+    closest pair of similar words of a candidate, for its `why`. Only the hits returned get a snippet, a `why` and
+    a check of their files."""
     if not fused:
         return []
     by_id = {f.id: f for f in fused}
     rows = memories.by_ids(store.conn, list(by_id))
     now = store.now()
+    query = request.query
     window = time_window(query, now)
     how_to = asks_how_to(query)
     scored: list[tuple[float, Any, bool]] = []
-    chosen = MemoryFilter(projects=projects, latest_only=latest_only, types=types or (), tiers=tiers or (),
-                          since=since, until=until, min_confidence=min_confidence,
-                          with_quarantined=include_quarantined, live_at=now)
+    chosen = MemoryFilter(projects=request.projects, latest_only=not request.include_history,
+                          types=request.types or (), tiers=request.tiers or (), since=request.since,
+                          until=request.until, min_confidence=request.min_confidence,
+                          with_quarantined=request.include_quarantined, live_at=now)
     for row in rows:
         if not chosen.admits(row):
             continue
@@ -487,7 +436,7 @@ def _rerank(store: Parts, knobs: RankingSettings, fused: list[Fused], projects: 
         why=_why(by_id[row["id"]], reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"]))
         + _stale(row, here),
         confidence=round(row["confidence"], 3), version=row["version"], is_latest=bool(row["is_latest"]),
-    ) for score, row, in_window in scored[:limit]]
+    ) for score, row, in_window in scored[:request.limit]]
 
 
 def _why(entry: Fused, graph_reason: str | None, row: Any, in_window: bool = False,

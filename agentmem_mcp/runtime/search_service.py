@@ -86,7 +86,7 @@ class SearchListener(PrivateListener):
     def answer(self, request: dict[str, Any]) -> dict[str, Any] | None:
         """The answer to one request, or None: the command searches itself."""
         from ..config import ConfigError, load_settings
-        from ..models import AgentmemError
+        from ..models import AgentmemError, SearchRequest
 
         env, search = request["env"], request["search"]
         if Path(env.get("AGENTMEM_HOME", "")) != self.home or not set(search) <= SEARCH_ARGUMENTS:
@@ -110,7 +110,7 @@ class SearchListener(PrivateListener):
         try:
             store, lock = self._store(settings, env, project, cwd, model)
             with lock:
-                return {"ok": True, "result": store.search(**search).to_dict()}
+                return {"ok": True, "result": store.search(SearchRequest(**search)).to_dict()}
         except AgentmemError as exc:
             return {"ok": False, "error": str(exc)}
         except Exception:

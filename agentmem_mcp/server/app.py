@@ -244,14 +244,17 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
         preference, a convention, a bug and its fix, how to build/test/deploy. A newer version of a fact
         supersedes the old. P1 in this project until the user pins it."""
         def run(store: Any) -> dict[str, Any]:
+            from ..lifecycle.remember import SaveRequest
+
             if supersedes is not None:
                 try:
                     store.get(supersedes, within=_within(store))
                 except AgentmemError as exc:
                     raise InvalidInput(f"refused to supersede {str(supersedes)[:40]}: {exc}") from None
-            result = store.save(content, title=title, type=type, tags=tags, files=files, importance=importance,
-                                priority=priority, project=None if scope == "global" else store.project,
-                                ttl_days=ttl_days, supersedes=supersedes, source="agent")
+            result = store.save(SaveRequest(
+                content, title=title, type=type, tags=tags, files=files, importance=importance, priority=priority,
+                project=None if scope == "global" else store.project, ttl_days=ttl_days, supersedes=supersedes,
+                source="agent"))
             answer = result.to_dict()
             if share:
                 from ..team.tools import share_saved
@@ -279,11 +282,13 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
         """Search long-term memory. Call it before starting a task, when something looks familiar (an error,
         a file, a tool) or when the user refers to earlier work."""
         def run(store: Any) -> dict[str, Any]:
+            from ..models import SearchRequest
+
             _check_cross_project(store, all_projects)
             since = store.now() - since_days * 86400 if since_days else None
-            return _safe_search(store.search(query, limit=limit, types=type, tiers=tier, all_projects=all_projects,
-                                             include_history=include_history, min_confidence=min_confidence,
-                                             since=since, budget_tokens=budget_tokens).to_dict())
+            return _safe_search(store.search(SearchRequest(
+                query, limit=limit, types=type, tiers=tier, all_projects=all_projects, include_history=include_history,
+                min_confidence=min_confidence, since=since, budget_tokens=budget_tokens)).to_dict())
         return await _call(state, ctx, run)
 
     @tool(tools, read_only=True, idempotent=True,
@@ -319,7 +324,7 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
                             "exactly one of these")
 
         def run(store: Any) -> dict[str, Any]:
-            from ..lifecycle.forget import forget_session
+            from ..lifecycle.forget import ForgetRequest, forget_session
 
             by_filter = ids is None and session_id is None
             preview = dry_run if dry_run is not None else by_filter
@@ -328,8 +333,9 @@ def build_server(settings: Settings | None = None, *, workdir: str | None = None
             if session_id is not None and not preview:
                 result, derived = forget_session(store, session_id, why, within=_within(store), keep_protected=True)
             else:
-                result = store.forget(ids=ids, session_id=session_id, type=type, older_than_days=older_than_days,
-                                      dry_run=preview, reason=why, within=_within(store), keep_protected=True)
+                result = store.forget(ForgetRequest(
+                    ids=ids, session_id=session_id, type=type, older_than_days=older_than_days, dry_run=preview,
+                    reason=why, within=_within(store), keep_protected=True))
             if not result.dry_run and (result.count or result.observations):  # the CLI's erasure, in the background
                 store.erase_soon(memories_deleted=bool(result.count or derived))
             answer = result.to_dict()

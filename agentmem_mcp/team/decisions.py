@@ -55,9 +55,9 @@ def accept(store: Store, proposal_id: int, note: str = "") -> str:
     if row["action"] == "forget":
         server.accept_forget(proposal_id, who, machine, note)
         if local is not None:
-            from ..lifecycle.forget import forget
+            from ..lifecycle.forget import ForgetRequest, forget
 
-            forget(store, ids=[local["id"]], reason=f"team proposal #{proposal_id} accepted")
+            forget(store, ForgetRequest(ids=[local["id"]], reason=f"team proposal #{proposal_id} accepted"))
             with store.transaction() as conn:
                 conn.execute("DELETE FROM team_shared WHERE gid = ?", (row["gid"],))
         return f"#{proposal_id} accepted: {row['gid']} is forgotten on the team server" + \
@@ -92,13 +92,13 @@ def _peek(conn: Any, proposal_id: int, who: str) -> dict[str, Any]:
 def _next_version(store: Store, row: dict[str, Any], local: Any, who: str, machine: str) -> dict[str, Any]:
     """The next version of a memory this machine holds (`local`), with the proposed text, saved here first (the
     local store is the working copy: redaction and the trust rules apply to it like to any save)."""
-    from ..lifecycle.remember import save
+    from ..lifecycle.remember import SaveRequest, save
     from .sync import _payload
 
     _refuse_instructions(row, row["content"])
-    saved = save(store, row["content"], supersedes=local["id"], type=local["type"], tier=local["tier"],
-                 project=local["project"], source="user", tags=json.loads(local["tags"] or "[]"),
-                 importance=local["importance"])
+    saved = save(store, SaveRequest(
+        row["content"], supersedes=local["id"], type=local["type"], tier=local["tier"], project=local["project"],
+        source="user", tags=json.loads(local["tags"] or "[]"), importance=local["importance"]))
     new = memory_reads.row_by_id(store.conn, saved.id)
     record = outbox.shared_record(store.conn, new["root_id"])
     payload = _payload(store, new, row["gid"], bool(record and record["explicit"]), who, machine)

@@ -25,7 +25,7 @@ from .identity import project_key
 if TYPE_CHECKING:
     from ..config import Settings
     from ..db.connection import Connection
-    from ..models import SearchHit
+    from ..models import SearchHit, SearchRequest
     from ..parts import Parts as Store  # an operation is given the store's parts
 
 SECTION = "Shared by the team"
@@ -109,18 +109,19 @@ def prompt_rows(conn: Connection, prompt: str, project: str | None) -> list[Any]
     return mirror.matching(conn, _keys(project), project, prompt)
 
 
-def merge_hits(store: Store, query: str, hits: list[SearchHit], results: dict[str, list[tuple[str, float]]],
-               query_vector: Any, *, limit: int, notes: list[str], project: str | None,
-               types: list[str] | None = None, tiers: list[str] | None = None,
-               min_confidence: float | None = None) -> list[SearchHit]:
-    """Local hits and the team server's, in one ranking (at most `limit`). A team candidate is scored like a
-    local one: the share of the query's words it holds, and its cosine divided by the best cosine of all
-    candidates (local or team), weighted as the local retrievers are, times its state factor. A memory this
-    machine shared, or whose content a local hit has, is left out. When the server is away the candidates come
-    from this machine's copy, scored the same way (by its vectors too), and a note says so."""
+def merge_hits(store: Store, request: SearchRequest, hits: list[SearchHit],
+               results: dict[str, list[tuple[str, float]]], query_vector: Any, notes: list[str]) -> list[SearchHit]:
+    """Local hits and the team server's, in one ranking (at most `request.limit`), for a validated `request`
+    (`retrieval.SearchRequest.validated`: its project, types, tiers and min_confidence filter). A team candidate
+    is scored like a local one: the share of the query's words it holds, and its cosine divided by the best
+    cosine of all candidates (local or team), weighted as the local retrievers are, times its state factor. A
+    memory this machine shared, or whose content a local hit has, is left out. When the server is away the
+    candidates come from this machine's copy, scored the same way (by its vectors too), and a note says so."""
     settings = store.settings
     if not enabled(settings):
         return hits
+    query, project, types, tiers = request.query, request.project, request.types, request.tiers
+    min_confidence = request.min_confidence
     from ..models import SearchHit
     from ..recall.ranking import state_factor
     from ..recall.snippets import snippet
@@ -170,7 +171,7 @@ def merge_hits(store: Store, query: str, hits: list[SearchHit], results: dict[st
             snippet=snippet(r["content"], terms), score=round(score, 4), age=humanize_age(now - r["updated_at"]),
             why="; ".join(why), confidence=round(r["confidence"], 3), version=r["version"]))
     merged = sorted([*hits, *team_hits], key=lambda h: -h.score)
-    return merged[:limit]
+    return merged[:request.limit]
 
 
 _SUFFIX = re.compile(r"(?:ing|es|ed|s)$")

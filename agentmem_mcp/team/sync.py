@@ -301,8 +301,8 @@ def adopt(store: Store, row: dict[str, Any], record: Any, machine: str) -> bool:
     """A memory this machine shared (`record`, its team_shared row), changed on the server from another machine of
     its author (a proposal accepted there, or a forget): take the change into the local store, the working copy,
     so that this machine neither shows the old text nor publishes over the new one. Returns whether it did."""
-    from ..lifecycle.forget import forget
-    from ..lifecycle.remember import save
+    from ..lifecycle.forget import ForgetRequest, forget
+    from ..lifecycle.remember import SaveRequest, save
     from ..trust.policy import instruction_reason
 
     conn = store.conn
@@ -311,7 +311,7 @@ def adopt(store: Store, row: dict[str, Any], record: Any, machine: str) -> bool:
         if record["state"] == "forgetting":
             return False  # this machine's own forget, on its way
         if local is not None:
-            forget(store, ids=[local["id"]], reason=f"forgotten on the team server by {row['author']}")
+            forget(store, ForgetRequest(ids=[local["id"]], reason=f"forgotten on the team server by {row['author']}"))
         with write_transaction(conn):
             conn.execute("DELETE FROM team_shared WHERE gid = ?", (row["gid"],))
         return True
@@ -321,9 +321,9 @@ def adopt(store: Store, row: dict[str, Any], record: Any, machine: str) -> bool:
         log.warning("team memory %s version %s reads as instructions to an agent: not taken into this store",
                     row["gid"], row["version"])
         return False
-    saved = save(store, row["content"], title=row["title"], supersedes=local["id"], type=local["type"],
-                 tier=local["tier"], project=local["project"], source="user", tags=json.loads(local["tags"] or "[]"),
-                 importance=row["importance"])
+    saved = save(store, SaveRequest(
+        row["content"], title=row["title"], supersedes=local["id"], type=local["type"], tier=local["tier"],
+        project=local["project"], source="user", tags=json.loads(local["tags"] or "[]"), importance=row["importance"]))
     with write_transaction(conn):
         conn.execute("UPDATE team_shared SET memory_id = ?, version = ?, state = 'published' WHERE gid = ?",
                      (saved.id, row["version"], row["gid"]))

@@ -120,14 +120,14 @@ def plan_purge(store: Parts | None, settings: Settings, project: str | None) -> 
 def purge_project(store: Parts, project: str, reason: str = "purged from the command line") -> tuple[int, int]:
     """Forget every memory of `project` and what was captured in its sessions, through `forget.forget` (so the
     indexes, the vectors and the audit log follow). Returns (memories, sessions) removed."""
-    from ..lifecycle.forget import forget
+    from ..lifecycle.forget import ForgetRequest, forget
     from ..models import NotFound
 
     conn = store.conn
     sessions = session_rows.ids_of_project(conn, project)
     for session_id in sessions:
         try:
-            forget(store, session_id=session_id, reason=reason)
+            forget(store, ForgetRequest(session_id=session_id, reason=reason))
         except NotFound:  # a session with nothing left in it
             pass
     removed = 0
@@ -135,7 +135,7 @@ def purge_project(store: Parts, project: str, reason: str = "purged from the com
         roots = memory_reads.roots_in_project(conn, project, 100)
         if not roots:
             break
-        removed += forget(store, ids=roots, all_projects=True, reason=reason).count
+        removed += forget(store, ForgetRequest(ids=roots, all_projects=True, reason=reason)).count
     return removed, len(sessions)
 
 

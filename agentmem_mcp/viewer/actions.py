@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from ..lifecycle import confirm
+from ..lifecycle.forget import ForgetRequest
 from ..models import TYPES, InvalidInput, check_choice, check_memory_id
 from .html import href
 from .state import viewer
@@ -40,12 +41,14 @@ async def edit(request: Request) -> Response:
     kind = check_choice("type", str(form.get("type", "")), TYPES)
 
     def save() -> SaveResult:
+        from ..lifecycle.remember import SaveRequest
+
         old = v.store.get(memory_id)
         if not old.is_latest:
             raise InvalidInput("this version is superseded: edit the latest one")
-        return v.store.save(content, title=title, type=kind, tier=old.tier, project=old.project, tags=old.tags,
-                            files=old.files, importance=old.importance, priority=old.priority, pinned=old.pinned,
-                            supersedes=old.id, source="user")
+        return v.store.save(SaveRequest(
+            content, title=title, type=kind, tier=old.tier, project=old.project, tags=old.tags, files=old.files,
+            importance=old.importance, priority=old.priority, pinned=old.pinned, supersedes=old.id, source="user"))
     result = await v.call(save)
     return _to(f"/memory/{result.id}", "unchanged" if result.action == "duplicate" else "edited")
 
@@ -89,7 +92,8 @@ def _forget_for_good(store: Store, run: Callable[[], ForgetResult]) -> None:
 async def forget(request: Request) -> Response:
     v = viewer(request)
     memory_id = _id(request)
-    await v.call(_forget_for_good, v.store, lambda: v.store.forget(ids=[memory_id], reason="forgotten in the viewer"))
+    asked = ForgetRequest(ids=[memory_id], reason="forgotten in the viewer")
+    await v.call(_forget_for_good, v.store, lambda: v.store.forget(asked))
     return _to("/memories", "forgotten")
 
 

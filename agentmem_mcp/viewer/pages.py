@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import replace
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from ..db import browse
-from ..models import SHOWN_TIERS, TIERS, TYPES, InvalidInput, NotFound, check_memory_id
+from ..lifecycle.forget import ForgetRequest
+from ..models import SHOWN_TIERS, TIERS, TYPES, InvalidInput, NotFound, SearchRequest, check_memory_id
 from ..recall.anchors import missing_files
 from ..recall.ranking import estimate_tokens
 from . import params as arg
@@ -56,9 +58,10 @@ async def search(request: Request) -> Response:
         store = v.store
         since = time.time() - since_days * 86400 if since_days else None
         scope: dict[str, Any] = {"project": project} if project else {"all_projects": True}
-        result = await v.call(store.search, query, **scope, types=kind, tiers=tier, since=since,
-                              min_confidence=min_conf, include_history=history, include_quarantined=held, limit=25,
-                              budget_tokens=50000, record_access=False)
+        asked = SearchRequest(query, **scope, types=kind, tiers=tier, since=since, min_confidence=min_conf,
+                              include_history=history, include_quarantined=held, limit=25, budget_tokens=50000,
+                              record_access=False)
+        result = await v.call(store.search, asked)
         answer = result.to_dict()
         body.append(tag("p", f"{len(answer['hits'])} hits ({answer['mode']}); stale files are marked in why. "
                              "Searching here does not count as a use of the memories found.", class_="muted",
@@ -77,8 +80,8 @@ async def _search_start(v: Any) -> Markup:
     examples = tag("p", "Ask in words or by an identifier (a file, a function, a command), e.g. ",
                    join((tag("a", example, href=href("/search", q=example)) for example in EXAMPLES), " · "),
                    class_="muted", id="examples")
-    rows, total = await browse.memory_page(v.db, project=None, everywhere=True, types=[], tiers=list(SHOWN_TIERS),
-                                          history=False, quarantined=False, limit=8, offset=0)
+    rows, total = await browse.memory_page(v.db, browse.MemoryListing(None, everywhere=True, tiers=list(SHOWN_TIERS)),
+                                           limit=8, offset=0)
     if not rows:
         return join([examples, tag("p", "No memories yet: they come from your agent's sessions (its hooks and "
                                         "memory_save) and from `agentmem save`.", class_="muted", id="recent")])
@@ -95,11 +98,10 @@ async def memories(request: Request) -> Response:
         arg.choice(request, "tier", TIERS)
     history, page = bool(arg.text(request, "history")), arg.page_number(request)
     tiers = [tier] if tier else list(SHOWN_TIERS)  # by default what search shows: not the raw captured events
-    scope = {"project": project, "everywhere": project is None, "types": [kind] if kind else [], "history": history,
-             "quarantined": False}
-    rows, total = await browse.memory_page(v.db, **scope, tiers=tiers, limit=arg.PER_PAGE,
-                                          offset=(page - 1) * arg.PER_PAGE)
-    raw = 0 if tier else (await browse.memory_page(v.db, **scope, tiers=["working"], limit=0, offset=0))[1]
+    scope = browse.MemoryListing(project, everywhere=project is None, types=[kind] if kind else [], history=history)
+    rows, total = await browse.memory_page(v.db, replace(scope, tiers=tiers), limit=arg.PER_PAGE,
+                                           offset=(page - 1) * arg.PER_PAGE)
+    raw = 0 if tier else (await browse.memory_page(v.db, replace(scope, tiers=["working"]), limit=0, offset=0))[1]
     filters = tag("form", views.labelled("project", views.select("project", views.project_choices(projects),
                                                                  project)),
                   views.labelled("type", views.select("type", views.type_choices(), kind)),
@@ -162,7 +164,7 @@ async def forget(request: Request) -> Response:
     """What forgetting this memory removes (the library's dry run), and the button that does it."""
     v = viewer(request)
     m = await _memory_or_404(request)
-    preview = (await v.call(v.store.forget, ids=[m["id"]], dry_run=True)).to_dict()
+    preview = (await v.call(v.store.forget, ForgetRequest(ids=[m["id"]], dry_run=True))).to_dict()
     return await v.page(request, page="/memories", title=f"Forget: {views.shown(m['title'], m)}",
                         body=views.forget_preview(m, preview, v.keys.csrf))
 

@@ -58,7 +58,7 @@ async def lifecycle_figures(db: Any, now: float | None = None, sample: int = HIS
 async def lifecycle(request: Request) -> Response:
     """Charts of confidence, retention and memories by tier over time; on request, the next sweep's dry run
     (what it would forget and why), which scores every memory."""
-    from ..lifecycle.sweep import sweep
+    from ..lifecycle.sweep import SweepRequest, sweep
     from .charts import assets, histogram, lines
 
     v = viewer(request)
@@ -81,7 +81,7 @@ async def lifecycle(request: Request) -> Response:
     body = [tag("h2", "What the next sweep would do (dry run: nothing changes)"), form]
     if asked:
         started = time.perf_counter()
-        report = await v.call(sweep, v.store, strategy=strategy, dry_run=True)
+        report = await v.call(sweep, v.store, SweepRequest(strategy=strategy, dry_run=True))
         removals = [e for e in report.entries() if e.decision in ("expire", "forget", "delete", "over cap")]
         rows = [(views.memory_link(e.id, e.title or e.id), e.decision, f"{e.score:.3f}", e.reason)
                 for e in removals[:200]]
