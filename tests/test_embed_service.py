@@ -260,3 +260,25 @@ def test_servers_hold_no_model_and_only_the_lease_holder_imports_the_worker(cli_
                     assert not any(library in maps for library in FASTEMBED_LIBRARIES)
 
     anyio.run(scenario)
+
+
+def test_a_killed_process_not_yet_reaped_is_not_alive():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from agentmem_mcp.runtime.embed_service import process_alive
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert process_alive(child.pid)
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while process_alive(child.pid) and time.monotonic() < deadline:  # a zombie until waited for
+            time.sleep(0.05)
+        assert not process_alive(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert not process_alive(child.pid)

@@ -176,6 +176,24 @@ class ServiceClient:
             pass
 
 
+def process_alive(pid: int) -> bool:
+    """Whether a process runs under `pid` (a zombie, killed and not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def start_service(home: Path, model_name: str, model_path: Path | None, idle_seconds: int) -> subprocess.Popen:
     """Start the shared process, detached from the caller's session, its stdio and its file descriptors (an MCP
     server's stdin and stdout are its client's pipes)."""
@@ -238,8 +256,20 @@ class SharedEmbedder(Embedder):
 
     @property
     def service_pid(self) -> int | None:
+        """The shared process's pid; None when there is none. A process found gone (killed, or exited while only
+        kept query vectors were asked for) is let go, and another is reached or started in the background."""
         client = self._client
-        return client.pid if client is not None else None
+        if client is None:
+            return None
+        if process_alive(client.pid):
+            return client.pid
+        self._drop_client(client)
+        with self._state_lock:
+            if self._restarter is None or not self._restarter.is_alive():
+                self._restarter = threading.Thread(target=self._reconnect, name="agentmem-embed-reconnect",
+                                                   daemon=True)
+                self._restarter.start()
+        return None
 
     def load(self) -> bool:
         """Reach (or start) the shared process; load a model of our own if that fails."""
