@@ -282,3 +282,23 @@ def test_a_killed_process_not_yet_reaped_is_not_alive():
         child.kill()
         child.wait()
     assert not process_alive(child.pid)
+
+
+def test_a_process_a_server_started_leaves_with_its_last_session_though_hooks_came():
+    """Hooks keep up only a process that hooks started and that holds no model; one a server started (here with
+    embeddings off: no model at all) exits EMPTY_GRACE_S after its last session, as before hooks could reach it."""
+    import time
+    from types import SimpleNamespace
+
+    from agentmem_mcp.runtime.embed_service import EMPTY_GRACE_S, EmbedService
+
+    service = EmbedService(Path("/nonexistent-home"), None, None, 600)
+    now = time.monotonic()
+    service.sessions = SimpleNamespace(active=0, last_end=now - EMPTY_GRACE_S - 1)
+    service.last_disconnect = service.last_request = now - EMPTY_GRACE_S - 1
+    service.hooks = SimpleNamespace(last_event=now - 1)
+    assert service._done(now)
+    service.model_on_demand = True  # started by a hook, no model: the next hooks come soon
+    assert not service._done(now)
+    service.hooks.last_event = now - 601
+    assert service._done(now)

@@ -536,9 +536,9 @@ class EmbedService:
             threading.Thread(target=self._serve_connection, args=(conn,), daemon=True).start()
 
     def _done(self, now: float) -> bool:
-        """Whether to exit: no session, and no request or hook for `idle_seconds`; or, with the model loaded, no
-        server or session for EMPTY_GRACE_S (its memory goes back). Without the model (a process started by hooks,
-        `model_on_demand`), hooks keep it up to `idle_seconds` apart."""
+        """Whether to exit: no session, and no request or hook for `idle_seconds`; or no server or session for
+        EMPTY_GRACE_S (its memory goes back). A process started by hooks (`model_on_demand`) that has not loaded the
+        model is kept up by hooks, up to `idle_seconds` apart; one a server started leaves with its last session."""
         sessions = self.sessions.active if self.sessions is not None else 0
         last_left = max(self.last_disconnect, self.sessions.last_end if self.sessions is not None else 0.0)
         last_hook = self.hooks.last_event if self.hooks is not None else float("-inf")
@@ -548,7 +548,7 @@ class EmbedService:
                 self.idle_seconds
             deserted = sessions == 0 and self.connections == 0 and now - last_left > min(EMPTY_GRACE_S,
                                                                                         self.idle_seconds)
-        return idle or deserted and (holds_model or now - last_hook > self.idle_seconds)
+        return idle or deserted and (not self.model_on_demand or holds_model or now - last_hook > self.idle_seconds)
 
     def _serve_connection(self, conn: socket.socket) -> None:
         try:
