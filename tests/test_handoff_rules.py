@@ -384,3 +384,18 @@ def test_narration_and_agreement_are_no_outcome_in_the_languages_users_write():
     for statement in ("Zuerst wurde der Parser gebaut.", "The parser now lives in src/parse.ts.",
                       "Verstandene Regeln gelten."):
         assert not is_narration(statement), statement
+
+
+def test_a_narrowed_run_left_failing_is_named_as_it_ran_and_the_whole_passing_clears_it():
+    state = SessionState()
+    state._command(bash("go build ./internal/websocket", "internal/websocket/types.go:32:6: OriginValidator "
+                        "redeclared in this block", failed=True))
+    state._command(bash("go test ./internal/websocket -run TestHub", "undefined: Client", failed=True))
+    _, content = render(state, "/p")
+    still = dict(line.split(": ", 1) for line in content.split("\n"))["Still failing at the end"]
+    assert "`go build ./internal/websocket`" in still and "`go test ./internal/websocket -run TestHub`" in still
+    assert "`go build` (" not in still
+    state._command(bash("go build ./...", "", session="s1"))  # the whole tree builds: so does the package
+    _, content = render(state, "/p")
+    still = dict(line.split(": ", 1) for line in content.split("\n")).get("Still failing at the end", "")
+    assert "go build" not in still and "go test ./internal/websocket -run TestHub" in still

@@ -27,6 +27,7 @@ from ..project import worktree_root
 from ..recall.anchors import head_commit
 from ..trust.policy import WITHHELD, withhold_instructions
 from . import BRANCH, NEXT, OUTCOME, PULL_REQUESTS, STILL_FAILING, UNCOMMITTED, UNRESOLVED, UNTRIED, remember
+from .commands import command_segments, is_narrowed
 from .consolidate import (
     PREPARATORY,
     Derived,
@@ -183,11 +184,18 @@ class SessionState:
         entry["last"] = record.outcome
         result = next((f.removeprefix("result: ") for f in record.facts if f.startswith("result: ")), "")
         entry["result"] = clip(result or record.reason, 80) if record.outcome != "unknown" else ""
+        tokens = next((t for key, t in command_segments(record.command) if key == record.key), [])
+        narrowed = bool(tokens) and is_narrowed(tokens)  # a run of part of the project is named as it ran
+        failing = clip(" ".join(tokens), 90) if narrowed else record.key
         if record.outcome == "failed":
             entry["fails"] += 1
-            self.errors[record.key] = {"reason": clip(record.reason or record.title, 110), "fixed": False}
-        elif record.key in self.errors:  # a later run passed, or its result is unknown: not known to fail now
-            self.errors[record.key]["fixed"] = True if record.outcome in ("passed", "running") else None
+            self.errors[failing] = {"reason": clip(record.reason or record.title, 110), "fixed": False,
+                                    "base": record.key}
+            return
+        fixed = True if record.outcome in ("passed", "running") else None
+        for name, error in self.errors.items():  # a later run passed, or its result is unknown: not known to fail
+            if name == failing or not narrowed and error.get("base") == record.key:  # the whole passes: its parts do
+                error["fixed"] = fixed
 
     def _pushes(self, output: str) -> None:
         for to in _PUSHED_TO.finditer(output or ""):
@@ -326,8 +334,9 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     if decisions:
         lines.append(clip("Decisions: " + "; ".join(f"asked \"{clip(q, 120)}\", the user answered \"{a}\""
                                                      for q, a in decisions[:3]), 360))
-    still = [f"`{k}` ({e['reason']})" for k, e in state.errors.items() if e["fixed"] is False and k not in INSPECTIONS
-             and command_label(k) not in ("Run", "Start the app")]
+    still = [f"`{k}` ({e['reason']})" for k, e in state.errors.items() if e["fixed"] is False
+             and e.get("base", k) not in INSPECTIONS
+             and command_label(e.get("base", k)) not in ("Run", "Start the app")]
     fixed = [f"`{k}`" for k, e in state.errors.items() if e["fixed"] is True]
     if still:
         lines.append(clip(f"{STILL_FAILING}: " + "; ".join(still), 300))
