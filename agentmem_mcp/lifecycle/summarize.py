@@ -176,7 +176,12 @@ class SessionState:
             self.sources.append(record.id)
 
     def _command(self, record: ObsRecord) -> None:
-        entry = self.commands.setdefault(record.key, {"runs": 0, "fails": 0, "ok": True, "result": "", "last": ""})
+        tokens = next((t for key, t in command_segments(record.command) if key == record.key), [])
+        narrowed = bool(tokens) and is_narrowed(tokens)  # a run of part of the project is named as it ran
+        failing = clip(" ".join(tokens), 90) if narrowed else record.key
+        form = failing if is_test_command(record.key) else record.key  # the tests' runs are counted per form
+        entry = self.commands.setdefault(form, {"runs": 0, "fails": 0, "ok": True, "result": "", "last": "",
+                                                "base": record.key})
         entry["runs"] += record.count
         if record.outcome in ("interrupted", "refused", "invalid"):
             return  # the run says nothing of the project: stopped, declined, or the command itself was wrong
@@ -184,9 +189,6 @@ class SessionState:
         entry["last"] = record.outcome
         result = next((f.removeprefix("result: ") for f in record.facts if f.startswith("result: ")), "")
         entry["result"] = clip(result or record.reason, 80) if record.outcome != "unknown" else ""
-        tokens = next((t for key, t in command_segments(record.command) if key == record.key), [])
-        narrowed = bool(tokens) and is_narrowed(tokens)  # a run of part of the project is named as it ran
-        failing = clip(" ".join(tokens), 90) if narrowed else record.key
         if record.outcome == "failed":
             entry["fails"] += 1
             self.errors[failing] = {"reason": clip(record.reason or record.title, 110), "fixed": False,
@@ -285,7 +287,7 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     committed = {path: 1 for c in state.commits for path in c.get("files", ())
                  if path not in state.files and f"{cwd or ''}/{path}" not in state.files}
     files = sorted({**state.files, **committed}.items(), key=lambda item: -item[1])
-    tests = {k: v for k, v in state.commands.items() if is_test_command(k)}
+    tests = {k: v for k, v in state.commands.items() if is_test_command(v.get("base", k))}
     others = sorted(((k, v) for k, v in state.commands.items() if k not in tests and not k.startswith("git ")),
                     key=lambda item: -item[1]["runs"])
     lines = []
