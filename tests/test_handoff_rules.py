@@ -403,3 +403,13 @@ def test_a_narrowed_run_left_failing_is_named_as_it_ran_and_the_whole_passing_cl
     _, content = render(state, "/p")
     still = dict(line.split(": ", 1) for line in content.split("\n")).get("Still failing at the end", "")
     assert still == ""  # and the whole test run passed above: its parts are not known to fail
+
+
+def test_a_failing_test_command_is_said_once_in_the_handoff():
+    from agentmem_mcp.recall.briefing import handoff_lines
+
+    row = {"content": "Asked: fix the router\nTests: `go test` run 1x, last run failed (undefined: fmt); `make test` "
+                      "run 2x, last run failed (FAIL)\nStill failing at the end: `go test` (undefined: fmt)",
+           "anchor_commit": None, "events": 3, "files": "[]", "created_at": 0.0, "updated_at": 0.0, "client": None}
+    text = "\n".join(handoff_lines(row, None, None, None, 10.0, 1600))
+    assert text.count("undefined: fmt") == 1 and "- Tests: `make test` run 2x, last run failed (FAIL)" in text

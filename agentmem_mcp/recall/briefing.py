@@ -122,7 +122,9 @@ def handoff_lines(row: Any, tree_state: TreeState | None, tree: str | None, proj
         out.append(f"- {where[0].upper()}{where[1:]}; {requests}.")
     elif prs:
         out.append(f"- Pull requests: {prs}.")
-    failing = [t for t in _items(parts.get("Tests", "")) if "last run failed" in t]
+    still = parts.get(STILL_FAILING, "")
+    failing = [t for t in _items(parts.get("Tests", "")) if "last run failed" in t
+               and f"{t.split(' run ', 1)[0]} (" not in still]  # said once, in "Still failing at the end"
     if failing:  # a passing run is in the commands' section already
         out.append("- Tests: " + fit(failing, 300, "; "))
     if UNCOMMITTED in parts:
