@@ -413,3 +413,15 @@ def test_a_failing_test_command_is_said_once_in_the_handoff():
            "anchor_commit": None, "events": 3, "files": "[]", "created_at": 0.0, "updated_at": 0.0, "client": None}
     text = "\n".join(handoff_lines(row, None, None, None, 10.0, 1600))
     assert text.count("undefined: fmt") == 1 and "- Tests: `make test` run 2x, last run failed (FAIL)" in text
+
+
+def test_claims_are_held_back_when_the_session_ended_with_its_tests_failing():
+    turns = parse_turns(records(
+        user("continue with the fixes"),
+        agent("Added request size limits in `src/config/limits.ts`. Integration tested - 690 core tests pass. The test "
+              "failures are in the new test files and are mock issues, not actual functionality problems.")))
+    state = SessionState()
+    state._command(bash("npm run test:offline", "Tests 16 failed | 690 passed", failed=True))
+    _, content = render(state, "/p", turns=turns)
+    outcome = dict(line.split(": ", 1) for line in content.split("\n"))["Outcome (the agent's reports)"]
+    assert "limits.ts" in outcome and "690 core tests pass" not in outcome and "functionality" not in outcome

@@ -56,7 +56,8 @@ _PRAISE = re.compile(r"\b(?:production[- ]ready|enterprise[- ]grade|world[- ]cla
 _HYPE = re.compile(r"\b(?:production[- ]ready|enterprise[- ]grade|world[- ]class|bulletproof|state[- ]of[- ]the[- ]art|"
                    r"best[- ]in[- ]class|flawless(?:ly)?|masterclass|professional[- ]grade)\b", re.IGNORECASE)
 # a claim that the work succeeded
-CLAIM = re.compile(r"\b(?:success(?:fully)?|complete[ds]?|done|finished|works?|working|passing|passe[sd]|fixed|"
+CLAIM = re.compile(r"\b(?:success(?:fully)?|succe(?:ed|eds|eded)|complete[ds]?|done|finished|works?|working|"
+                   r"pass(?:ing|e[sd])?|fixed|tested|functionality|"
                    r"resolved|ready (?:for|to)|safe to|production|no (?:issues|errors|problems)|coverage|"
                    r"erfolgreich|abgeschlossen|funktioniert|funktionsfähig|operativ|fertig|behoben|"
                    r"réussi|terminé|corrigé|fonctionne|exitoso|completado|funciona|corregido)\b", re.IGNORECASE)
