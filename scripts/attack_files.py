@@ -282,8 +282,10 @@ def run(model_path: Path) -> list[dict]:
             env = clean_env()
             runtime = root / "runtime"  # where hooks count lost events (capture/hook_notice.py): one per scenario
             runtime.mkdir(mode=0o700)
+            # a hook that finds no shared process starts one (hook_starts_process), which would outlive the
+            # scenario's folder and write into it while it is removed
             env.update(AGENTMEM_HOME=str(root / "home"), AGENTMEM_EMBED_MODEL_PATH=str(model_path),
-                       AGENTMEM_EMBEDDINGS="0", XDG_RUNTIME_DIR=str(runtime),
+                       AGENTMEM_EMBEDDINGS="0", XDG_RUNTIME_DIR=str(runtime), AGENTMEM_HOOK_STARTS_PROCESS="0",
                        PYTHONPATH=env.get("PYTHONPATH") or str(REPO))  # PYTHONPATH set: try that code instead
             try:
                 detail, held = scenario(root, env, project), True
