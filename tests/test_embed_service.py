@@ -268,7 +268,7 @@ def test_a_killed_process_not_yet_reaped_is_not_alive():
     import sys
     import time
 
-    from agentmem_mcp.runtime.embed_service import process_alive
+    from agentmem_mcp.runtime.lease import process_alive
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

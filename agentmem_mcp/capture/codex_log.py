@@ -27,7 +27,7 @@ from typing import Any
 
 from .events_codex_gemini import codex_exit_code
 from .redact import redact
-from .transcript import MAX_TRANSCRIPT_BYTES, Turn, _clip, clean_prompt, is_noise, relative_to
+from .transcript import MAX_TRANSCRIPT_BYTES, Turn, _clip, clean_prompt, is_noise, json_objects, relative_to
 
 SHELL_TOOLS = frozenset({"exec_command", "shell", "shell_command", "local_shell", "container.exec"})
 _INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<user_shell_command>",
@@ -88,16 +88,7 @@ def is_rollout(first_line: str) -> bool:
 def records_of(path: str | Path, limit: int = MAX_TRANSCRIPT_BYTES) -> list[dict]:
     """The JSON objects of a rollout file, in order, skipping broken lines (the first `limit` bytes)."""
     with open(path, encoding="utf-8", errors="replace") as handle:
-        text = handle.read(limit)
-    found = []
-    for line in text.split("\n"):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            found.append(record)
-    return found
+        return json_objects(handle.read(limit).split("\n"))
 
 
 def read_session(path: str | Path) -> CodexSession:

@@ -25,7 +25,7 @@ from typing import Any
 from .codex_log import epoch
 from .events_codex_gemini import typed_prompt
 from .redact import redact
-from .transcript import MAX_TRANSCRIPT_BYTES, Turn, _clip, clean_prompt, is_noise, relative_to
+from .transcript import MAX_TRANSCRIPT_BYTES, Turn, _clip, clean_prompt, is_noise, json_objects, relative_to
 
 _SETUP = ("<session_context>",)
 
@@ -67,13 +67,8 @@ def read_session(path: str | Path) -> GeminiSession:
         _update(session, whole, {})
         return session
     order: dict[str, dict[str, Any]] = {}
-    for line in text.split("\n"):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            _update(session, record.get("$set") if isinstance(record.get("$set"), dict) else record, order)
+    for record in json_objects(text.split("\n")):
+        _update(session, record.get("$set") if isinstance(record.get("$set"), dict) else record, order)
     session.messages = list(order.values()) if order else session.messages
     return session
 

@@ -113,11 +113,9 @@ def readable_transcript(path: str | None) -> Path | None:
     return candidate
 
 
-def parse_turns(lines: list[str]) -> list[Turn]:
-    """Turns from the transcript's lines (pure): each typed prompt with the agent's text replies after it."""
-    turns: list[Turn] = []
-    reports: set[str] = set()  # ids of sub-agent calls: their results are reports of work done
-    cwd = ""
+def json_objects(lines: list[str]) -> list[dict]:
+    """The JSON objects of a JSON-lines log, in order: broken lines and other values are skipped."""
+    found = []
     for line in lines:
         if not line.strip():
             continue
@@ -125,7 +123,18 @@ def parse_turns(lines: list[str]) -> list[Turn]:
             record = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(record, dict) or record.get("isSidechain"):
+        if isinstance(record, dict):
+            found.append(record)
+    return found
+
+
+def parse_turns(lines: list[str]) -> list[Turn]:
+    """Turns from the transcript's lines (pure): each typed prompt with the agent's text replies after it."""
+    turns: list[Turn] = []
+    reports: set[str] = set()  # ids of sub-agent calls: their results are reports of work done
+    cwd = ""
+    for record in json_objects(lines):
+        if record.get("isSidechain"):
             continue
         if not cwd and isinstance(record.get("cwd"), str) and len(record["cwd"]) > 1:
             cwd = record["cwd"].rstrip("/")

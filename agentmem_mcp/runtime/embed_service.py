@@ -35,6 +35,7 @@ from typing import Any
 
 from ..index.embedder import Embedder
 from ..index.heap import release_freed
+from .lease import process_alive
 from .socket_listener import other_user
 
 log = logging.getLogger("agentmem.embed_service")
@@ -176,24 +177,6 @@ class ServiceClient:
             pass
 
 
-def process_alive(pid: int) -> bool:
-    """Whether a process runs under `pid` (a zombie, killed and not yet reaped, does not)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except FileNotFoundError:
-        return False
-    except OSError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def start_service(home: Path, model_name: str, model_path: Path | None, idle_seconds: int) -> subprocess.Popen:
     """Start the shared process, detached from the caller's session, its stdio and its file descriptors (an MCP
     server's stdin and stdout are its client's pipes)."""
@@ -265,10 +248,7 @@ class SharedEmbedder(Embedder):
             return client.pid
         self._drop_client(client)
         with self._state_lock:
-            if self._restarter is None or not self._restarter.is_alive():
-                self._restarter = threading.Thread(target=self._reconnect, name="agentmem-embed-reconnect",
-                                                   daemon=True)
-                self._restarter.start()
+            self._start_reconnect()
         return None
 
     def load(self) -> bool:
@@ -329,12 +309,17 @@ class SharedEmbedder(Embedder):
         with self._state_lock:
             if self._client is not None:
                 return self._client
-            if time.monotonic() >= self._retry_at and (self._restarter is None or not self._restarter.is_alive()):
-                self._retry_at = time.monotonic() + RETRY_AFTER_S
-                self._restarter = threading.Thread(target=self._reconnect, name="agentmem-embed-reconnect",
-                                                   daemon=True)
-                self._restarter.start()
+            if time.monotonic() >= self._retry_at:
+                self._start_reconnect()
         return None
+
+    def _start_reconnect(self) -> None:
+        """Reach or start the shared process on a thread of its own, unless one is at it already (called under
+        `_state_lock`); the next retry waits RETRY_AFTER_S."""
+        if self._restarter is None or not self._restarter.is_alive():
+            self._retry_at = time.monotonic() + RETRY_AFTER_S
+            self._restarter = threading.Thread(target=self._reconnect, name="agentmem-embed-reconnect", daemon=True)
+            self._restarter.start()
 
     def _reconnect(self) -> None:
         try:

@@ -31,6 +31,26 @@ def new_holder() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
+def process_alive(pid: int) -> bool:
+    """Whether a process runs under `pid` (a zombie, killed and not yet reaped, does not). Where there is no
+    /proc (macOS), a signal 0 tells, and a zombie counts as running."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self"):
+            return False  # /proc is there and has no such process
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def holder_alive(holder: str | None) -> bool | None:
     """False when `holder` ran on this host and its process is gone; True when it runs here; None when
     unknown (another host, or a name that is not `host:pid:random`)."""
@@ -40,17 +60,7 @@ def holder_alive(holder: str | None) -> bool | None:
     if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
         return None
     pid = int(parts[1])
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by someone else
-        return True
-    except OSError:
-        return None
-    return True
+    return pid == os.getpid() or process_alive(pid)
 
 
 def acquire(conn: Connection, holder: str, *, name: str = WORKER_LEASE, ttl: float = LEASE_TTL,
