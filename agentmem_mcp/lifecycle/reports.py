@@ -46,15 +46,13 @@ _FILLER = re.compile(r"^\W*(?:perfect|great|excellent|awesome|wonderful|fantasti
                      re.IGNORECASE)
 _FILLER_PREFIX = re.compile(r"^\W*(?:perfect|great|excellent|awesome|done|success|fixed|good|nice)[!.]\s+",
                             re.IGNORECASE)
-_PRAISE = re.compile(r"\b(?:production[- ]ready|enterprise[- ]grade|world[- ]class|comprehensive(?:ly)?|robust|"
-                     r"seamless(?:ly)?|incredible|outstanding|amazing|flawless(?:ly)?|bulletproof|"
-                     r"state[- ]of[- ]the[- ]art|"
-                     r"best[- ]in[- ]class|100% complete|fully (?:functional|implemented|operational)|"
-                     r"significantly improved|dramatically|professional[- ]grade|modern design|complete functionality|"
-                     r"ready for (?:use|production)|masterclass|excellence|exceptional)\b", re.IGNORECASE)
 # praise no statement of fact carries: a sentence holding it is the agent's self-assessment, whatever it names
 _HYPE = re.compile(r"\b(?:production[- ]ready|enterprise[- ]grade|world[- ]class|bulletproof|state[- ]of[- ]the[- ]art|"
                    r"best[- ]in[- ]class|flawless(?:ly)?|masterclass|professional[- ]grade)\b", re.IGNORECASE)
+# praise that a sentence naming what it is about may still carry
+_PRAISE = re.compile(r"\b(?:comprehensive(?:ly)?|robust|seamless(?:ly)?|incredible|outstanding|amazing|100% complete|"
+                     r"fully (?:functional|implemented|operational)|significantly improved|dramatically|modern design|"
+                     r"complete functionality|ready for (?:use|production)|excellence|exceptional)\b", re.IGNORECASE)
 # a claim that the work succeeded
 CLAIM = re.compile(r"\b(?:success(?:fully)?|succe(?:ed|eds|eded)|complete[ds]?|done|finished|works?|working|"
                    r"pass(?:ing|e[sd])?|fixed|tested|functionality|"
