@@ -179,7 +179,7 @@ def _check_list(name: str, value: Any, choices: tuple[str, ...]) -> list[str] | 
 class SearchRequest:
     """What a caller asks `search` for: the MCP tool, the CLI, the search socket and the scripts each build one.
 
-    It lives here, beside the SearchResult it gets back, rather than in retrieval.py beside `search`: the team's
+    It lives here, beside the SearchResult it gets back, rather than in recall/retrieval.py beside `search`: the team's
     merge (team/recall.py), which retrieval calls, reads it too. `validated` is the one place its fields are
     checked.
 

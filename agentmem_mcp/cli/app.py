@@ -622,7 +622,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..capture.hook_client import main as hook_main
 
         return hook_main(argv[1:])
-    if argv == ["serve"]:  # a relay to the shared process when it can be (relay.py); else this process serves
+    if argv == ["serve"]:  # a relay to the shared process when it can be (runtime/relay.py); else this process serves
         from ..runtime.relay import relay
 
         relayed = relay()

@@ -1,5 +1,5 @@
 """The `agentmem` commands added for a new user's first hour (`list`, `purge`, `import-history`) and
-`forget --strategy` within one project, over the helpers of `cli.py`."""
+`forget --strategy` within one project, over the helpers of `app.py`."""
 
 from __future__ import annotations
 

@@ -437,7 +437,7 @@ def _write(conn: Any, store: Parts, prepared: PreparedSave) -> SaveResult:
 def _notes(draft: Draft, conflicts: list[tuple[str, str]]) -> list[str]:
     """What the save's answer tells the caller: what trust held back, the memories it was saved beside, and a
     quarantine. It names no command: the caller may be an agent, and what only the user does is the user's to
-    find (confirm_user.py)."""
+    find (cli/confirm_user.py)."""
     notes = list(draft.notes)
     notes.extend(f"conflicts with {conflict_id} ({why}): both are kept; the user decides which stays"
                  for conflict_id, why in conflicts)

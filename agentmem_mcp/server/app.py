@@ -8,7 +8,7 @@ Walls: the tools read, supersede and forget only the current project's memories 
 of another project is not found, `all_projects` is refused) unless the user set `allow_cross_project`.
 Every text the tools return passes through `trust.neutralize`, and saves are `source = agent`: an agent
 cannot make a memory P0, pinned or global, nor replace or forget one the user owns (lifecycle/remember.py,
-lifecycle/forget.py). No answer or description names a command that would do it (confirm_user.py).
+lifecycle/forget.py). No answer or description names a command that would do it (cli/confirm_user.py).
 """
 
 from __future__ import annotations
@@ -402,7 +402,7 @@ def _tool(registry: list[Tool], *, read_only: bool, destructive: bool = False, i
           shape: Any = None, cap: Cap | None = None, capped: bool = True, more: Any = TOO_LONG) -> Any:
     """Register an agentmem tool in `registry`: its docstring as one paragraph (without the source's
     indentation and line breaks) as the description, its annotations, a compact input schema, the output schema
-    of its return type (tool_answers.py), and an answer whose text is compact JSON (of `shape(answer)` when given)
+    of its return type (answers.py), and an answer whose text is compact JSON (of `shape(answer)` when given)
     with the whole answer in structuredContent. Unless capped=False (a tool whose arguments bound its answer), the
     answer is first held within `cap` (answer_cap.py), `more` (a text, or a function of the answer) saying how to
     see what was left out."""
