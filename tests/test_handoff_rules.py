@@ -295,6 +295,19 @@ def test_an_error_that_changed_after_a_step_was_fixed_by_that_step():
                    "`mix format` (the next `git commit` no longer failed with it)."]
 
 
+def test_an_error_that_changed_under_other_options_or_a_bad_invocation_was_not_fixed_by_the_step_between():
+    for retry, output in (("golangci-lint run --disable goanalysis_metalinter",
+                           "Error: unknown linters: 'goanalysis_metalinter'"),
+                          ("golangci-lint run --fix", "Error: unknown flag: --fix")):
+        got = [d.content for d in mine([
+            bash("golangci-lint run --fix", "level=error msg=\"Running error: can't run linter goanalysis_metalinter: "
+                 "failed to load package: could not load export data\"", failed=True),
+            bash("go build ./examples/basic/components", ""),
+            bash(retry, output, failed=True),
+        ], "/p", ("/p",)) if d.key.startswith("bug:")]
+        assert got == [], retry
+
+
 def test_a_how_to_question_names_the_purpose_it_asks_for():
     from agentmem_mcp.recall.ranking import asked_purpose
 
@@ -425,3 +438,27 @@ def test_claims_are_held_back_when_the_session_ended_with_its_tests_failing():
     _, content = render(state, "/p", turns=turns)
     outcome = dict(line.split(": ", 1) for line in content.split("\n"))["Outcome (the agent's reports)"]
     assert "limits.ts" in outcome and "690 core tests pass" not in outcome and "functionality" not in outcome
+
+
+def test_a_result_the_next_turn_disputes_keeps_what_it_names_but_not_its_claims():
+    turns = parse_turns(records(
+        user("all of the texts now sound the same"),
+        agent("I've solved the sameness problem. Each text now picks one of 13 scales in `scales.py`. "
+              "The new version will sound like real music with depth and emotion."),
+        user("python diverse_music.py"),
+        agent("You're right! Almost everything still maps to the organ timbre."),
+        agent("Timbres now come from `timbre_for_token()` in `diverse_music.py`.")))
+    outcome = outcome_of(turns, 600)
+    assert "timbre_for_token()" in outcome and "13 scales" in outcome
+    assert "solved" not in outcome and "real music" not in outcome
+    # in the users' other languages: the complaint is in the next prompt
+    for complaint in ("es funktioniert immer noch nicht", "ça ne marche toujours pas", "sigue sin funcionar",
+                      "it still doesn't work"):
+        turns = parse_turns(records(user("fix the login"), agent("Fixed the login in `auth.ts`: it works now."),
+                                    user(complaint), agent("Checked `auth.ts` again.")))
+        assert "works now" not in outcome_of(turns, 600), complaint
+    # a next prompt that asks for more is no dispute
+    for more in ("now add a logout button", "Es geht nicht darum, alles vorzulesen: sag kurz Bescheid."):
+        turns = parse_turns(records(user("fix the login"), agent("Fixed the login in `auth.ts`: it works now."),
+                                    user(more), agent("Added `LogoutButton.tsx`.")))
+        assert "works now" in outcome_of(turns, 600), more

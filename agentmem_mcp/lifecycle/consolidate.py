@@ -461,9 +461,11 @@ def _fixes(by_session: dict[str, list[ObsRecord]], known: set[str]) -> list[Deri
                     and is_narrowed(next((t for k, t in command_segments(record.command) if k == record.key), []))):
                 signature = error_signature(record.reason or record.title)
                 earlier = open_failures.get(record.key)
-                if earlier and earlier["signature"] != signature and earlier["between"] and earlier["reason"]:
+                if earlier and earlier["signature"] != signature and earlier["between"] and earlier["reason"] \
+                        and _form_of(record) == earlier["form"] and not invocation_error(record.output or ""):
                     # the error changed after a step ran: that step fixed the earlier one (a FORMAT failure
-                    # gone after `mix format`, the commit now stopped by another check)
+                    # gone after `mix format`, the commit now stopped by another check). Only the same form run
+                    # again can tell: with other options, or refused as a bad invocation, the first error may stand
                     key = f"bug:{hashlib.sha256(earlier['signature'].encode()).hexdigest()[:16]}"
                     if key not in known and key not in found:
                         found[key] = {**earlier, "worked": "", "command": record.key, "session": session}

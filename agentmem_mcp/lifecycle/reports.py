@@ -55,10 +55,27 @@ _PRAISE = re.compile(r"\b(?:comprehensive(?:ly)?|robust|seamless(?:ly)?|incredib
                      r"complete functionality|ready for (?:use|production)|excellence|exceptional)\b", re.IGNORECASE)
 # a claim that the work succeeded
 CLAIM = re.compile(r"\b(?:success(?:fully)?|succe(?:ed|eds|eded)|complete[ds]?|done|finished|works?|working|"
+                   r"solved|solves|addresse[sd] (?:your|the|all)|"
                    r"pass(?:ing|e[sd])?|fixed|tested|functionality|"
                    r"resolved|ready (?:for|to)|safe to|production|no (?:issues|errors|problems)|coverage|"
                    r"erfolgreich|abgeschlossen|funktioniert|funktionsfähig|operativ|fertig|behoben|"
                    r"réussi|terminé|corrigé|fonctionne|exitoso|completado|funciona|corregido)\b", re.IGNORECASE)
+# the agent conceding that what it reported was wrong: the user (or a check) showed otherwise
+CONCEDES = re.compile(r"^\W*(?:you(?:'re| are) (?:absolutely |completely |totally |quite )?right|good catch|"
+                      r"(?:my )?apologies|i apologi[sz]e|sorry|you(?:'re| are) correct|"
+                      r"du hast (?:völlig |absolut |vollkommen )?recht|sie haben (?:völlig )?recht|entschuldig|"
+                      r"tu as raison|vous avez raison|désolé|pardon|tienes (?:toda la )?razón|tiene razón|"
+                      r"perdón|lo siento)\b", re.IGNORECASE)
+# a prompt telling the agent its result does not work (yet)
+COMPLAINT = re.compile(r"\b(?:still (?:not|doesn't|does not|isn't|is not|fails?|failing|broken|the same|same|getting|"
+                       r"shows?|see|has|have)|(?:doesn't|does not|didn't|did not|won't|isn't|is not) (?:work|load|start|"
+                       r"run|show|change|compile|build|help|fix)|not working|no longer works|nothing (?:changed|happens)|"
+                       r"(?:all|they|it|everything) (?:now |still )?(?:sounds?|looks?) the same|same (?:error|problem|"
+                       r"issue|result)|still broken|"
+                       r"funktioniert (?:immer noch |noch |weiterhin )?nicht|geht (?:immer noch |noch )?nicht(?! (?:darum|um))|"
+                       r"klappt (?:immer noch |noch )?nicht|immer noch (?:nicht|kaputt|gleich|falsch|derselbe|dasselbe)|"
+                       r"(?:ne )?(?:marche|fonctionne) (?:toujours )?pas|toujours pas|"
+                       r"no funciona|sigue sin|todavía no|sigue (?:fallando|igual))\b", re.IGNORECASE)
 # a claim about everything at once ("all work is done", "the system is fully working"): no one thing it is about
 _SWEEPING = re.compile(r"\b(?:all|every(?:thing|one)?|entire(?:ly)?|whole|fully|completely|system|alles|alle|"
                        r"gesamte?|voll(?:ständig)?|tout(?:es?)?|entièrement|todo|todas?|completamente)\b",

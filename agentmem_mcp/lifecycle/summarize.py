@@ -41,7 +41,7 @@ from .consolidate import (
     write_saves,
 )
 from .digest import clip, digest, distinct, plain, short_urls
-from .reports import CLAIM, fit, lead, names, next_steps
+from .reports import CLAIM, COMPLAINT, CONCEDES, fit, lead, names, next_steps
 from .session_log import session_reports, summary_files, transcript_path, turn_memories
 
 if TYPE_CHECKING:
@@ -396,12 +396,19 @@ def outcome_of(turns: list[Turn], limit: int, keep: Any = None) -> str:
     covered: set[str] = set()
     used = 0
     for index in range(len(turns) - 1, -1, -1):
-        for order, report in enumerate(_turn_reports(turns[index])):
+        reports = _turn_reports(turns[index])
+        disputed = index + 1 < len(turns) and disputes(turns[index + 1])
+        for order, report in enumerate(reports):
+            # a result the next turn disputes, or that the turn's own final reply takes back, keeps only the
+            # statements that name something and claim no success
+            doubted = disputed or order > 0 and bool(CONCEDES.match(reports[0]))
             sentences = []
             for sentence in lead(report, TURN_LEAD_CHARS):
                 named = {n for n in names(sentence) if not n.isdigit()}
                 if keep is not None and not keep(sentence) or any(sentence in group for _, _, group in chosen):
                     continue
+                if doubted and (CLAIM.search(sentence) or not named):
+                    continue  # what it names may still stand; how well it went does not
                 if named and named <= covered:
                     continue  # a later statement already says where these things stand
                 sentences.append(sentence)
@@ -411,6 +418,13 @@ def outcome_of(turns: list[Turn], limit: int, keep: Any = None) -> str:
                 covered |= {n for s in sentences for n in names(s) if not n.isdigit()}
                 used += cost
     return OUTCOME_SEPARATOR.join(s for _, _, group in sorted(chosen) for s in group)
+
+
+def disputes(turn: Turn) -> bool:
+    """Whether `turn` says the previous turn's result did not hold: its prompt reports that the thing still does not
+    work, or the agent's first reply of it concedes ("You're right, ...")."""
+    own = [r for r in turn.replies if r not in turn.delegated]
+    return bool(COMPLAINT.search(turn.prompt) or own and CONCEDES.match(plain(own[0])))
 
 
 def _refused_writes(state: SessionState) -> list[str]:
