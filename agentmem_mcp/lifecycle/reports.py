@@ -67,13 +67,15 @@ CONCEDES = re.compile(r"^\W*(?:you(?:'re| are) (?:absolutely |completely |totall
                       r"tu as raison|vous avez raison|désolé|pardon|tienes (?:toda la )?razón|tiene razón|"
                       r"perdón|lo siento)\b", re.IGNORECASE)
 # a prompt telling the agent its result does not work (yet)
-COMPLAINT = re.compile(r"\b(?:still (?:not|doesn't|does not|isn't|is not|fails?|failing|broken|the same|same|getting|"
-                       r"shows?|see|has|have)|(?:doesn't|does not|didn't|did not|won't|isn't|is not) (?:work|load|start|"
-                       r"run|show|change|compile|build|help|fix)|not working|no longer works|nothing (?:changed|happens)|"
-                       r"(?:all|they|it|everything) (?:now |still )?(?:sounds?|looks?) the same|same (?:error|problem|"
-                       r"issue|result)|still broken|"
-                       r"funktioniert (?:immer noch |noch |weiterhin )?nicht|geht (?:immer noch |noch )?nicht(?! (?:darum|um))|"
-                       r"klappt (?:immer noch |noch )?nicht|immer noch (?:nicht|kaputt|gleich|falsch|derselbe|dasselbe)|"
+COMPLAINT = re.compile(r"\b(?:still (?:not|doesn't|does not|isn't|is not|fails?|failing|broken|the same|same|"
+                       r"getting|shows?|see|has|have)|(?:doesn't|does not|didn't|did not|won't|isn't|is not) "
+                       r"(?:work|load|start|run|show|change|compile|build|help|fix)|not working|no longer works|"
+                       r"nothing (?:changed|happens)|(?:all|they|it|everything) (?:now |still )?(?:sounds?|looks?) "
+                       r"the same|same (?:error|problem|issue|result)|still broken|"
+                       r"funktioniert (?:immer noch |noch |weiterhin )?nicht|"
+                       r"geht (?:immer noch |noch )?nicht(?! (?:darum|um))|"
+                       r"klappt (?:immer noch |noch )?nicht|"
+                       r"immer noch (?:nicht|kaputt|gleich|falsch|derselbe|dasselbe)|"
                        r"(?:ne )?(?:marche|fonctionne) (?:toujours )?pas|toujours pas|"
                        r"no funciona|sigue sin|todavía no|sigue (?:fallando|igual))\b", re.IGNORECASE)
 # a claim about everything at once ("all work is done", "the system is fully working"): no one thing it is about
