@@ -462,3 +462,9 @@ def test_a_result_the_next_turn_disputes_keeps_what_it_names_but_not_its_claims(
         turns = parse_turns(records(user("fix the login"), agent("Fixed the login in `auth.ts`: it works now."),
                                     user(more), agent("Added `LogoutButton.tsx`.")))
         assert "works now" in outcome_of(turns, 600), more
+
+
+def test_an_introduction_to_a_list_is_no_statement_without_the_list():
+    report = ("Lower latency than the WebSocket API, available in:\n- npm package\n- Swift SDK\n\n"
+              "Die Änderungen an `api.ts` sind:\n- a\n- b\n\nUpdated `config.ts` with the new port:\n- 3000")
+    assert lead(report) == ["Updated config.ts with the new port."]

@@ -107,6 +107,10 @@ _PLAN_ITEM = re.compile(r"^\W*(?:add|update|create|remove|fix|implement|use|run|
                         r"investigate|consider|review|document|configure|migrate|split|wire|try|support)\b",
                         re.IGNORECASE)
 _QUESTION_END = re.compile(r"\?\W*$")
+# a sentence whose end is a word that needs what follows ("available in:", "the changes are:")
+_DANGLING = re.compile(r"\b(?:in|for|to|with|by|on|at|of|from|into|are|is|as|include[sd]?|including|like|these|"
+                       r"following|the|an?|von|mit|für|als|sind|ist|wie|folgende[n]?|die|der|das|de|en|avec|pour|"
+                       r"sont|est|les|des|con|para|son|es|por|los|las|siguientes?)\s*[:：]$", re.IGNORECASE)
 
 
 def _blocks(report: str) -> list[tuple[str, str]]:
@@ -231,8 +235,8 @@ def statements(report: str) -> list[tuple[float, int, str]]:
         elif kind in ("prose", "labelled"):
             for sentence in sentences(text):
                 intro = sentence.endswith((":", "："))
-                if intro and not names(sentence) or is_field(sentence):
-                    continue
+                if intro and (not names(sentence) or _DANGLING.search(sentence)) or is_field(sentence):
+                    continue  # an introduction to a list says nothing without it
                 if says_something(sentence.rstrip(":：")):
                     add(sentence.rstrip(":：") + ("." if intro else ""), 2.0 if prose < 2 else 0.5)
                     prose += 1
