@@ -468,3 +468,27 @@ def test_an_introduction_to_a_list_is_no_statement_without_the_list():
     report = ("Lower latency than the WebSocket API, available in:\n- npm package\n- Swift SDK\n\n"
               "Die Änderungen an `api.ts` sind:\n- a\n- b\n\nUpdated `config.ts` with the new port:\n- 3000")
     assert lead(report) == ["Updated config.ts with the new port."]
+
+
+def edit(path: str) -> dict:
+    return {"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "tool_use", "id": f"e{path}", "name": "Edit", "input": {"file_path": f"/repo/{path}"}}]}}
+
+
+def test_a_turn_that_edits_the_same_file_again_replaces_the_first_fix_and_the_cause_found_on_the_way_is_kept():
+    turns = parse_turns(records(
+        user("the content is pushed down below the navbar on every page, only articles need it"),
+        edit("_sass/design.scss"),
+        agent("Fixed! I've updated the selector from `main` to `.post-article main`, so only articles get the "
+              "padding. The build succeeded."),
+        user("[Image #1] blog articles are overlapping with the nav"),
+        agent("Let me look at the layout."),
+        agent("I see the issue! The post layout is rendered inside the default layout, so `main` is actually the "
+              "parent of `.post-article`, but my selector looked for `.post-article main`."),
+        edit("_sass/design.scss"),
+        agent("Let me build the site to check the CSS compiles."),
+        agent("The build passed. Now let me serve it on another port:")))
+    assert turns[0].edited == ["_sass/design.scss"]
+    outcome = outcome_of(turns, 800)
+    assert "parent of .post-article" in outcome  # the cause, said on the way and in no report
+    assert "I've updated the selector" not in outcome and "Fixed" not in outcome  # the first fix, replaced

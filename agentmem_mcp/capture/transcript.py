@@ -50,6 +50,7 @@ class Turn:
     branch: str | None = None  # the git branch the client recorded for the turn (Claude Code's `gitBranch`)
     delegated: list[str] = field(default_factory=list)  # the replies that are sub-agents' reports, not the agent's
     tool_results: int = 0  # how many tool calls of the turn came back
+    edited: list[str] = field(default_factory=list)  # the files the agent's own edits of the turn changed
 
     @property
     def final(self) -> str:
@@ -178,6 +179,7 @@ def parse_turns(lines: list[str]) -> list[Turn]:
             if isinstance(content, list):
                 reports.update(b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"
                                and b.get("name") in AGENT_REPORT_TOOLS)
+                turns[-1].edited.extend(_edited(content, cwd))
             text = _text_of(content).strip()
             if record.get("isApiErrorMessage") is True or _API_ERROR.match(text):
                 turns[-1].ended, turns[-1].error = "api-error", _clip(redact(text), 200)
@@ -185,6 +187,21 @@ def parse_turns(lines: list[str]) -> list[Turn]:
                 turns[-1].replies.append(_clip(redact(relative_to(_REMINDER.sub("", text).strip(), cwd))))
                 turns[-1].ended = turns[-1].error = ""
     return [t for t in turns if t.prompt]
+
+
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+
+
+def _edited(content: list, cwd: str) -> list[str]:
+    """The files an assistant record's edit calls name."""
+    out = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") in EDIT_TOOLS \
+                and isinstance(block.get("input"), dict):
+            path = block["input"].get("file_path") or block["input"].get("notebook_path")
+            if isinstance(path, str) and path.strip():
+                out.append(relative_to(path.strip(), cwd))
+    return out
 
 
 def _tool_result_ending(content: list) -> str:

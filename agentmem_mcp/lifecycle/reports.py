@@ -66,6 +66,15 @@ CONCEDES = re.compile(r"^\W*(?:you(?:'re| are) (?:absolutely |completely |totall
                       r"du hast (?:völlig |absolut |vollkommen )?recht|sie haben (?:völlig )?recht|entschuldig|"
                       r"tu as raison|vous avez raison|désolé|pardon|tienes (?:toda la )?razón|tiene razón|"
                       r"perdón|lo siento)\b", re.IGNORECASE)
+# a statement of what caused a problem
+CAUSE = re.compile(r"\b(?:root cause|the (?:real |actual |underlying )?(?:issue|problem|bug|cause|culprit|reason) "
+                   r"(?:is|was|here is)|(?:is|was) caused by|that's why|this is why|the reason (?:is|was)|"
+                   r"(?:i )?(?:see|found|spotted) the (?:issue|problem|bug|cause)|"
+                   r"(?:that's|here's) the (?:issue|problem|bug)|"
+                   r"(?:ich sehe|gefunden:?) (?:das|den) (?:problem|fehler)|"
+                   r"j'ai trouvé le problème|encontré el problema|"
+                   r"ursache|das problem (?:ist|war)|liegt (?:daran|an)|la cause|le problème (?:est|était)|"
+                   r"la causa|el problema (?:es|era))\b|\bbut (?:the|it|this)\b.{0,80}\bactually\b", re.IGNORECASE)
 # a prompt telling the agent its result does not work (yet)
 COMPLAINT = re.compile(r"\b(?:still (?:not|doesn't|does not|isn't|is not|fails?|failing|broken|the same|same|"
                        r"getting|shows?|see|has|have)|(?:doesn't|does not|didn't|did not|won't|isn't|is not) "

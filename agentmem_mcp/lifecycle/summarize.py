@@ -41,7 +41,7 @@ from .consolidate import (
     write_saves,
 )
 from .digest import clip, digest, distinct, plain, short_urls
-from .reports import CLAIM, COMPLAINT, CONCEDES, fit, lead, names, next_steps
+from .reports import CAUSE, CLAIM, COMPLAINT, CONCEDES, fit, lead, names, next_steps
 from .session_log import session_reports, summary_files, transcript_path, turn_memories
 
 if TYPE_CHECKING:
@@ -397,7 +397,7 @@ def outcome_of(turns: list[Turn], limit: int, keep: Any = None) -> str:
     used = 0
     for index in range(len(turns) - 1, -1, -1):
         reports = _turn_reports(turns[index])
-        disputed = index + 1 < len(turns) and disputes(turns[index + 1])
+        disputed = index + 1 < len(turns) and disputes(turns[index + 1], turns[index])
         for order, report in enumerate(reports):
             # a result the next turn disputes, or that the turn's own final reply takes back, keeps only the
             # statements that name something and claim no success
@@ -407,8 +407,8 @@ def outcome_of(turns: list[Turn], limit: int, keep: Any = None) -> str:
                 named = {n for n in names(sentence) if not n.isdigit()}
                 if keep is not None and not keep(sentence) or any(sentence in group for _, _, group in chosen):
                     continue
-                if doubted and (CLAIM.search(sentence) or not named):
-                    continue  # what it names may still stand; how well it went does not
+                if doubted and (CLAIM.search(sentence) or not named or _CHANGE.match(sentence)):
+                    continue  # what it found may still stand; what it changed, and how well that went, do not
                 if named and named <= covered:
                     continue  # a later statement already says where these things stand
                 sentences.append(sentence)
@@ -420,11 +420,18 @@ def outcome_of(turns: list[Turn], limit: int, keep: Any = None) -> str:
     return OUTCOME_SEPARATOR.join(s for _, _, group in sorted(chosen) for s in group)
 
 
-def disputes(turn: Turn) -> bool:
-    """Whether `turn` says the previous turn's result did not hold: its prompt reports that the thing still does not
-    work, or the agent's first reply of it concedes ("You're right, ...")."""
+# a statement of what the agent changed ("I've updated the selector to ...", "Changed the port to 3001")
+_CHANGE = re.compile(r"^\W*(?:i(?:'ve| have)? )?(?:now )?(?:updated|changed|modified|replaced|set|switched|moved|"
+                     r"adjusted|tweaked|fixed|added|removed|rewrote|refactored)\b", re.IGNORECASE)
+
+
+def disputes(turn: Turn, previous: Turn | None = None) -> bool:
+    """Whether `turn` says the `previous` turn's result did not hold: its prompt reports that the thing still does
+    not work, the agent's first reply of it concedes ("You're right, ..."), or it edits again a file the previous
+    turn edited (the state that turn reported was not the last)."""
     own = [r for r in turn.replies if r not in turn.delegated]
-    return bool(COMPLAINT.search(turn.prompt) or own and CONCEDES.match(plain(own[0])))
+    again = previous is not None and bool(set(turn.edited) & set(previous.edited))
+    return bool(again or COMPLAINT.search(turn.prompt) or own and CONCEDES.match(plain(own[0])))
 
 
 def _refused_writes(state: SessionState) -> list[str]:
@@ -442,7 +449,8 @@ REPORT_MIN_CHARS = 800  # a reply this long, with headings or a list, is a repor
 
 def _turn_reports(turn: Turn) -> list[str]:
     """A turn's reports, latest first: its final reply, then its two longest structured replies of the turn's second
-    half (an exploration at its start says what was found, not what came of the work)."""
+    half (an exploration at its start says what was found, not what came of the work), then, when none of these
+    says what caused the problem, the latest reply of the turn that does."""
     own = [r for r in turn.replies if r not in turn.delegated]  # a sub-agent's report is not the agent's
     final = own[-1] if own else ""
     late = own[len(own) // 2:-1]  # a report late in the turn says what came of it
@@ -450,7 +458,11 @@ def _turn_reports(turn: Turn) -> list[str]:
                   and (re.search(r"^\s*#{1,6} |^\s*\*\*[^*]+\*\*\s*$", r, re.MULTILINE)
                        or len(re.findall(r"^\s*(?:[-*]|\d+\.)\s", r, re.MULTILINE)) >= 3)]
     longest = sorted(structured, key=len, reverse=True)[:2]
-    return [r for r in (final, *longest) if r]
+    # where the agent found what caused the problem, when its reports do not say it
+    cause = next((r for r in reversed(own[:-1]) if CAUSE.search(r)), "")
+    if cause and any(CAUSE.search(r) for r in (final, *longest)):
+        cause = ""
+    return [r for r in (final, *longest, cause) if r]
 
 
 _GO_ON = re.compile(r"^\W*(?:continue|go on|go ahead|proceed|keep going|retry|try again|again|y|yes|yes go|ok|okay|"
