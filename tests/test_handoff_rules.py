@@ -353,6 +353,19 @@ def test_an_earlier_sessions_statement_a_later_one_moved_on_is_not_shown():
     assert kept["old"] == ["Added a dark mode toggle in Header.tsx."]  # another version, the same file: moved on
 
 
+def test_a_change_to_a_file_a_later_session_changed_again_has_moved_on():
+    from agentmem_mcp.recall.briefing import superseded
+
+    later = {"id": "new", "content": "Asked: y\nOutcome (the agent's reports): The header shows a status dot.\n"
+                                     "Files changed: src/panel/panel.html (3 edits), Makefile"}
+    earlier = {"id": "old", "content": "Asked: x\nOutcome (the agent's reports): src/panel/panel.html - Added a "
+                                       "version badge in the header. · The API allows 1 request a second, so "
+                                       "panel.html waits between calls. · Added retries in worker.js."}
+    kept = superseded([later, earlier])
+    assert kept["old"] == ["The API allows 1 request a second, so panel.html waits between calls.",
+                           "Added retries in worker.js."]
+
+
 def test_the_agents_self_assessment_is_no_outcome_but_a_claim_about_a_named_thing_is():
     from agentmem_mcp.lifecycle.reports import says_something
 
@@ -492,3 +505,25 @@ def test_a_turn_that_edits_the_same_file_again_replaces_the_first_fix_and_the_ca
     outcome = outcome_of(turns, 800)
     assert "parent of .post-article" in outcome  # the cause, said on the way and in no report
     assert "I've updated the selector" not in outcome and "Fixed" not in outcome  # the first fix, replaced
+
+
+def test_a_failure_whose_file_was_changed_since_is_not_shown_as_still_failing_and_is_named_as_it_ran():
+    from agentmem_mcp.lifecycle.consolidate import ObsRecord
+
+    def edit_of(path: str) -> ObsRecord:
+        return ObsRecord(id=next(_ids), session_id="s1", project="/p", kind="file_edit", tool="Edit",
+                         title=f"Edited {path}", facts=[], files=[f"/p/{path}"], importance=0.4,
+                         created_at=float(next(_ids)))
+
+    failing = bash("go test ./...", "internal/server/router_test.go:207:9: undefined: fmt\nFAIL", failed=True)
+    state = SessionState()
+    for record in (failing, bash("go vet ./...", "internal/ws/types.go:32:6: Validator redeclared", failed=True),
+                   edit_of("internal/server/router_test.go")):
+        state.fold(record)
+    _, content = render(state, "/p", turns=[])
+    still = dict(line.split(": ", 1) for line in content.split("\n")).get("Still failing at the end", "")
+    assert "undefined: fmt" not in still and "`go vet ./...` (internal/ws/types.go:32:6" in still
+    # the learned command says its last failure is out of date
+    assert learned([failing, edit_of("internal/server/router_test.go")]) == [
+        "Run the tests: `go test ./...` — last run failed (internal/server/router_test.go:207:9: undefined: fmt), then "
+        "router_test.go was changed; not run since; 1 run in 1 session."]

@@ -237,3 +237,15 @@ def is_test_command(key: str) -> bool:
 
 def command_label(key: str) -> str:
     return next((label for _, pattern, label in _CATEGORIES if pattern.search(key)), "Run")
+
+
+_ERROR_AT = re.compile(r"([\w./@-]*[\w@-]\.[A-Za-z0-9]{1,8}):\d+")
+
+
+def names_file(error: str, path: str) -> bool:
+    """Whether an error message points at the file `path` (`internal/a_test.go:207:9: ...`)."""
+    for found in _ERROR_AT.finditer(error):
+        named = found.group(1).removeprefix("./")
+        if path == named or path.endswith("/" + named) or named.endswith("/" + path):
+            return True
+    return False

@@ -44,6 +44,7 @@ from .commands import (  # noqa: F401  (normalize_command and is_test_command ar
     is_test_command,
     kept_running,
     masked,
+    names_file,
     normalize_command,
     working_form,
 )
@@ -259,8 +260,11 @@ def _commands(by_session: dict[str, list[ObsRecord]], roots: tuple[str, ...] = (
     is the project's own: not a help or version run, not a narrowed run (some tests, some checks), not a general
     utility, not a command run in a folder outside the project; statistics are kept per form, never pooled."""
     stats: dict[str, dict[str, Any]] = {}
+    edits: list[tuple[int, list[str]]] = []
     for session, records in by_session.items():
         for record in records:
+            if record.is_edit:
+                edits.append((record.id, record.files))
             usable = _usable(record, roots)
             if usable is None:
                 continue
@@ -270,10 +274,15 @@ def _commands(by_session: dict[str, list[ObsRecord]], roots: tuple[str, ...] = (
             entry["runs"] += record.count
             entry["outcomes"][record.outcome] += record.count
             entry["sessions"].setdefault(session, record.id)
-            entry["last"], entry["at"] = record.outcome, record.created_at
+            entry["last"], entry["at"], entry["id"] = record.outcome, record.created_at, record.id
             result = next((f.removeprefix("result: ") for f in record.facts if f.startswith("result: ")), "")
             entry["result"] = result[:100] if record.outcome in ("passed", "failed") else ""
             entry["reason"] = record.reason[:100] if record.outcome == "failed" else ""
+    for entry in stats.values():  # a failure that points at a file changed since: the run is out of date
+        if entry["last"] == "failed":
+            why = entry["result"] or entry["reason"]
+            entry["changed"] = next((path for at, paths in edits if at > entry["id"] for path in paths
+                                     if names_file(why, path)), "")
     chosen = _project_commands(stats, roots)
     out = []
     for form, entry in chosen:
@@ -345,6 +354,8 @@ def _last_result(entry: dict[str, Any]) -> str:
         return "it starts and keeps running"
     if last == "failed":
         why = result or entry["reason"]
+        if entry.get("changed"):
+            return f"last run failed ({why}), then {entry['changed'].rsplit('/', 1)[-1]} was changed; not run since"
         return f"last run failed ({why})" if why else "last run failed"
     return "its last result was not shown (the output went through a filter)"
 

@@ -27,7 +27,7 @@ from ..project import worktree_root
 from ..recall.anchors import head_commit
 from ..trust.policy import WITHHELD, withhold_instructions
 from . import BRANCH, NEXT, OUTCOME, PULL_REQUESTS, STILL_FAILING, UNCOMMITTED, UNRESOLVED, UNTRIED, remember
-from .commands import command_segments, is_narrowed
+from .commands import command_segments, is_narrowed, names_file
 from .consolidate import (
     PREPARATORY,
     Derived,
@@ -162,6 +162,9 @@ class SessionState:
             if len(self.failures) < 4 and failure not in self.failures and not _CLIENT_MECHANICS.search(failure):
                 self.failures.append(failure)
         if record.is_edit:
+            for error in self.errors.values():  # the file its error points at changed since: not known to fail
+                if error["fixed"] is False and any(names_file(error["reason"], path) for path in record.files):
+                    error["fixed"] = None
             for path in record.files:
                 self.files[path] = self.files.get(path, 0) + record.count
                 if path not in self.since_commit and len(self.since_commit) < 40:
@@ -179,6 +182,7 @@ class SessionState:
         tokens = next((t for key, t in command_segments(record.command) if key == record.key), [])
         narrowed = bool(tokens) and is_narrowed(tokens)  # a run of part of the project is named as it ran
         failing = clip(" ".join(tokens), 90) if narrowed else record.key
+        shown = clip(" ".join(tokens), 90) if tokens else record.key  # a failure is named as it ran
         form = failing if is_test_command(record.key) else record.key  # the tests' runs are counted per form
         entry = self.commands.setdefault(form, {"runs": 0, "fails": 0, "ok": True, "result": "", "last": "",
                                                 "base": record.key})
@@ -191,12 +195,12 @@ class SessionState:
         entry["result"] = clip(result or record.reason, 80) if record.outcome != "unknown" else ""
         if record.outcome == "failed":
             entry["fails"] += 1
-            self.errors[failing] = {"reason": clip(record.reason or record.title, 110), "fixed": False,
-                                    "base": record.key}
+            self.errors[shown] = {"reason": clip(record.reason or record.title, 110), "fixed": False,
+                                  "base": record.key, "narrowed": narrowed}
             return
         fixed = True if record.outcome in ("passed", "running") else None
         for name, error in self.errors.items():  # a later run passed, or its result is unknown: not known to fail
-            if name == failing or not narrowed and error.get("base") == record.key:  # the whole passes: its parts do
+            if name == shown or not narrowed and error.get("base") == record.key:  # the whole passes: its parts do
                 error["fixed"] = fixed
 
     def _pushes(self, output: str) -> None:

@@ -124,7 +124,8 @@ def handoff_lines(row: Any, tree_state: TreeState | None, tree: str | None, proj
         out.append(f"- Pull requests: {prs}.")
     still = parts.get(STILL_FAILING, "")
     failing = [t for t in _items(parts.get("Tests", "")) if "last run failed" in t
-               and f"{t.split(' run ', 1)[0]} (" not in still]  # said once, in "Still failing at the end"
+               and f"{t.split(' run ', 1)[0]} (" not in still  # said once, in "Still failing at the end"
+               and (t.split("last run failed", 1)[1].strip(" ()") or "\0") not in still]
     if failing:  # a passing run is in the commands' section already
         out.append("- Tests: " + fit(failing, 300, "; "))
     if UNCOMMITTED in parts:
@@ -262,26 +263,50 @@ def _session_line(row: Any, now: float, chars: int, last: bool, pieces: list[str
         + (f" Files changed: {changed}." if changed else "")
 
 
+# a statement of a change made ("Added a version badge in panel.html", "panel.js - Updated the header")
+_CHANGED = re.compile(r"\b(?:add(?:ed|s)?|updated?|changed?|modified|replaced|removed|set|switched|moved|bumped|"
+                      r"renamed|"
+                      r"rewr(?:ote|itten)|refactored|created|hinzugefügt|geändert|entfernt|ersetzt|ajouté|modifié|"
+                      r"supprimé|añadido|cambiado|eliminado)\b", re.IGNORECASE)
+
+
 def superseded(rows: list[Any]) -> dict[str, list[str]]:
     """Each session's outcome statements that no later session superseded, by memory id (`rows` newest first): a
-    statement whose names a later session's statements all name again speaks of a state that has moved on."""
+    statement whose names a later session's statements all name again speaks of a state that has moved on, and so
+    does a change made to a file a later session changed again."""
     covered: set[str] = set()
     versioned: dict[str, str] = {}
+    changed_later: set[str] = set()
     out: dict[str, list[str]] = {}
     for row in rows:
-        pieces = outcome_pieces(summary_parts(row["content"]).get(OUTCOME, ""))
+        parts = summary_parts(row["content"])
+        pieces = outcome_pieces(parts.get(OUTCOME, ""))
         kept = []
         for piece in pieces:
             named = {n for n in names(piece) if not n.isdigit()}
             moved = any(versioned.get(name, number) != number for name, number in versions(piece).items())
-            if not (named and named <= covered) and not moved:  # a later session gives it another version
+            redone = _CHANGED.search(piece) and any(_file_name(n) in changed_later for n in named)
+            if not (named and named <= covered) and not moved and not redone:
                 kept.append(piece)
         out[row["id"]] = kept
         covered |= {n for piece in pieces for n in names(piece) if not n.isdigit()}
+        changed_later |= {_file_name(f) for f in _changed_files(parts)} - {""}
         for piece in pieces:
             for name, number in versions(piece).items():
                 versioned.setdefault(name, number)
     return out
+
+
+def _changed_files(parts: dict[str, str]) -> list[str]:
+    """The files a session summary says it changed, without their edit counts."""
+    return [re.sub(r" \(\d+ edits?\)$", "", f) for f in parts.get("Files changed", "").split(", ")
+            if f and not f.startswith("and ") and not f.endswith("…")]
+
+
+def _file_name(path: str) -> str:
+    """A path's file name, when it names a file (`src/panel/panel.html` -> `panel.html`), else ''."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return name if re.search(r"\w\.[A-Za-z0-9]{1,8}$", name) else ""
 
 
 def _files_changed(parts: dict[str, str], chars: int) -> str:
