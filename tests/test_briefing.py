@@ -174,9 +174,9 @@ def test_standing_instructions_typed_by_the_user_carry_user_provenance():
 def test_briefing_gives_sessions_more_detail_when_the_budget_has_room(env, tmp_path, settings, embedder):
     project = tmp_path / "app"
     (project / ".git").mkdir(parents=True)
-    report = " ".join(f"Step {i} changed src/module_{i}.py for issue #{100 + i}." for i in range(60))
     with Store.open(settings, project=str(project), embedder=embedder) as store:
         for n in range(3):
+            report = " ".join(f"Step {i} changed src/module_{n}_{i}.py for issue #{1000 * n + i}." for i in range(60))
             store.conn.execute("INSERT INTO sessions (id, project, cwd, started_at, last_event_at) VALUES "
                                "(?, ?, ?, ?, ?)", (f"s{n}", str(project), str(project), store.now(), store.now()))
             store.save(f"Asked: task {n}\nOutcome (the agent's reports): {report}", title=f"Session: task {n}",
@@ -186,6 +186,23 @@ def test_briefing_gives_sessions_more_detail_when_the_budget_has_room(env, tmp_p
     assert estimate_tokens(roomy) <= 1500 and estimate_tokens(tight) <= 500
     assert roomy.count("issue #") > tight.count("issue #") > 0
     assert all(f"task {n}" in roomy for n in range(3))
+
+
+def test_an_earlier_session_with_nothing_known_to_have_come_of_it_is_left_out(env, tmp_path, settings, embedder):
+    project = tmp_path / "app"
+    (project / ".git").mkdir(parents=True)
+    contents = ["Asked: mix phx.server doesnt seem to start",
+                "Asked: add the export button\nOutcome (the agent's reports): The export button is in src/export.ts.",
+                "Asked: write the release notes\nOutcome (the agent's reports): Wrote NOTES.md for v2.1."]
+    with Store.open(settings, project=str(project), embedder=embedder) as store:
+        for n, content in enumerate(contents):
+            store.conn.execute("INSERT INTO sessions (id, project, cwd, started_at, last_event_at) VALUES "
+                               "(?, ?, ?, ?, ?)", (f"s{n}", str(project), str(project), store.now() + n,
+                                                   store.now() + n))
+            store.save(content, title=f"Session: {n}", tier="episodic", type="summary", source="consolidation",
+                       session_id=f"s{n}")
+        text, _ = session_context(store.conn, str(project), 1500)
+    assert "export button" in text and "NOTES.md" in text and "phx.server" not in text
 
 
 def test_search_answers_how_to_questions_with_procedures_and_shows_the_rare_words(env, tmp_path, settings,

@@ -330,6 +330,14 @@ def test_the_projects_own_entry_point_wins_and_a_failure_a_later_way_passed_is_n
     assert "Check the code: `npm run lint:check` — its last result was not shown" in text  # the chain's other step
 
 
+def test_a_tool_run_inside_the_projects_environment_is_not_its_entry_point():
+    got = " ".join(learned([
+        bash("nix develop -c lint", "0 issues.", session="s1"),
+        bash("nix develop -c golangci-lint run --fix", "level=error msg=\"Running error: can't load\"", failed=True,
+             session="s2")]))
+    assert "`nix develop -c lint` — last run passed" in got and "golangci-lint" not in got
+
+
 def test_a_rule_that_points_back_joins_its_sentence_and_agreement_is_not_a_correction():
     assert standing_sentences("proper fix. Ich präferiere den nachhaltigen Ansatz. Merk dir dies als Leitlinie!") \
         == ["Ich präferiere den nachhaltigen Ansatz. Merk dir dies als Leitlinie!"]
@@ -371,7 +379,9 @@ def test_the_agents_self_assessment_is_no_outcome_but_a_claim_about_a_named_thin
 
     for verdict in ("All work has been successfully completed!", "History-System voll funktionsfähig.",
                     "The CLI is now a world-class, enterprise-grade platform with all GitHub issues resolved.",
-                    "Tout fonctionne parfaitement maintenant."):
+                    "Tout fonctionne parfaitement maintenant.",
+                    "Created: 4 new packages with clear separation of concerns.",
+                    "100% closure rate for all identified and resolvable issues."):
         assert not says_something(verdict), verdict
     for fact in ("Task-103 has been successfully completed.", "All 47 tests in test_api.py pass.",
                  "Successfully pushed to GitHub!", "The navbar layout bug has been fixed!"):

@@ -396,12 +396,21 @@ def _project_commands(stats: dict[str, dict[str, Any]], roots: tuple[str, ...]) 
     return out
 
 
-_SCRIPTED = re.compile(r"^(?:(?:npm|pnpm|bun) (?:run|test|start|t)\b|yarn(?: run)?|make|just|task|nix develop|rake|"
-                       r"composer run|poetry run|uv run|hatch run|pdm run|tox|nox|\./)\S*")
+_SCRIPTED = re.compile(r"^(?:(?:npm|pnpm|bun) (?:run|test|start|t)\b|yarn(?: run)?|make|just|task|rake|"
+                       r"composer run|tox|nox|\./)\S*")
+# an environment wrapper: what it runs decides whether the form is the project's own
+_WRAPPED = re.compile(r"^(?:nix develop(?: \S+)? (?:-c|--command)|nix-shell --run|poetry run|uv run|hatch run|pdm run|"
+                      r"pipenv run|bundle exec)\s+(?P<inner>.+)$")
 
 
 def _scripted(form: str) -> bool:
-    """A form that runs one of the project's own scripts or targets (`npm run lint`, `make test`, `./check.sh`)."""
+    """A form that runs one of the project's own scripts or targets (`npm run lint`, `make test`, `./check.sh`,
+    `nix develop -c lint`); a tool run inside the project's environment with its own arguments
+    (`nix develop -c golangci-lint run --fix`) is not."""
+    wrapped = _WRAPPED.match(form)
+    if wrapped:
+        inner = wrapped.group("inner").strip("\"' ")
+        return _scripted(inner) or len(inner.split()) == 1 or _runs_project_script(inner)
     return bool(_SCRIPTED.match(form))
 
 

@@ -48,7 +48,10 @@ _FILLER_PREFIX = re.compile(r"^\W*(?:perfect|great|excellent|awesome|done|succes
                             re.IGNORECASE)
 # praise no statement of fact carries: a sentence holding it is the agent's self-assessment, whatever it names
 _HYPE = re.compile(r"\b(?:production[- ]ready|enterprise[- ]grade|world[- ]class|bulletproof|state[- ]of[- ]the[- ]art|"
-                   r"best[- ]in[- ]class|flawless(?:ly)?|masterclass|professional[- ]grade)\b", re.IGNORECASE)
+                   r"best[- ]in[- ]class|flawless(?:ly)?|masterclass|professional[- ]grade|"
+                   r"(?:clear|clean|proper) separation of concerns|(?:closure|success) rate|"
+                   r"well[- ](?:structured|organi[sz]ed|architected|designed)|follows? best practices)\b",
+                   re.IGNORECASE)
 # praise that a sentence naming what it is about may still carry
 _PRAISE = re.compile(r"\b(?:comprehensive(?:ly)?|robust|seamless(?:ly)?|incredible|outstanding|amazing|100% complete|"
                      r"fully (?:functional|implemented|operational)|significantly improved|dramatically|modern design|"

@@ -399,6 +399,8 @@ def briefing_lines(conn: Connection, project: str | None, now: float | None = No
         seen.add(row["id"])
         variants = tuple(_session_line(row, now, chars, last=False, pieces=current[row["id"]])
                          for _, chars in DETAIL_LEVELS)
+        if " —" not in variants[0] and "Files changed: " not in variants[0]:
+            continue  # a request with nothing known to have come of it
         lines.append(ContextLine(EARLIER, variants[0], row["id"], variants))
     named = " ".join(line.text for line in lines if line.section == LAST)
     files = [f for f in _files_in_play(knowledge, summaries[:2], tree, project) if f not in named]
