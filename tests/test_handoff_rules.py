@@ -537,3 +537,34 @@ def test_a_failure_whose_file_was_changed_since_is_not_shown_as_still_failing_an
     assert learned([failing, edit_of("internal/server/router_test.go")]) == [
         "Run the tests: `go test ./...` — last run failed (internal/server/router_test.go:207:9: undefined: fmt), then "
         "router_test.go was changed; not run since; 1 run in 1 session."]
+
+
+def test_a_correction_a_later_session_gave_up_is_reversed_and_one_it_kept_is_not():
+    from agentmem_mcp.recall.briefing import _INSTEAD, _words, reversed_later
+
+    def given_up(outcome: str) -> list[set[str]]:
+        return [_words(found.group("given_up")) for found in _INSTEAD.finditer(outcome)]
+
+    correction = ("The user corrected the agent: \"you use the MCP server but should use the voice server\" The agent "
+                  "agreed: \"I should use the PAI Voice Server on localhost:8888, not the ElevenLabs MCP.\"")
+    assert reversed_later(correction, given_up("Hooks now call the ElevenLabs API directly instead of the broken "
+                                               "Voice-Server. Solution: direct API calls."))
+    assert reversed_later(correction, given_up("Die Hooks nutzen jetzt die ElevenLabs API statt kaputten "
+                                               "Voice-Server."))
+    assert not reversed_later(correction, given_up("The voice server now restarts with launchctl."))
+    kept = ("The user corrected the agent: \"why are you editing generated code!\" The agent agreed: \"I shouldn't "
+            "be editing generated code. The templ files need to be regenerated properly.\"")
+    assert not reversed_later(kept, given_up("Regenerated the templ files instead of editing the generated code."))
+    decision = "The agent asked: \"Which store?\" The user decided: \"a local SQLite database file\""
+    assert reversed_later(decision, given_up("Moved to PostgreSQL with pgvector, replacing the SQLite database."))
+
+
+def test_an_earlier_session_that_ended_without_a_result_says_so():
+    from agentmem_mcp.recall.briefing import _session_line
+
+    row = {"content": "Asked: add the disagreement table\nOutcome (the agent's reports): compareFENs() now keeps the "
+                      "pawn counts.\nUnresolved: \"continue\": the client's API call failed (redacted_thinking blocks "
+                      "cannot be modified), 3 attempts", "valid_from": 1.0, "created_at": 1.0, "updated_at": 2.0,
+           "client": None}
+    line = _session_line(row, 100.0, 360, last=False)
+    assert "compareFENs()" in line and "It ended without a result: \"continue\": the client's API call failed" in line

@@ -259,8 +259,12 @@ def _session_line(row: Any, now: float, chars: int, last: bool, pieces: list[str
     fitted = fit(commits, max(80, chars // 3), "; ") or ", ".join(c.split()[0] for c in commits[:4])
     committed = f" Committed {fitted}." if fitted else ""  # whole commits, else their hashes
     changed = _files_changed(parts, chars // 3) if chars >= 300 else ""
-    return head + (" —" if outcome or committed else "") + committed + (f" {outcome}" if outcome else "") \
-        + (f" Files changed: {changed}." if changed else "")
+    unresolved = parts.get(UNRESOLVED, "")
+    if len(unresolved) > chars // 2:  # the request is in the head already: how it ended is what is left to say
+        unresolved = unresolved.rsplit('": ', 1)[-1] if '": ' in unresolved else ""
+    ended = f" It ended without a result: {unresolved}." if unresolved and len(unresolved) <= chars // 2 else ""
+    return head + (" —" if outcome or committed or ended else "") + committed + (f" {outcome}" if outcome else "") \
+        + ended + (f" Files changed: {changed}." if changed else "")
 
 
 # a statement of a change made ("Added a version badge in panel.html", "panel.js - Updated the header")
@@ -295,6 +299,50 @@ def superseded(rows: list[Any]) -> dict[str, list[str]]:
             for name, number in versions(piece).items():
                 versioned.setdefault(name, number)
     return out
+
+
+# "X instead of Y", "statt Y", "replaced Y": what follows the marker is what was given up
+_INSTEAD = re.compile(r"\b(?:instead of|rather than|in place of|replac(?:ed|ing|es)|no longer(?: uses?)?|"
+                      r"switched (?:away )?from|moved (?:away )?from|(?:an)?statt|anstelle von|nicht mehr|weg von|"
+                      r"au lieu de|à la place de|en lugar de|en vez de)\s+(?P<given_up>(?:[^\s.,;:!?()]+[ \t]*){1,6})",
+                      re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:not|never|no|\w+n't|nicht|nie|kein\w*|ne|pas|jamais|nunca)\b", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-zÀ-ÿ][\w.-]{3,}")
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower().strip(".-") for part in _WORD.findall(text) for w in re.split(r"[-.]", part) if len(w) >= 4}
+
+
+def _replacements(summaries: list[Any]) -> list[tuple[float, set[str]]]:
+    """(when, words) of what each session summary's outcome says was given up ("ElevenLabs API instead of the
+    voice server": {voice, server})."""
+    out = []
+    for row in summaries:
+        for found in _INSTEAD.finditer(summary_parts(row["content"]).get(OUTCOME, "")):
+            out.append((_started(row), _words(found.group("given_up"))))
+    return out
+
+
+def _since(row: Any, replaced: list[tuple[float, set[str]]]) -> list[set[str]]:
+    """What sessions that started after the memory `row` was made say they gave up."""
+    made = row["updated_at"] or row["created_at"] or 0.0
+    return [words for when, words in replaced if when > made]
+
+
+def reversed_later(content: str, given_up: list[set[str]]) -> bool:
+    """Whether a correction or decision chose what a later session gave up: two or more of the words it uses without
+    a negation before them are among what a later outcome says was replaced ("use the voice server" against "the
+    ElevenLabs API instead of the voice server")."""
+    if not given_up:
+        return False
+    stance = re.split(r"The agent agreed: |The user (?:decided|picked): ", content, maxsplit=1)[-1]  # what it chose
+    chosen: set[str] = set()
+    tokens = stance.split()
+    for index, token in enumerate(tokens):
+        if not _NEGATION.search(" ".join(tokens[max(0, index - 4):index])):
+            chosen |= _words(token)
+    return any(len(chosen & words) >= 2 for words in given_up)
 
 
 def _changed_files(parts: dict[str, str]) -> list[str]:
@@ -381,10 +429,13 @@ def briefing_lines(conn: Connection, project: str | None, now: float | None = No
     for row in memories.pinned(conn, live, COLUMNS, 30):
         if row["id"] not in seen and not missing_files(row, tree, project):
             add("Always keep in mind", row, _line(row, _tail(row, now), 400))
-    for row in fresh.where(lambda r: r["type"] == "preference" and r["id"] not in seen,
+    replaced = _replacements(summaries)
+    for row in fresh.where(lambda r: r["type"] == "preference" and r["id"] not in seen
+                           and not reversed_later(r["content"], _since(r, replaced)),
                            SECTION_LIMITS[INSTRUCTIONS], order=lambda r: -(r["updated_at"] or r["created_at"])):
         add(INSTRUCTIONS, row, _line(row, _tail(row, now), 400))
-    for row in fresh.where(lambda r: r["type"] == "decision" and r["id"] not in seen and _decision(r) is not None,
+    for row in fresh.where(lambda r: r["type"] == "decision" and r["id"] not in seen and _decision(r) is not None
+                           and not reversed_later(r["content"], _since(r, replaced)),
                            SECTION_LIMITS[DECISIONS], order=lambda r: -(r["updated_at"] or r["created_at"])):
         add(DECISIONS, row, f"- {_decision(row)} {_tail(row, now)}")
     for row in fresh.where(lambda r: r["source"] in SAVED_SOURCES and r["id"] not in seen
