@@ -568,3 +568,11 @@ def test_an_earlier_session_that_ended_without_a_result_says_so():
            "client": None}
     line = _session_line(row, 100.0, 360, last=False)
     assert "compareFENs()" in line and "It ended without a result: \"continue\": the client's API call failed" in line
+
+
+def test_a_findings_cells_are_no_statements_without_the_finding():
+    report = ("### Focus indicators removed\n**WCAG:** 2.4.7 Focus Visible (Level AA)\n"
+              "**Location:** _sass/partials/_design-system.scss:877, .hero-social a { width: 36px }\n"
+              "**Recommendation:** Add a visible focus ring to the links and buttons of the design system.\n"
+              "- **Severity**: P1 because keyboard users cannot see where they are on the page at all.")
+    assert lead(report) == ["Add a visible focus ring to the links and buttons of the design system."]

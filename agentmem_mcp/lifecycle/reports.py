@@ -154,6 +154,8 @@ def _blocks(report: str) -> list[tuple[str, str]]:
             out.append(("item" if len(line) - len(line.lstrip()) <= 1 else "subitem", item.group(1)))
             continue
         labelled = _LABELLED.match(stripped)
+        if labelled and _CELL_LABEL.match(labelled.group(1).strip()):
+            continue  # one cell of a finding ("Location: a.scss:877"): nothing without the finding it belongs to
         if labelled and labelled.group(1).split()[0].isupper() or labelled and len(labelled.group(1).split()) <= 2 \
                 and stripped.startswith("**"):
             out.append(("labelled", labelled.group(2)))
@@ -195,9 +197,17 @@ def is_narration(sentence: str) -> bool:
 _FIELD = re.compile(r"^\W*[\w .'-]{1,24}:\s+(?P<value>.+)$")
 
 
+# the labels of a finding's or a table row's cells
+_CELL_LABEL = re.compile(r"^(?:location|files?|lines?|path|where|severity|priority|impact|effort|wcag|standard|"
+                         r"category|type|status|score|level|owner|evidence|current|before|after|expected|actual|"
+                         r"datei|ort|zeile|fichier|ligne|archivo|línea)$", re.IGNORECASE)
+
+
 def is_field(text: str) -> bool:
     """A "Label: value" cell ("Location: _includes/footer.html, lines 5, 12"): a field of a form, not a statement."""
     found = _FIELD.match(text)
+    if found and _CELL_LABEL.match(text.split(":", 1)[0].strip(" *_`-")):
+        return True
     return bool(found) and words(re.sub(_NAMES, " ", found.group("value"))) <= 3
 
 
