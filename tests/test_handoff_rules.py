@@ -378,6 +378,7 @@ def test_the_agents_self_assessment_is_no_outcome_but_a_claim_about_a_named_thin
     from agentmem_mcp.lifecycle.reports import says_something
 
     for verdict in ("All work has been successfully completed!", "History-System voll funktionsfähig.",
+                    "However, since I'm focused on Task-150, let me continue with that and fix `watcher.go` later.",
                     "The CLI is now a world-class, enterprise-grade platform with all GitHub issues resolved.",
                     "Tout fonctionne parfaitement maintenant.",
                     "Created: 4 new packages with clear separation of concerns.",
@@ -533,6 +534,8 @@ def test_a_failure_whose_file_was_changed_since_is_not_shown_as_still_failing_an
     _, content = render(state, "/p", turns=[])
     still = dict(line.split(": ", 1) for line in content.split("\n")).get("Still failing at the end", "")
     assert "undefined: fmt" not in still and "`go vet ./...` (internal/ws/types.go:32:6" in still
+    tests = dict(line.split(": ", 1) for line in content.split("\n"))["Tests"]
+    assert tests.endswith("then router_test.go was changed; not run since")
     # the learned command says its last failure is out of date
     assert learned([failing, edit_of("internal/server/router_test.go")]) == [
         "Run the tests: `go test ./...` — last run failed (internal/server/router_test.go:207:9: undefined: fmt), then "

@@ -189,9 +189,13 @@ def names(text: str) -> set[str]:
     return set(_NAMES.findall(text))
 
 
+# "..., so let me continue with that": the agent's next step, wherever the sentence says it
+_NEXT_STEP = re.compile(r"\b(?:let me|let's|lass mich|lass uns|laisse-moi|laissez-moi|déjame)\b", re.IGNORECASE)
+
+
 def is_narration(sentence: str) -> bool:
     """The agent telling what it is about to do or what it sees, not what came of the work."""
-    return bool(_NARRATION.match(sentence.lstrip("*_ ")))
+    return bool(_NARRATION.match(sentence.lstrip("*_ ")) or _NEXT_STEP.search(sentence))
 
 
 _FIELD = re.compile(r"^\W*[\w .'-]{1,24}:\s+(?P<value>.+)$")

@@ -163,8 +163,11 @@ class SessionState:
                 self.failures.append(failure)
         if record.is_edit:
             for error in self.errors.values():  # the file its error points at changed since: not known to fail
-                if error["fixed"] is False and any(names_file(error["reason"], path) for path in record.files):
+                changed = next((p for p in record.files if names_file(error["reason"], p)), None)
+                if error["fixed"] is False and changed:
                     error["fixed"] = None
+                    if error.get("form") in self.commands:
+                        self.commands[error["form"]]["changed"] = changed.rsplit("/", 1)[-1]
             for path in record.files:
                 self.files[path] = self.files.get(path, 0) + record.count
                 if path not in self.since_commit and len(self.since_commit) < 40:
@@ -189,6 +192,7 @@ class SessionState:
         entry["runs"] += record.count
         if record.outcome in ("interrupted", "refused", "invalid"):
             return  # the run says nothing of the project: stopped, declined, or the command itself was wrong
+        entry.pop("changed", None)
         entry["ok"] = record.outcome != "failed"
         entry["last"] = record.outcome
         result = next((f.removeprefix("result: ") for f in record.facts if f.startswith("result: ")), "")
@@ -196,7 +200,7 @@ class SessionState:
         if record.outcome == "failed":
             entry["fails"] += 1
             self.errors[shown] = {"reason": clip(record.reason or record.title, 110), "fixed": False,
-                                  "base": record.key, "narrowed": narrowed}
+                                  "base": record.key, "form": form}
             return
         fixed = True if record.outcome in ("passed", "running") else None
         for name, error in self.errors.items():  # a later run passed, or its result is unknown: not known to fail
@@ -264,7 +268,8 @@ def _last_state(entry: dict[str, Any]) -> str:
     if entry.get("last") == "unknown":
         return "last result not shown (its output went through a filter)"
     state = "passed" if entry["ok"] else "failed"
-    return f"last run {state}" + (f" ({entry['result']})" if entry["result"] else "")
+    since = f", then {entry['changed']} was changed; not run since" if not entry["ok"] and entry.get("changed") else ""
+    return f"last run {state}" + (f" ({entry['result']})" if entry["result"] else "") + since
 
 
 def _push_text(push: dict[str, Any]) -> str:
@@ -453,8 +458,8 @@ REPORT_MIN_CHARS = 800  # a reply this long, with headings or a list, is a repor
 
 def _turn_reports(turn: Turn) -> list[str]:
     """A turn's reports, latest first: its final reply, then its two longest structured replies of the turn's second
-    half (an exploration at its start says what was found, not what came of the work), then, when none of these
-    says what caused the problem, the latest reply of the turn that does."""
+    half (an exploration at its start says what was found, not what came of the work); a turn that gave no report
+    (a short final reply, no structured one) adds its latest reply that says what caused the problem."""
     own = [r for r in turn.replies if r not in turn.delegated]  # a sub-agent's report is not the agent's
     final = own[-1] if own else ""
     late = own[len(own) // 2:-1]  # a report late in the turn says what came of it
@@ -463,9 +468,9 @@ def _turn_reports(turn: Turn) -> list[str]:
                        or len(re.findall(r"^\s*(?:[-*]|\d+\.)\s", r, re.MULTILINE)) >= 3)]
     longest = sorted(structured, key=len, reverse=True)[:2]
     # where the agent found what caused the problem, when its reports do not say it
-    cause = next((r for r in reversed(own[:-1]) if CAUSE.search(r)), "")
-    if cause and any(CAUSE.search(r) for r in (final, *longest)):
-        cause = ""
+    cause = ""
+    if len(final) < REPORT_MIN_CHARS and not longest:  # the turn gave no report: what it found may be all there is
+        cause = next((r for r in reversed(own[:-1]) if CAUSE.search(r)), "")
     return [r for r in (final, *longest, cause) if r]
 
 
