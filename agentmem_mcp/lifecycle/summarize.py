@@ -41,7 +41,7 @@ from .consolidate import (
     write_saves,
 )
 from .digest import clip, digest, distinct, plain, short_urls
-from .reports import CAUSE, CLAIM, COMPLAINT, CONCEDES, fit, lead, names, next_steps
+from .reports import CAUSE, CLAIM, COMPLAINT, CONCEDES, fit, lead, names, next_steps, sentences
 from .session_log import session_reports, summary_files, transcript_path, turn_memories
 
 if TYPE_CHECKING:
@@ -458,8 +458,8 @@ REPORT_MIN_CHARS = 800  # a reply this long, with headings or a list, is a repor
 
 def _turn_reports(turn: Turn) -> list[str]:
     """A turn's reports, latest first: its final reply, then its two longest structured replies of the turn's second
-    half (an exploration at its start says what was found, not what came of the work); a turn that gave no report
-    (a short final reply, no structured one) adds its latest reply that says what caused the problem."""
+    half (an exploration at its start says what was found, not what came of the work); then, when none of these
+    says what caused the problem, where the agent said it last in the turn (`_cause`)."""
     own = [r for r in turn.replies if r not in turn.delegated]  # a sub-agent's report is not the agent's
     final = own[-1] if own else ""
     late = own[len(own) // 2:-1]  # a report late in the turn says what came of it
@@ -469,9 +469,20 @@ def _turn_reports(turn: Turn) -> list[str]:
     longest = sorted(structured, key=len, reverse=True)[:2]
     # where the agent found what caused the problem, when its reports do not say it
     cause = ""
-    if len(final) < REPORT_MIN_CHARS and not longest:  # the turn gave no report: what it found may be all there is
-        cause = next((r for r in reversed(own[:-1]) if CAUSE.search(r)), "")
+    if not any(CAUSE.search(r) for r in (final, *longest)):
+        cause = next((found for r in reversed(own[:-1]) if (found := _cause(r))), "")
     return [r for r in (final, *longest, cause) if r]
+
+
+CAUSE_CHARS = 360
+
+
+def _cause(reply: str) -> str:
+    """The last place in a reply where the agent says what caused a problem: that sentence and the two after it
+    (after "I see the issue!" comes the issue), within CAUSE_CHARS; '' when it says none."""
+    said = [s for block in plain(reply).split("\n") for s in sentences(block)]
+    at = next((i for i in range(len(said) - 1, -1, -1) if CAUSE.search(said[i])), None)
+    return fit(said[at:at + 3], CAUSE_CHARS) if at is not None else ""
 
 
 _GO_ON = re.compile(r"^\W*(?:continue|go on|go ahead|proceed|keep going|retry|try again|again|y|yes|yes go|ok|okay|"
