@@ -579,3 +579,19 @@ def test_a_findings_cells_are_no_statements_without_the_finding():
               "**Recommendation:** Add a visible focus ring to the links and buttons of the design system.\n"
               "- **Severity**: P1 because keyboard users cannot see where they are on the page at all.")
     assert lead(report) == ["Add a visible focus ring to the links and buttons of the design system."]
+
+
+def test_the_mcp_servers_several_sessions_used_are_learned():
+    from agentmem_mcp.lifecycle.consolidate import ObsRecord
+
+    def call(tool: str, session: str) -> ObsRecord:
+        server, name = tool.split("/")
+        return ObsRecord(id=next(_ids), session_id=session, project="/p", kind="mcp", tool=f"mcp__{server}__{name}",
+                         title=f"Called MCP tool {tool}", facts=[], files=[], importance=0.3,
+                         created_at=float(next(_ids)))
+
+    got = [d.content for d in mine([call("byterover-mcp/retrieve-knowledge", "s1"),
+                                    call("byterover-mcp/store-knowledge", "s1"),
+                                    call("byterover-mcp/retrieve-knowledge", "s2"),
+                                    call("github/get_issue", "s2")], "/p", ("/p",)) if d.key == "toolchain"]
+    assert got == ["MCP servers the sessions used: byterover-mcp (retrieve-knowledge, store-knowledge; 2 sessions)."]

@@ -9,3 +9,5 @@ UNCOMMITTED = "Not committed at the end"  # files edited after the session's las
 UNRESOLVED = "Unresolved"  # the user's request the session ended on without an answer
 NEXT = "Next (the agent's words)"  # what the agent said is left or next
 STILL_FAILING = "Still failing at the end"
+# the toolchain fact's part that the briefing shows (lifecycle/consolidate.py writes it)
+MCP_SERVERS = "MCP servers the sessions used"

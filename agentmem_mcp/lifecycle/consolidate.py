@@ -30,7 +30,7 @@ from ..db import audit, links, memories, memory_reads, meta, observations, sessi
 from ..models import InvalidInput, SaveResult
 from ..project import worktree_root
 from ..trust.policy import withhold_instructions
-from . import remember
+from . import MCP_SERVERS, remember
 from .commands import (  # noqa: F401  (normalize_command and is_test_command are part of this module's API)
     INTERPRETERS,
     NOT_KNOWLEDGE,
@@ -583,10 +583,18 @@ def _hot_files(by_session: dict[str, list[ObsRecord]], project: str | None,
 
 
 def _toolchain(by_session: dict[str, list[ObsRecord]]) -> Derived | None:
+    """The programs and MCP servers the project's sessions use, those used in two sessions or more."""
     uses: dict[str, set[str]] = {}
     subcommands: dict[str, set[str]] = {}
+    servers: dict[str, set[str]] = {}
+    server_tools: dict[str, Counter[str]] = {}
     for session, records in by_session.items():
         for record in records:
+            mcp = _MCP_TOOL.match(record.tool or "")
+            if mcp:
+                servers.setdefault(mcp.group(1), set()).add(session)
+                server_tools.setdefault(mcp.group(1), Counter())[mcp.group(2)] += 1
+                continue
             if not record.key or record.key.split()[0] in NOT_KNOWLEDGE | UTILITIES or record.outcome == "invalid":
                 continue
             program, *rest = record.key.split()
@@ -594,14 +602,22 @@ def _toolchain(by_session: dict[str, list[ObsRecord]]) -> Derived | None:
             if rest and program not in INTERPRETERS:
                 subcommands.setdefault(program, set()).add(rest[0])
     tools = sorted(p for p, sessions in uses.items() if len(sessions) >= 2)
-    if not tools:
+    used = sorted((s for s, sessions in servers.items() if len(sessions) >= 2), key=lambda s: -len(servers[s]))
+    if not tools and not used:
         return None
     described = [f"{t} ({', '.join(sorted(subcommands[t])[:6])})" if subcommands.get(t) else t for t in tools]
-    content = "Tools in use in this project: " + "; ".join(described) + "."
-    sessions = sorted({s for t in tools for s in uses[t]})
+    content = ("Tools in use in this project: " + "; ".join(described) + ".") if tools else ""
+    if used:
+        content += (" " if content else "") + MCP_SERVERS + ": " + "; ".join(
+            f"{s} ({', '.join(t for t, _ in server_tools[s].most_common(4))}; {len(servers[s])} sessions)"
+            for s in used[:4]) + "."
+    sessions = sorted({s for t in tools for s in uses[t]} | {s for name in used for s in servers[name]})
     firsts = _first_per_session({s: by_session[s] for s in sessions}, lambda r: bool(r.key))
     return Derived(key="toolchain", tier="semantic", type="fact", title="Tools in use",
                    content=content, sessions=list(firsts), obs_ids=list(firsts.values()), importance=0.45)
+
+
+_MCP_TOOL = re.compile(r"^mcp__(.+?)__(.+)$")  # Claude Code's name of an MCP server's tool
 
 
 def _located(path: str, project: str | None, roots: tuple[str, ...]) -> str | None:

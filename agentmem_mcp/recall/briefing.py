@@ -29,7 +29,17 @@ from ..capture.transcript import mentioned_paths
 from ..db import memories, sessions
 from ..db.connection import Connection
 from ..db.memories import MemoryFilter
-from ..lifecycle import BRANCH, NEXT, OUTCOME, PULL_REQUESTS, STILL_FAILING, UNCOMMITTED, UNRESOLVED, UNTRIED
+from ..lifecycle import (
+    BRANCH,
+    MCP_SERVERS,
+    NEXT,
+    OUTCOME,
+    PULL_REQUESTS,
+    STILL_FAILING,
+    UNCOMMITTED,
+    UNRESOLVED,
+    UNTRIED,
+)
 from ..lifecycle.commands import command_label, normalize_command
 from ..lifecycle.reports import fit, names, sentences, versions
 from ..lifecycle.retention import retention
@@ -426,6 +436,9 @@ def briefing_lines(conn: Connection, project: str | None, now: float | None = No
                            SECTION_LIMITS[COMMANDS]):
         age = humanize_age(now - (row["updated_at"] or row["created_at"]))
         add(COMMANDS, row, f"- {row['content']} (learned, {age})")
+    for row in knowledge:
+        if row["key"] == "toolchain" and f"{MCP_SERVERS}: " in row["content"]:
+            add(COMMANDS, row, f"- {MCP_SERVERS}: " + row["content"].split(f"{MCP_SERVERS}: ", 1)[1])
     for row in memories.pinned(conn, live, COLUMNS, 30):
         if row["id"] not in seen and not missing_files(row, tree, project):
             add("Always keep in mind", row, _line(row, _tail(row, now), 400))
