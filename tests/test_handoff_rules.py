@@ -379,13 +379,16 @@ def test_the_agents_self_assessment_is_no_outcome_but_a_claim_about_a_named_thin
 
     for verdict in ("All work has been successfully completed!", "History-System voll funktionsfähig.",
                     "However, since I'm focused on Task-150, let me continue with that and fix `watcher.go` later.",
+                    "The site should now be accessible at http://127.0.0.1:4000/.", "Try refreshing your browser tab.",
+                    "The Jekyll server is now running successfully.",
                     "The CLI is now a world-class, enterprise-grade platform with all GitHub issues resolved.",
                     "Tout fonctionne parfaitement maintenant.",
                     "Created: 4 new packages with clear separation of concerns.",
                     "100% closure rate for all identified and resolvable issues."):
         assert not says_something(verdict), verdict
     for fact in ("Task-103 has been successfully completed.", "All 47 tests in test_api.py pass.",
-                 "Successfully pushed to GitHub!", "The navbar layout bug has been fixed!"):
+                 "Successfully pushed to GitHub!", "The navbar layout bug has been fixed!",
+                 "The dev server runs on port 3000 by default."):
         assert says_something(fact), fact
 
 

@@ -215,6 +215,14 @@ def is_field(text: str) -> bool:
     return bool(found) and words(re.sub(_NAMES, " ", found.group("value"))) <= 3
 
 
+# the state of the moment: a server running now, the user told to reload; gone by the next session
+_MOMENT = re.compile(r"\b(?:is|are|should|will|can)(?: now| still)?(?: be)? (?:running|accessible|available|live|up|"
+                     r"serving|listening|reachable)\b[^.!?]{0,60}(?:https?://|localhost|127\.0\.0\.1|0\.0\.0\.0|"
+                     r"\bport \d+)|\b(?:server|app|site) (?:is )?(?:now )?(?:running|started|starting) "
+                     r"(?:successfully|in the background)|\b(?:try|please) (?:refreshing|refresh|reloading|reload|"
+                     r"hard[- ]refresh)\b|\bstarted serving on\b", re.IGNORECASE)
+
+
 def says_something(sentence: str) -> bool:
     """A sentence worth showing as an outcome: not narration, filler, a question to the user, nor the agent's
     self-assessment (hype whatever it names; praise, or success claimed of everything at once, naming nothing), and long
@@ -222,7 +230,7 @@ def says_something(sentence: str) -> bool:
     core = _FILLER_PREFIX.sub("", sentence).strip()
     if not core or _FILLER.match(core) or is_narration(core) or _QUESTION_END.search(core) or looks_like_code(core):
         return False
-    if words(core) < 3 or _HYPE.search(core):
+    if words(core) < 3 or _HYPE.search(core) or _MOMENT.search(core):
         return False
     sweeping = CLAIM.search(core) and _SWEEPING.search(core.replace("-", " "))
     return not ((_PRAISE.search(core) or sweeping) and not names(core))
