@@ -546,6 +546,8 @@ def issue_36_cases() -> list[SecretCase]:
     add("named_password", admin_pw, f"ADMIN_USER=root\nADMIN_PW={admin_pw}\n")
     add("named_password", passwort, f"benutzer=admin\npasswort={passwort}\n")
     add("named_password", db_pw, f"database:\n  db_user: app\n  db_pw: {db_pw}\n")
+    worded = "MySecret" + r36(DIGITS, 4)  # a person's password that holds a secret word is no identifier
+    add("named_password", worded, f"$ cat .env.local\nmypassword={worded}\n")
     redis, ssl, store, htpw, seven = (r36(ALNUM, 16), r36(ALNUM, 12), r36(ALNUM, 12), r36(ALNUM, 10), r36(ALNUM, 11))
     add("cli_argument", redis, f"$ redis-cli -h cache.internal -a {redis} ping\nPONG\n")
     add("cli_argument", ssl, f"openssl pkcs12 -export -in cert.pem -inkey key.pem -out cert.p12 -passout pass:{ssl}\n")

@@ -298,7 +298,8 @@ def _looks_like_code(value: str, name: str, following: str) -> bool:
         or _PASCAL.fullmatch(value) is not None
         or (value[:1].isupper() and _IDENT.fullmatch(value) is not None and _type_name(value))
         or _SNAKE_WORDS.fullmatch(value) is not None
-        or (_IDENT.fullmatch(value) is not None and _SECRET_WORD.search(value) is not None)
+        or (_IDENT.fullmatch(value) is not None and _SECRET_WORD.search(value) is not None
+            and ("_" in value or not _DIGIT.search(value)))  # `api_key=api_key_var`; not `password=MySecret123`
         or (value.isdigit() and len(value) < 8)
         or (value[:1] == "_" and _IDENT.fullmatch(value) is not None)
         or _CONSTANT.fullmatch(value) is not None
