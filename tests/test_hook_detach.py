@@ -219,14 +219,34 @@ def test_the_quiet_events_are_those_whose_answer_nothing_stored_changes():
         assert hook_client.quiet_answer(client, name) is None
 
 
-@pytest.mark.parametrize("setting", ["AGENTMEM_HOOK_STARTS_PROCESS", "AGENTMEM_HOOK_HANDOFF"])
+@pytest.mark.parametrize("setting", ["AGENTMEM_HOOK_STARTS_PROCESS", "AGENTMEM_HOOK_HANDOFF", "hook_starts_process",
+                                     "hook_handoff"])
 def test_hooks_told_not_to_start_or_hand_off_still_record_before_they_answer(env, home, project, setting):
     _made(home, env, project)
+    if setting.islower():  # in config.toml
+        (home / "config.toml").write_text(f"{setting} = false\n")
+        (home / "config.toml").chmod(0o600)
     with _locked(home):
-        proc = _start(_tool_call(project, 1), dict(env, **{setting: "0"}), project)
+        proc = _start(_tool_call(project, 1), dict(env, **{setting: "0"}) if setting.isupper() else env, project)
         time.sleep(0.5)
         assert proc.poll() is None  # it waits for SQLite, as before
     out, imported = _finish(proc)
     assert out == b"" and "sqlean" in imported
     assert _commands(home) == _case(0, 1) and not _processes(home)
     assert not (home / hook_client.ORDER_LOCK).exists()
+
+
+def test_a_first_hook_that_cannot_record_leaves_telling_the_user_to_the_next_hook(env, home, project, tmp_path):
+    _made(home, env, project)
+    (tmp_path / "elsewhere").mkdir()
+    (home / "spool").symlink_to(tmp_path / "elsewhere")  # a planted link: agentmem refuses the home
+    out, imported, _ = _hook(_tool_call(project, 1), env, project)
+    assert out == b"" and "sqlean" not in imported  # its answer was given before the child found the refusal
+    turn = hook_client.take_turn(str(home), timeout=30)  # the child is done
+    assert turn is not None
+    os.close(turn)
+    prompt = {"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": str(project),
+              "hook_event_name": "UserPromptSubmit", "prompt": "what should I run next?"}
+    out, _, _ = _hook(prompt, env, project)
+    assert "agentmem is not recording" in json.loads(out)["systemMessage"]
+    assert _commands(home) == _case(0) and not any((tmp_path / "elsewhere").iterdir())

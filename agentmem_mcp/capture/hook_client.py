@@ -190,8 +190,19 @@ def take_turn(home: str, *, create: bool = False, timeout: float = ORDER_WAIT_S)
             return None
 
 
-def _starts_process(env) -> bool:
-    return env.get("AGENTMEM_HOOK_STARTS_PROCESS", "").strip().lower() not in ("0", "false", "no", "off")
+def _starts_process(env, home: str) -> bool:
+    """This hook may start the shared process: AGENTMEM_HOOK_STARTS_PROCESS is not off, and the config file does not
+    set `hook_starts_process` or `hook_handoff` (either way: reading it here would cost what detaching saves)."""
+    if env.get("AGENTMEM_HOOK_STARTS_PROCESS", "").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    config = env.get("AGENTMEM_CONFIG")
+    path = os.path.abspath(os.path.expanduser(config)) if config else os.path.join(home, "config.toml")
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(1 << 20)
+    except OSError:
+        return True
+    return b"hook_starts_process" not in text and b"hook_handoff" not in text
 
 
 def _private_home(home: str) -> bool:
@@ -285,7 +296,7 @@ def main(argv: list) -> int:
                 answer, absent = try_hand_off(client, event, raw, env)
                 if answer is None:  # recorded here or by a child of this process: after the hooks before it
                     home = home_dir(env)
-                    quiet = quiet_answer(client, event) if absent and _starts_process(env) else None
+                    quiet = quiet_answer(client, event) if absent and _starts_process(env, home) else None
                     detaching = quiet is not None and _private_home(home)
                     turn = take_turn(home, create=detaching)
                     if detaching and turn is not None and detach(client, event, raw, turn):
