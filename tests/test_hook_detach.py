@@ -1,5 +1,5 @@
 """The day's first hook answers at once; a child it forked records the event, then starts the shared process
-(capture/hook_client.py `detach`, capture/hook_start.py `record_then_start`).
+(capture/hook_client.py `detach`, capture/hook.py `record_detached`).
 
 Real hook processes as `agentmem install` writes them, fed the JSON Claude Code sends, a real database (locked by
 another writer where a test needs the event to wait), a real shared process. `PYTHONPROFILEIMPORTTIME` makes the

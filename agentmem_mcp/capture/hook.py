@@ -414,6 +414,27 @@ def run_hook(client: str, event_name: str, stdin: IO[bytes] | None = None, stdou
     return 0
 
 
+def record_detached(client: str, event_name: str, raw: bytes, turn: int) -> None:
+    """In the child a first hook forked once it had answered (capture/hook_client.py `detach`): record the event as
+    the hook would have (redacted before anything is written; spooled when the database is locked past the hook's
+    wait), let the next hook have its turn (`turn`, the order lock's descriptor), then start the shared process.
+    A failure the user must hear of is told by the session's next hook: this answer reaches nobody."""
+    try:
+        respond(client, event_name, raw, close=False, reaches_user=False)
+    finally:
+        os.close(turn)
+    _start_shared_process(client, event_name)
+
+
+def _start_shared_process(client: str, event_name: str) -> None:
+    try:
+        from .hook_start import start_shared_process
+
+        start_shared_process()
+    except Exception as exc:  # the next hooks run alone, as this one did
+        _log_failure(client, event_name, RuntimeError(f"the shared process could not be started: {exc}"))
+
+
 def _log_failure(client: str, event_name: str, exc: BaseException, env: dict[str, str] | None = None) -> None:
     try:
         import logging
@@ -459,12 +480,7 @@ def main(client: str, event: str | None, wants_help: bool = False, stdin: IO[byt
     run_hook(client, event, stdin)
     sys.stdout.flush()
     if start_process:
-        try:
-            from .hook_start import start_shared_process
-
-            start_shared_process()
-        except Exception as exc:  # the next hooks run here, as this one did
-            _log_failure(client, event, RuntimeError(f"the shared process could not be started: {exc}"))
+        _start_shared_process(client, event)
     # Every write is committed: skip interpreter teardown, and with it the WAL checkpoint that closing
     # the last database connection would run (the server or a later writer checkpoints instead).
     sys.stdout.flush()

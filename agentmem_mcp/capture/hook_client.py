@@ -235,9 +235,9 @@ def detach(client: str, event: str, raw: bytes, turn: int) -> bool:
             os.dup2(null, fd)
         os.closerange(3, turn)
         os.closerange(turn + 1, max(turn + 2, 1024))
-        from agentmem_mcp.capture.hook_start import record_then_start
+        from agentmem_mcp.capture.hook import record_detached
 
-        record_then_start(client, event, raw, turn)
+        record_detached(client, event, raw, turn)
     finally:
         os._exit(0)
 

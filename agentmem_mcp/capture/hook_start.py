@@ -2,7 +2,7 @@
 
 `capture/hook_client.py` finds no process on `<home>/hooks.sock` (the first hook of the day, or hooks without a
 server); the hook then records its event itself (`capture/hook.py`), or has a child it forked record it
-(`record_then_start`, for an event whose answer it already knows), and, once it has answered, starts
+(`capture.hook.record_detached`, for an event whose answer it already knows), and, once it has answered, starts
 `python -m agentmem_mcp.runtime.shared_process --for-hooks` in the background: a process that takes hooks at once
 and loads the embedding model only when a server asks for it (runtime/embed_service.py).
 """
@@ -59,23 +59,6 @@ def start_shared_process(env: dict[str, str] | None = None) -> bool:
                                     "--for-hooks"],
                    dict(os.environ if env is None else env), file_actions=actions, setsid=True)
     return True
-
-
-def record_then_start(client: str, event: str, raw: bytes, turn: int) -> None:
-    """In the child a first hook forked once it had answered (capture/hook_client.py `detach`): record the event as
-    the hook would have (redacted before anything is written; spooled when the database is locked past the hook's
-    wait), let the next hook have its turn (`turn`, the order lock's descriptor), then start the shared process.
-    A failure the user must hear of is told by the session's next hook: this answer reaches nobody."""
-    from .hook import _log_failure, respond
-
-    try:
-        respond(client, event, raw, close=False, reaches_user=False)
-    finally:
-        os.close(turn)
-    try:
-        start_shared_process()
-    except Exception as exc:  # the next hooks run alone, as this one did
-        _log_failure(client, event, RuntimeError(f"the shared process could not be started: {exc}"))
 
 
 def _inherited_fds() -> list[int]:
