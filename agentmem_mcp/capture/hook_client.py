@@ -7,7 +7,7 @@ recreated for another Python, that path is gone and Python exits 2, which Claude
 module exits 1, which it does not.) Starting Python's own libraries (`re`,
 `json`, `pathlib`, `sqlean`) costs a hook process more than starting the interpreter; the user's shared agentmem
 process (`runtime/embed_service.py`, running while agent sessions are) has them loaded already. So this module
-imports only `os`, `sys` and `_socket`: it reads the event, sends it over `<home>/hooks.sock` (0600, in a home
+imports only `os`, `sys`, `time` and `_socket` (and `fcntl` when no process answers): it reads the event, sends it over `<home>/hooks.sock` (0600, in a home
 nobody else can enter, never a network port), and prints the answer, which that process computes with the very
 code a hook runs (`capture.hook.respond`) and sends only after the observation is committed.
 
@@ -218,7 +218,7 @@ def detach(client: str, event: str, raw: bytes, turn: int) -> bool:
     True in the parent (the hook answers and exits); False when no child could be made (this process records it).
     The child holds the order lock `turn` until the event is committed (or spooled), is in a session of its own
     (the client's timeout kills none of it) and keeps none of the client's pipes, so the client waits for nothing."""
-    if not hasattr(os, "fork") or not hasattr(os, "setsid"):
+    if not hasattr(os, "fork") or not hasattr(os, "setsid") or turn <= 2:  # a client that closed our stdio
         return False
     sys.stdout.flush()
     try:
