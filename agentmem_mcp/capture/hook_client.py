@@ -4,11 +4,11 @@
 
 (what `agentmem install` writes) and `agentmem hook ...` both come here. (Not this file's path: when a venv is
 recreated for another Python, that path is gone and Python exits 2, which Claude Code reads as "block"; a missing
-module exits 1, which it does not.) Starting Python's own libraries (`re`,
-`json`, `pathlib`, `sqlean`) costs a hook process more than starting the interpreter; the user's shared agentmem
-process (`runtime/embed_service.py`, running while agent sessions are) has them loaded already. So this module
-imports only `os`, `sys`, `time` and `_socket` (and `fcntl` when no process answers): it reads the event, sends it over `<home>/hooks.sock` (0600, in a home
-nobody else can enter, never a network port), and prints the answer, which that process computes with the very
+module exits 1, which it does not.) Starting Python's own libraries (`re`, `json`, `pathlib`, `sqlean`) costs a
+hook process more than starting the interpreter; the user's shared agentmem process (`runtime/embed_service.py`,
+running while agent sessions are) has them loaded already. So this module imports only `os`, `sys`, `time` and
+`_socket` (and `fcntl` when no process answers): it reads the event, sends it over `<home>/hooks.sock` (0600, in a
+home nobody else can enter, never a network port), and prints the answer, which that process computes with the very
 code a hook runs (`capture.hook.respond`) and sends only after the observation is committed.
 
 When no process answers (none running, a home or socket not private, a timeout, a broken connection) the event is
