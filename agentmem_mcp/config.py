@@ -72,7 +72,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("hook_starts_process", "bool", True, "AGENTMEM_HOOK_STARTS_PROCESS",
             "A hook that finds no shared process running starts one in the background (once a minute at most), so "
             "that the next hooks hand their events to it; it loads the model only when a server asks, and exits "
-            "after `embed_idle_seconds` without a hook or a request. 0: hooks find one only while a server runs."),
+            "after `embed_idle_seconds` without a hook or a request. Such a hook, for an event that gets no context "
+            "(a tool call, a stop), answers at once and has a child it forks record the event. 0: hooks find one "
+            "only while a server runs, and every hook records its event before it answers."),
     Setting("fusion", "str", "score", "AGENTMEM_FUSION",
             "How the retrievers are combined: `score` (each retriever's score divided by its best, weighted; "
             "every candidate gets its exact cosine) or `rrf` (weighted reciprocal rank fusion)."),

@@ -70,7 +70,8 @@ def client_env(home: Path, agentmem_home: Path, model_path: Path, **extra: str) 
     path = os.pathsep.join([str(PREFIX / "node_modules" / ".bin"), str(AGENTMEM.parent), "/usr/local/bin",
                             "/usr/bin", "/bin"])
     env = {"HOME": str(home), "PATH": path, "LANG": "C.UTF-8", "AGENTMEM_HOME": str(agentmem_home),
-           "AGENTMEM_EMBED_MODEL_PATH": str(model_path), "NO_COLOR": "1", "TERM": "dumb"}
+           "AGENTMEM_EMBED_MODEL_PATH": str(model_path), "NO_COLOR": "1", "TERM": "dumb",
+           "AGENTMEM_HOOK_STARTS_PROCESS": "0"}  # a hook records its event before it answers, and starts no process
     env.update(extra)
     return env
 

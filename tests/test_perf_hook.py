@@ -72,7 +72,7 @@ def _hook_imports(tmp_path: Path, event: str, payload: dict) -> set[str]:
             f"sys.argv = ['agentmem', 'hook', {event!r}]\n"
             "main()\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
-    env.update(AGENTMEM_HOME=str(tmp_path / "home"), PYTHONPATH=str(REPO))
+    env.update(AGENTMEM_HOME=str(tmp_path / "home"), PYTHONPATH=str(REPO), AGENTMEM_HOOK_STARTS_PROCESS="0")
     done = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload).encode(), env=env,
                           capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr.decode()

@@ -122,12 +122,15 @@ class Connections:
 
 
 def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None = None, *,
-           close: bool = True, connections: Connections | None = None) -> dict[str, Any] | None:
+           close: bool = True, connections: Connections | None = None,
+           reaches_user: bool = True) -> dict[str, Any] | None:
     """Process one hook call; returns what to print. Raises on errors (the caller logs them).
 
     close=False leaves the connection open for a process that is about to exit: closing the last
     connection to a WAL database checkpoints it, which costs more than the rest of the hook.
     connections: where to take the connection from and give it back to (a process taking many hooks).
+    reaches_user=False: nobody reads the answer (a first hook's child, capture/hook_start.py), so a line for the
+    user in it does not count as told, and the session's next hook tells it.
     """
     from ..config import load_settings
     from .events import decode_payload, parse_hook_event
@@ -149,7 +152,8 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
     if refused:  # another user's home, a planted link: nothing is written there, the user is told once
         from .hook_notice import note
 
-        told = note(settings.home, ev.session_id, f"agentmem is not recording: {refused}", lost=False)
+        told = note(settings.home, _told_key(ev.session_id, reaches_user), f"agentmem is not recording: {refused}",
+                    lost=False)
         return _told(_output(ev.client, ev.event, ev.raw_event, ""), ev.client, told)
     if ev.client == "codex" and ev.event == "tool_use" and "exit_code" not in ev.extra:
         from .events_codex_gemini import exit_code_from_log  # Codex sends none; its session log has it
@@ -175,7 +179,8 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
         else:
             from .hook_notice import note
 
-            told = note(settings.home, ev.session_id, f"agentmem cannot record this session: {read_only}", lost=True)
+            told = note(settings.home, _told_key(ev.session_id, reaches_user),
+                        f"agentmem cannot record this session: {read_only}", lost=True)
     except Exception as exc:
         from ..models import AgentmemError  # not at the top: models imports dataclasses (~8 ms)
         from .spool import spool_event
@@ -192,14 +197,17 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
         except OSError as spool_error:  # nowhere to keep it (a full disk, a read-only one): the user hears of it
             from .hook_notice import cause, note
 
-            told = note(settings.home, ev.session_id, cause(settings.home, spool_error), lost=True)
+            told = note(settings.home, _told_key(ev.session_id, reaches_user), cause(settings.home, spool_error),
+                        lost=True)
             _log_failure(client, event_name, RuntimeError(f"{exc}; the event could not be spooled either "
                                                           f"({spool_error}): it is lost"))
             return _told(_output(ev.client, ev.event, ev.raw_event, ""), ev.client, told)
         _log_failure(client, event_name, RuntimeError(f"{exc}; the event waits in {where}"))
         answer = _output(ev.client, ev.event, ev.raw_event, "")
         problem = hook_problem(exc, env, spooled=True)
-        return tell_user_once(ev.client, ev.raw_event, ev.session_id, problem, answer, env) if problem else answer
+        if not problem:
+            return answer
+        return tell_user_once(ev.client, ev.raw_event, ev.session_id, problem, answer, env, reaches_user=reaches_user)
     healthy = False
     try:
         if read_only is None and (settings.home / "spool").is_dir():  # events an earlier hook could not write
@@ -226,6 +234,11 @@ def handle(client: str, event_name: str, raw: bytes, env: dict[str, str] | None 
         elif close or read_only:
             conn.close()
     return _told(_output(ev.client, ev.event, ev.raw_event, context), ev.client, told)
+
+
+def _told_key(session_id: str, reaches_user: bool) -> str:
+    """The session as hook_notice.note counts it told: an answer nobody reads tells nobody."""
+    return session_id if reaches_user else f"{session_id} (not told)"
 
 
 def _told(answer: dict[str, Any] | None, client: str, line: str | None) -> dict[str, Any] | None:
@@ -264,7 +277,7 @@ def _prompt_context(conn: Any, settings: Any, prompt: str, project: str | None, 
 
 
 def respond(client: str, event_name: str, raw: bytes, env: dict[str, str] | None = None, *,
-            close: bool = True, connections: Connections | None = None) -> str | None:
+            close: bool = True, connections: Connections | None = None, reaches_user: bool = True) -> str | None:
     """What the hook prints for this event (None: nothing), the event recorded; never raises (failures are logged).
 
     The same for a hook process and for the shared process that takes hooks over its socket (capture/hook_client.py),
@@ -274,13 +287,15 @@ def respond(client: str, event_name: str, raw: bytes, env: dict[str, str] | None
     if environ.get("AGENTMEM_DISABLE", "").strip().lower() in ("1", "true", "yes", "on"):
         return _answer_text(_idle_answer(client, event_name))
     try:
-        return _answer_text(handle(client, event_name, raw, env, close=close, connections=connections))
+        return _answer_text(handle(client, event_name, raw, env, close=close, connections=connections,
+                                   reaches_user=reaches_user))
     except BaseException as exc:  # the agent must never see our failure; the user hears of one that lasts
         _log_failure(client, event_name, exc, env)
         answer = _idle_answer(client, event_name)
         problem = hook_problem(exc, env)
         if problem:
-            answer = tell_user_once(client, event_name, _session_of(client, event_name, raw), problem, answer, env)
+            answer = tell_user_once(client, event_name, _session_of(client, event_name, raw), problem, answer, env,
+                                    reaches_user=reaches_user)
         return _answer_text(answer)
 
 
@@ -324,7 +339,8 @@ def _home_advice(exc: BaseException, env: dict[str, str] | None) -> str:
 
 
 def tell_user_once(client: str, raw_event: str, session_id: str | None, problem: str,
-                   answer: dict[str, Any] | None, env: dict[str, str] | None = None) -> dict[str, Any] | None:
+                   answer: dict[str, Any] | None, env: dict[str, str] | None = None, *,
+                   reaches_user: bool = True) -> dict[str, Any] | None:
     """`answer` (what this hook prints) with `problem` told to the user, if this session was not told it yet; the
     problem is noted for `agentmem doctor` either way (capture/hook_notice.py).
 
@@ -335,7 +351,9 @@ def tell_user_once(client: str, raw_event: str, session_id: str | None, problem:
     from ..config import default_home
     from .hook_notice import note
 
-    if client == "cursor":
+    if not reaches_user:
+        channel = None
+    elif client == "cursor":
         channel = {"sessionStart": "additional_context", "preCompact": "user_message"}.get(raw_event)
     else:
         channel = None if raw_event == "SessionEnd" else "systemMessage"
@@ -396,6 +414,27 @@ def run_hook(client: str, event_name: str, stdin: IO[bytes] | None = None, stdou
     return 0
 
 
+def record_detached(client: str, event_name: str, raw: bytes, turn: int) -> None:
+    """In the child a first hook forked once it had answered (capture/hook_client.py `detach`): record the event as
+    the hook would have (redacted before anything is written; spooled when the database is locked past the hook's
+    wait), let the next hook have its turn (`turn`, the order lock's descriptor), then start the shared process.
+    A failure the user must hear of is told by the session's next hook: this answer reaches nobody."""
+    try:
+        respond(client, event_name, raw, close=False, reaches_user=False)
+    finally:
+        os.close(turn)
+    _start_shared_process(client, event_name)
+
+
+def _start_shared_process(client: str, event_name: str) -> None:
+    try:
+        from .hook_start import start_shared_process
+
+        start_shared_process()
+    except Exception as exc:  # the next hooks run alone, as this one did
+        _log_failure(client, event_name, RuntimeError(f"the shared process could not be started: {exc}"))
+
+
 def _log_failure(client: str, event_name: str, exc: BaseException, env: dict[str, str] | None = None) -> None:
     try:
         import logging
@@ -441,12 +480,7 @@ def main(client: str, event: str | None, wants_help: bool = False, stdin: IO[byt
     run_hook(client, event, stdin)
     sys.stdout.flush()
     if start_process:
-        try:
-            from .hook_start import start_shared_process
-
-            start_shared_process()
-        except Exception as exc:  # the next hooks run here, as this one did
-            _log_failure(client, event, RuntimeError(f"the shared process could not be started: {exc}"))
+        _start_shared_process(client, event)
     # Every write is committed: skip interpreter teardown, and with it the WAL checkpoint that closing
     # the last database connection would run (the server or a later writer checkpoints instead).
     sys.stdout.flush()

@@ -4,23 +4,32 @@
 
 (what `agentmem install` writes) and `agentmem hook ...` both come here. (Not this file's path: when a venv is
 recreated for another Python, that path is gone and Python exits 2, which Claude Code reads as "block"; a missing
-module exits 1, which it does not.) Starting Python's own libraries (`re`,
-`json`, `pathlib`, `sqlean`) costs a hook process more than starting the interpreter; the user's shared agentmem
-process (`runtime/embed_service.py`, running while agent sessions are) has them loaded already. So this module
-imports only `os`, `sys` and `_socket`: it reads the event, sends it over `<home>/hooks.sock` (0600, in a home
-nobody else can enter, never a network port), and prints the answer, which that process computes with the very
+module exits 1, which it does not.) Starting Python's own libraries (`re`, `json`, `pathlib`, `sqlean`) costs a
+hook process more than starting the interpreter; the user's shared agentmem process (`runtime/embed_service.py`,
+running while agent sessions are) has them loaded already. So this module imports only `os`, `sys`, `time` and
+`_socket` (and `fcntl` when no process answers): it reads the event, sends it over `<home>/hooks.sock` (0600, in a
+home nobody else can enter, never a network port), and prints the answer, which that process computes with the very
 code a hook runs (`capture.hook.respond`) and sends only after the observation is committed.
 
 When no process answers (none running, a home or socket not private, a timeout, a broken connection) the event is
 handled in this process (`capture/hook.py`), as it always was: nothing is lost. If the shared process committed
 and died before answering, the event is recorded again here, and the observation's count says 2. When none was
-running at all (the first hook of the day, or hooks without a server), this process also starts one in the
-background for hooks (`capture.hook.start_shared_process`), so that the next hooks find it.
+running at all (the first hook of the day, or hooks without a server), a process is started in the background for
+hooks (`capture/hook_start.py`), so that the next hooks find it.
+
+That first hook, when its event is one whose answer does not depend on what is stored (`QUIET_EVENTS`: a tool call,
+a stop; not a session start or a prompt, which get context), answers at once and leaves the work to a copy of
+itself (`detach`): a child forked after the input was read, in a session of its own with its stdio on the null
+device, records the event (redacted there, before anything is written, as in any hook) and then starts the shared
+process. The client waits for neither. Events keep their order: whoever records a hook's event outside the shared
+process holds `<home>/hooks.order` (flock) while it does, the next hook waits for it before recording or detaching,
+and the shared process waits for it before taking an event (capture/hook_service.py).
 """
 
 import _socket
 import os
 import sys
+import time
 
 SOCKET_NAME = "hooks.sock"
 MAGIC = b"agentmem-hook 1\n"
@@ -30,6 +39,17 @@ MAX_STDIN_BYTES = 64 * 1024 * 1024  # as capture/hook.py: larger inputs are cut 
 PATH_VARIABLES = ("AGENTMEM_HOME", "AGENTMEM_DB", "AGENTMEM_INDEX_DIR", "AGENTMEM_EMBED_MODEL_PATH",
                   "AGENTMEM_CONFIG")
 DATA_VARIABLES = ("AGENTMEM_HOME", "AGENTMEM_DB", "AGENTMEM_INDEX_DIR")  # relative: from ~ (config.user_path)
+ORDER_LOCK = "hooks.order"
+ORDER_WAIT_S = 3.5  # the hook before holds the lock while it records: at most SQLite's 3 s wait, then the spool
+# The events whose answer is the same whatever is stored (lower-cased, as capture/events.py matches them): Cursor
+# reads `{}`, the other clients nothing. tests/test_hook_detach.py checks them against capture/hook.py's answers.
+QUIET_EVENTS = {
+    "claude-code": ("posttooluse", "posttoolusefailure", "precompact", "stop", "sessionend"),
+    "codex": ("posttooluse", "precompact", "stop", "sessionend"),
+    "gemini": ("aftertool", "precompress", "afteragent", "sessionend"),
+    "cursor": ("posttooluse", "posttoolusefailure", "aftershellexecution", "aftermcpexecution", "afterfileedit",
+               "precompact", "stop", "sessionend"),
+}
 
 
 def user_path(text: str) -> str:
@@ -135,6 +155,93 @@ def try_hand_off(client: str, event: str, raw: bytes, env) -> tuple:
     return (answer[len(ANSWERED):] if answer.startswith(ANSWERED) else None), False
 
 
+def quiet_answer(client: str, event: str) -> bytes | None:
+    """What a hook prints for `event` whatever is stored (`QUIET_EVENTS`); None for an event that may print context."""
+    if event.strip().lower() not in QUIET_EVENTS.get(client, ()):
+        return None
+    return b"{}" if client == "cursor" else b""
+
+
+def take_turn(home: str, *, create: bool = False, timeout: float = ORDER_WAIT_S) -> int | None:
+    """A descriptor of `<home>/hooks.order` that holds its lock (flock: a forked child holds it too), once whoever
+    records an earlier hook's event has let it go, or once `timeout` has passed (an event is never held back for
+    long: its order then goes before its being recorded in time). None when there is no such file (no hook has
+    detached in this home: nothing to wait for) and `create` is false, or it cannot be had."""
+    try:
+        import fcntl
+    except ImportError:  # no flock here (Windows): hooks never detach there
+        return None
+    flags = os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | (os.O_CREAT if create else 0)
+    try:
+        fd = os.open(os.path.join(home, ORDER_LOCK), flags, 0o600)
+    except OSError:
+        return None
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return fd
+            time.sleep(0.002)
+        except OSError:
+            os.close(fd)
+            return None
+
+
+def _starts_process(env, home: str) -> bool:
+    """This hook may start the shared process: AGENTMEM_HOOK_STARTS_PROCESS is not off, and the config file does not
+    set `hook_starts_process` or `hook_handoff` (either way: reading it here would cost what detaching saves)."""
+    if env.get("AGENTMEM_HOOK_STARTS_PROCESS", "").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    config = env.get("AGENTMEM_CONFIG")
+    path = os.path.abspath(os.path.expanduser(config)) if config else os.path.join(home, "config.toml")
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(1 << 20)
+    except OSError:
+        return True
+    return b"hook_starts_process" not in text and b"hook_handoff" not in text
+
+
+def _private_home(home: str) -> bool:
+    try:
+        st = os.stat(home)
+    except OSError:
+        return False
+    return st.st_uid == os.geteuid() and not st.st_mode & 0o077 and (st.st_mode & 0o170000) == 0o040000
+
+
+def detach(client: str, event: str, raw: bytes, turn: int) -> bool:
+    """Record the event in a forked child, which then starts the shared process for the next hooks, and return
+    True in the parent (the hook answers and exits); False when no child could be made (this process records it).
+    The child holds the order lock `turn` until the event is committed (or spooled), is in a session of its own
+    (the client's timeout kills none of it) and keeps none of the client's pipes, so the client waits for nothing."""
+    if not hasattr(os, "fork") or not hasattr(os, "setsid") or turn <= 2:  # a client that closed our stdio
+        return False
+    sys.stdout.flush()
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid:
+        os.close(turn)  # the child's copy holds the lock
+        return True
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, turn)
+        os.closerange(turn + 1, max(turn + 2, 1024))
+        from agentmem_mcp.capture.hook import record_detached
+
+        record_detached(client, event, raw, turn)
+    finally:
+        os._exit(0)
+
+
 def parse_args(argv: list) -> tuple:
     """(client, event or None, wants help) from `[hook] [--client C] EVENT`."""
     args = list(argv[1:] if argv[:1] == ["hook"] else argv)
@@ -184,8 +291,16 @@ def main(argv: list) -> int:
         answer, absent = None, False
         try:
             raw = stdin.read(MAX_STDIN_BYTES + 1)
-            if not _alone(os.environ) and len(raw) <= MAX_STDIN_BYTES:
-                answer, absent = try_hand_off(client, event, raw, os.environ)
+            env = os.environ
+            if not _alone(env) and len(raw) <= MAX_STDIN_BYTES:
+                answer, absent = try_hand_off(client, event, raw, env)
+                if answer is None:  # recorded here or by a child of this process: after the hooks before it
+                    home = home_dir(env)
+                    quiet = quiet_answer(client, event) if absent and _starts_process(env, home) else None
+                    detaching = quiet is not None and _private_home(home)
+                    turn = take_turn(home, create=detaching)
+                    if detaching and turn is not None and detach(client, event, raw, turn):
+                        answer = quiet
         except BaseException:
             answer = None
         if answer is not None:

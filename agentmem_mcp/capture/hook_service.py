@@ -4,12 +4,15 @@ The shared embedding process (runtime/embed_service.py) runs while agent session
 listens on `<home>/hooks.sock` as well (0600; it refuses peers of another user where the system says who they are).
 Each connection is one hook event: the hook's variables and its input; the answer is sent after
 `capture.hook.respond` has recorded the event (committed, or spooled), so an acknowledged event is stored. A request
-that cannot be read gets no answer, and the hook process then handles its event itself.
+that cannot be read gets no answer, and the hook process then handles its event itself. An event is taken once the
+hooks before it that record outside this process are done (`<home>/hooks.order`, capture/hook_client.py), so that
+a session's events keep their order.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
@@ -17,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from ..runtime.socket_listener import PrivateListener
-from .hook_client import ANSWERED, MAX_STDIN_BYTES, SOCKET_NAME, decode_request
+from .hook_client import ANSWERED, MAX_STDIN_BYTES, SOCKET_NAME, decode_request, take_turn
 
 log = logging.getLogger("agentmem.hook_service")
 
 MAX_REQUEST = MAX_STDIN_BYTES + 1024 * 1024  # the input and the variables
 READ_TIMEOUT_S = 10.0
+ORDER_WAIT_S = 1.0  # the hook waits 4.5 s for its answer, and taking the event may wait 3 s for SQLite's lock
 
 
 def _takes_hooks(env: dict[str, str]) -> bool:
@@ -77,6 +81,9 @@ class HookListener(PrivateListener):
             except (OSError, ValueError):
                 return
             self.last_event = time.monotonic()
+            turn = take_turn(str(self.home), timeout=ORDER_WAIT_S)
+            if turn is not None:  # only waited for: the events handed over are ordered by their hooks' answers
+                os.close(turn)
             from .hook import respond
 
             text = respond(client, event, raw, env, connections=self._connections)

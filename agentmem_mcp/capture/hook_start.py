@@ -1,7 +1,8 @@
 """The first hook with no shared process running starts one, so that the next hooks hand their events over.
 
 `capture/hook_client.py` finds no process on `<home>/hooks.sock` (the first hook of the day, or hooks without a
-server); the hook then records its event itself (`capture/hook.py`) and, once it has answered, starts
+server); the hook then records its event itself (`capture/hook.py`), or has a child it forked record it
+(`capture.hook.record_detached`, for an event whose answer it already knows), and, once it has answered, starts
 `python -m agentmem_mcp.runtime.shared_process --for-hooks` in the background: a process that takes hooks at once
 and loads the embedding model only when a server asks for it (runtime/embed_service.py).
 """
