@@ -380,7 +380,7 @@ def test_the_agents_self_assessment_is_no_outcome_but_a_claim_about_a_named_thin
     for verdict in ("All work has been successfully completed!", "History-System voll funktionsfähig.",
                     "However, since I'm focused on Task-150, let me continue with that and fix `watcher.go` later.",
                     "The site should now be accessible at http://127.0.0.1:4000/.", "Try refreshing your browser tab.",
-                    "The Jekyll server is now running successfully.",
+                    "The Jekyll server is now running successfully.", "This was from a previous run before the commit.",
                     "The CLI is now a world-class, enterprise-grade platform with all GitHub issues resolved.",
                     "Tout fonctionne parfaitement maintenant.",
                     "Created: 4 new packages with clear separation of concerns.",
@@ -574,6 +574,10 @@ def test_an_earlier_session_that_ended_without_a_result_says_so():
            "client": None}
     line = _session_line(row, 100.0, 360, last=False)
     assert "compareFENs()" in line and "It ended without a result: \"continue\": the client's API call failed" in line
+    row = {**row, "content": "Asked: mix phx.server doesnt seem to start\nUnresolved: \"mix phx.server doesnt seem to "
+                             "start\": interrupted by the user"}
+    assert _session_line(row, 100.0, 360, last=False).endswith(
+        "asked \"mix phx.server doesnt seem to start\" — It ended without a result: interrupted by the user.")
 
 
 def test_a_findings_cells_are_no_statements_without_the_finding():

@@ -223,6 +223,10 @@ _MOMENT = re.compile(r"\b(?:is|are|should|will|can)(?: now| still)?(?: be)? (?:r
                      r"hard[- ]refresh)\b|\bstarted serving on\b", re.IGNORECASE)
 
 
+_POINTING = re.compile(r"^\W*(?:this|that|these|those|it|das|dies|ceci|cela|esto|eso)\s+(?:was|is|were|are|war|ist|"
+                       r"était|est|era|es)\b", re.IGNORECASE)
+
+
 def says_something(sentence: str) -> bool:
     """A sentence worth showing as an outcome: not narration, filler, a question to the user, nor the agent's
     self-assessment (hype whatever it names; praise, or success claimed of everything at once, naming nothing), and long
@@ -232,6 +236,8 @@ def says_something(sentence: str) -> bool:
         return False
     if words(core) < 3 or _HYPE.search(core) or _MOMENT.search(core):
         return False
+    if _POINTING.match(core) and words(core) <= 10 and not names(core):
+        return False  # "This was from a previous run.": about something the reader cannot see
     sweeping = CLAIM.search(core) and _SWEEPING.search(core.replace("-", " "))
     return not ((_PRAISE.search(core) or sweeping) and not names(core))
 

@@ -270,8 +270,9 @@ def _session_line(row: Any, now: float, chars: int, last: bool, pieces: list[str
     committed = f" Committed {fitted}." if fitted else ""  # whole commits, else their hashes
     changed = _files_changed(parts, chars // 3) if chars >= 300 else ""
     unresolved = parts.get(UNRESOLVED, "")
-    if len(unresolved) > chars // 2:  # the request is in the head already: how it ended is what is left to say
-        unresolved = unresolved.rsplit('": ', 1)[-1] if '": ' in unresolved else ""
+    request, said, how = unresolved.rpartition('": ')
+    if said and (len(unresolved) > chars // 2 or request.lstrip('"') in asked):
+        unresolved = how  # the request is in the head already: how it ended is what is left to say
     ended = f" It ended without a result: {unresolved}." if unresolved and len(unresolved) <= chars // 2 else ""
     return head + (" —" if outcome or committed or ended else "") + committed + (f" {outcome}" if outcome else "") \
         + ended + (f" Files changed: {changed}." if changed else "")
