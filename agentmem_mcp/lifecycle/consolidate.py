@@ -701,7 +701,7 @@ def set_sources(conn: Connection, memory_id: str, project: str | None, sources: 
 def consolidate_project(store: Parts, project: str | None) -> int:
     """Mine one project's observations by rules and write what changed; returns how many were written."""
     conn = store.conn
-    rows = observations.compressed_of_project(conn, project, ("command", "error", "file_edit", "file_write"))
+    rows = observations.compressed_of_project(conn, project, ("command", "error", "file_edit", "file_write", "mcp"))
     records = [parse_observation(row) for row in rows]
     summaries = sessions.summaries_of_project(conn, project)
     roots = tuple(r for r in {worktree_root(cwd) for cwd in sessions.cwds_of_project(conn, project)} if r)
