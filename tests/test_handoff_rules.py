@@ -381,6 +381,7 @@ def test_the_agents_self_assessment_is_no_outcome_but_a_claim_about_a_named_thin
                     "However, since I'm focused on Task-150, let me continue with that and fix `watcher.go` later.",
                     "The site should now be accessible at http://127.0.0.1:4000/.", "Try refreshing your browser tab.",
                     "The Jekyll server is now running successfully.", "This was from a previous run before the commit.",
+                    "The text content should now have comfortable breathing room around it on all devices.",
                     "The CLI is now a world-class, enterprise-grade platform with all GitHub issues resolved.",
                     "Tout fonctionne parfaitement maintenant.",
                     "Created: 4 new packages with clear separation of concerns.",

@@ -220,7 +220,10 @@ _MOMENT = re.compile(r"\b(?:is|are|should|will|can)(?: now| still)?(?: be)? (?:r
                      r"serving|listening|reachable)\b[^.!?]{0,60}(?:https?://|localhost|127\.0\.0\.1|0\.0\.0\.0|"
                      r"\bport \d+)|\b(?:server|app|site) (?:is )?(?:now )?(?:running|started|starting) "
                      r"(?:successfully|in the background)|\b(?:try|please) (?:refreshing|refresh|reloading|reload|"
-                     r"hard[- ]refresh)\b|\bstarted serving on\b", re.IGNORECASE)
+                     r"hard[- ]refresh)\b|\bstarted serving on\b|"
+                     # the agent's expectation of what its change does, not what was seen
+                     r"\bshould (?:now|then) (?:be|have|work|show|look|display|fix|appear)|\bsollte (?:jetzt|nun)\b|"
+                     r"\bdevrait (?:maintenant|désormais)\b|\bdebería (?:ahora|ya)\b", re.IGNORECASE)
 
 
 _POINTING = re.compile(r"^\W*(?:this|that|these|those|it|das|dies|ceci|cela|esto|eso)\s+(?:was|is|were|are|war|ist|"
