@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -51,12 +50,13 @@ from harness import (
     utc_now,
     write_json,
 )
+from live_processes import shared_pids, stop, wait_gone
 
 import agentmem_mcp
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.db.connection import connect
 from agentmem_mcp.index.embedder import Embedder
-from agentmem_mcp.install import HOOK_ENTRY
+from agentmem_mcp.install.install import HOOK_ENTRY
 from agentmem_mcp.store import Store
 
 PYTEST_LINE = "tests/test_api.py::test_case_{n} PASSED [ {p}%] in 0.0{n}s — checked response schema for /v1/items\n"
@@ -150,31 +150,11 @@ def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
             "shared_embedding_process_rss_mb": round(shared_mb, 1) if shared_mb else None}
 
 
-def hook_processes(home: Path) -> list[int]:
-    """The shared processes serving `home` (from /proc: their command line names it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().split()[2]
-        except (OSError, IndexError):
-            continue
-        if b"agentmem_mcp.runtime.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline \
-                and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
 def stop_hook_processes(home: Path) -> None:
-    """Stop the processes `hook_processes` finds and wait for them (a first hook of the day starts with none)."""
-    for pid in hook_processes(home):
-        try:
-            os.kill(pid, 15)
-        except ProcessLookupError:
-            continue
-        _wait_gone(pid)
+    """Stop the shared processes serving `home` and forget when one was last started (a first hook of the day
+    starts with none)."""
+    for pid in shared_pids(home):
+        stop(pid)
     (home / "hooks.start").unlink(missing_ok=True)
 
 
@@ -185,19 +165,6 @@ def wait_for_socket(path: Path, timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-def _wait_gone(pid: int, timeout: float = 30.0) -> None:
-    """The shared process exits by itself once its last client has gone; stop it if it has not."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if "State:\tZ" in Path(f"/proc/{pid}/status").read_text():
-                return
-        except OSError:
-            return
-        time.sleep(0.2)
-    os.kill(pid, 15)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -309,8 +276,9 @@ def main(argv: list[str] | None = None) -> int:
                 run("baseline_session_start_alone", [*baseline_alone, "SessionStart"], start_payload, alone)
                 run("baseline_user_prompt_submit_alone", [*baseline_alone, "UserPromptSubmit"], prompt_payload, alone)
         shared.close()
-        _wait_gone(shared.pid)
-        results["no_server_process_rss_mb"] = [round(rss_mb(pid), 1) for pid in hook_processes(no_server_home)]
+        if not wait_gone(shared.pid, 30.0):  # it leaves by itself once its last client has gone
+            stop(shared.pid)
+        results["no_server_process_rss_mb"] = [round(rss_mb(pid), 1) for pid in shared_pids(no_server_home)]
         stop_hook_processes(no_server_home)
         if held is not None:
             held.close()

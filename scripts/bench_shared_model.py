@@ -35,6 +35,7 @@ from pathlib import Path
 import anyio
 from bench_store import QUERIES, build
 from harness import MODEL_NAME, clean_env, default_model, describe_machine, percentile, rss_mb, utc_now, write_json
+from live_processes import command_line, processes_of, shared_pids
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
@@ -46,21 +47,10 @@ from agentmem_mcp.store import Store
 
 
 def agentmem_processes(home: Path) -> list[int]:
-    """Every process started with AGENTMEM_HOME=home or serving it (`--home home`): servers, embedding process."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if not any(b"agentmem" in part for part in cmdline):
-            continue
-        if f"AGENTMEM_HOME={home}".encode() in environ or str(home).encode() in cmdline:
-            found.append(int(entry.name))
-    return found
+    """Every agentmem process started with AGENTMEM_HOME=home or serving it (`--home home`): servers, the shared
+    process."""
+    started = [pid for pid in processes_of(home) if any(b"agentmem" in part for part in command_line(pid) or [])]
+    return sorted(set(started) | set(shared_pids(home)))
 
 
 def memory_mb(pid: int) -> tuple[float, float]:

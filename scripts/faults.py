@@ -46,10 +46,7 @@ from fault_run import Run
 from faults_kill import kill9_index_commit, kill9_save, kill9_shared_save, kill9_worker_batch, stale_lease
 from faults_storage import db_locked, disk_full, index_deleted, segment_corrupted, term_dict_corrupted
 from harness import MODEL_NAME, default_model, describe_machine, utc_now, write_json
-from processes import (
-    kill9,
-    processes_of,
-)
+from live_processes import kill9, processes_of
 
 from agentmem_mcp.index.embedder import Embedder
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import stat
 import subprocess
 import time
@@ -17,6 +16,7 @@ from typing import Any
 
 import anyio
 from harness import REPO, agentmem_bin
+from live_processes import serve_pids
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -103,57 +103,6 @@ def agentmem(env: dict[str, str], *args: str, cwd: Path | None = None, timeout: 
              ) -> subprocess.CompletedProcess:
     return subprocess.run([str(agentmem_bin()), *args], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, check=False)
-
-
-def processes_of(home: Path) -> list[int]:
-    """Pids of the live processes started with AGENTMEM_HOME=home (hooks, servers, workers)."""
-    wanted = f"AGENTMEM_HOME={home}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if wanted in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def _command_lines(home: Path) -> list[tuple[int, list[bytes]]]:
-    """(pid, argv) of each live process of `home`."""
-    found = []
-    for pid in processes_of(home):
-        try:
-            found.append((pid, Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")))
-        except OSError:
-            continue
-    return found
-
-
-def serve_pids(home: Path) -> list[int]:
-    return [pid for pid, argv in _command_lines(home)
-            if b"serve" in argv and not any(a.endswith(b"run-hook.sh") for a in argv)]
-
-
-def shared_pids(home: Path) -> list[int]:
-    """Pids of the user's shared process of `home` (agentmem_mcp/shared_process.py)."""
-    return [pid for pid, argv in _command_lines(home) if any(b"agentmem_mcp.runtime.shared_process" in a for a in argv)]
-
-
-def kill9(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
-                break  # a zombie: dead, waiting for its parent to reap it
-        except (OSError, IndexError):
-            break
-        time.sleep(0.02)
 
 
 def _inodes(path: str, listening_only: bool, allowed: tuple[str, ...] = ()) -> set[str]:
