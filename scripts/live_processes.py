@@ -98,10 +98,16 @@ def shared_processes() -> list[SharedProcess]:
     return found
 
 
-def shared_pids(home: Path) -> list[int]:
-    """Pids of the running shared processes that serve `home`."""
+def shared_pids(home: Path, wait_s: float = 0.0) -> list[int]:
+    """Pids of the running shared processes that serve `home`; with `wait_s`, waits up to that long for one to show
+    (a process just spawned shows no command line until its exec is done)."""
     home = Path(os.path.abspath(home))
-    return [p.pid for p in shared_processes() if p.home == home]
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = [p.pid for p in shared_processes() if p.home == home]
+        if found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.02)
 
 
 def wait_gone(pid: int, timeout: float) -> bool:

@@ -16,6 +16,7 @@ sys.path.insert(0, str(SCRIPTS))
 
 import coding_checks  # noqa: E402
 import eval_coding  # noqa: E402
+from live_processes import stop_shared_processes  # noqa: E402
 
 from .transcript_replay import claude_code_events, claude_code_timeline  # noqa: E402
 
@@ -95,8 +96,11 @@ def test_the_script_on_the_smallest_project(tmp_path):
     need(SPEC, "the coding-session probes")
     need(eval_coding.DEFAULT_MODEL_PATH, "the embedding model")
     figures = tmp_path / "figures.json"
-    payload = eval_coding.main(["--project", "ccv-demo-todo", "--json", str(figures), "--keep-home",
-                                str(tmp_path / "run")])
+    try:
+        payload = eval_coding.main(["--project", "ccv-demo-todo", "--json", str(figures), "--keep-home",
+                                    str(tmp_path / "run")])
+    finally:
+        stop_shared_processes(tmp_path / "run")  # the one the replay's first hook started
     summary = payload["summary"]
     spec = next(p for p in json.loads(SPEC.read_text())["projects"] if p["name"] == "ccv-demo-todo")
     assert summary["overall"]["n"] == len(spec["probes"]) == sum(g["n"] for g in summary["by_kind"].values())

@@ -70,7 +70,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> dict[st
     repo = root / "webapp"
     (repo / ".git").mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
-    env.update(AGENTMEM_HOME=str(root / "home"), AGENTMEM_EMBED_MODEL_PATH=str(model_path))
+    env.update(AGENTMEM_HOME=str(root / "home"), AGENTMEM_EMBED_MODEL_PATH=str(model_path),
+               AGENTMEM_HOOK_STARTS_PROCESS="0")  # its hooks start no shared process outliving the tests
     ids = {
         "pnpm": _saved_id(_cli(env, repo, "save", "We install dependencies with pnpm, never npm: the lockfile is "
                                "pnpm-lock.yaml", "--type", "decision")),
