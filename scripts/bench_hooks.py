@@ -51,6 +51,7 @@ from harness import (
     write_json,
 )
 from live_processes import shared_pids, stop, wait_gone
+from processes import embedding_service_pid
 
 import agentmem_mcp
 from agentmem_mcp.config import load_settings
@@ -101,17 +102,6 @@ def stats(values: list[float]) -> dict:
     return summary(values, digits=1, with_max=False)
 
 
-def embedding_process_rss(home: Path, model: Path) -> float | None:
-    from agentmem_mcp.runtime.embed_service import ServiceClient, ServiceUnavailable
-
-    try:
-        client = ServiceClient(home, MODEL_NAME, model)
-    except ServiceUnavailable:
-        return None
-    client.close()
-    return rss_mb(client.pid)
-
-
 def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
     init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
@@ -140,7 +130,8 @@ def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
                 time.sleep(0.5)
             time.sleep(1.0)
             rss.append(rss_mb(proc.pid))
-            shared_mb = embedding_process_rss(Path(env["AGENTMEM_HOME"]), Path(env["AGENTMEM_EMBED_MODEL_PATH"]))
+            service = embedding_service_pid(Path(env["AGENTMEM_HOME"]), Path(env["AGENTMEM_EMBED_MODEL_PATH"]))
+            shared_mb = rss_mb(service) if service else None
         proc.stdin.close()
         try:
             proc.wait(timeout=20)

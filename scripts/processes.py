@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from harness import REPO, agentmem_bin
+from harness import MODEL_NAME, REPO, agentmem_bin
 from live_processes import serve_pids
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -103,6 +103,19 @@ def agentmem(env: dict[str, str], *args: str, cwd: Path | None = None, timeout: 
              ) -> subprocess.CompletedProcess:
     return subprocess.run([str(agentmem_bin()), *args], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, check=False)
+
+
+def embedding_service_pid(home: Path, model_path: Path) -> int | None:
+    """The pid of the shared process that holds the embedding model for `home` (it answers on embed.sock), or None
+    when none does."""
+    from agentmem_mcp.runtime.embed_service import ServiceClient, ServiceUnavailable
+
+    try:
+        client = ServiceClient(home, MODEL_NAME, model_path)
+    except ServiceUnavailable:
+        return None
+    client.close()
+    return client.pid
 
 
 def _inodes(path: str, listening_only: bool, allowed: tuple[str, ...] = ()) -> set[str]:
