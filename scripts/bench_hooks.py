@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                "command": "python scripts/bench_hooks.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     with tempfile.TemporaryDirectory() as tmp:
         home, project = Path(tmp) / "home", Path(tmp) / "project"
-        project.mkdir(parents=True)  # a real repository: SessionStart reads its `git status` (git_state.py)
+        project.mkdir(parents=True)  # a real repository: SessionStart reads its `git status` (recall/git_state.py)
         subprocess.run(["git", "init", "-q", str(project)], check=True)
         for n in range(200):
             (project / f"module_{n}.py").write_text(f"x = {n}\n")

@@ -137,9 +137,9 @@ def _inodes(path: str, listening_only: bool, allowed: tuple[str, ...] = ()) -> s
 
 def network_listeners(pids: list[int], home: Path | None = None) -> list[str]:
     """Sockets the processes listen on (TCP listen, any UDP socket, a listening Unix socket): should be none, but
-    for the shared process's sockets in `home` (0600, in the private home): embeddings (index/embed_service.py),
-    hook events handed to it (capture/hook_service.py), relayed sessions (session_host.py) and the command line's
-    searches (search_service.py)."""
+    for the shared process's sockets in `home` (0600, in the private home): embeddings (runtime/embed_service.py),
+    hook events handed to it (capture/hook_service.py), relayed sessions (runtime/session_host.py) and the command
+    line's searches (runtime/search_service.py)."""
     allowed = tuple(str(home / name) for name in ("embed.sock", "hooks.sock", "sessions.sock", "search.sock")) \
         if home else ()
     table = {}

@@ -171,6 +171,19 @@ def test_the_library_never_imports_an_edge():
     assert upward == set(), sorted(upward)
 
 
+def test_module_paths_named_in_the_code_and_docs_exist():
+    """A docstring, comment or doc that names a module by its folder (`runtime/relay.py`, `agentmem_mcp/db/...`)
+    names one that is there: a module that moved is named where it lives now (the changelog keeps the old names)."""
+    named = re.compile(r"(?<![\w/.-])(?:agentmem_mcp/)?((?:" + "|".join(sorted(STAGES)) + r")/\w+\.py)\b")
+    repo = PACKAGE.parent
+    texts = [*PACKAGE.rglob("*.py"), *(repo / "scripts").glob("*.py"), *(repo / "tests").glob("*.py"),
+             *(repo / "docs").glob("*.md"), repo / "README.md", repo / "scripts" / "README.md"]
+    missing = [f"{path.relative_to(repo)}:{n}: {found}" for path in texts
+               for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+               for found in named.findall(line) if not (PACKAGE / found).exists()]
+    assert missing == []
+
+
 def test_storage_imports_no_stage_above_it():
     """db/ imports db/ and the records (models, kinds) and home files (files); index/ imports index/, db/ and the
     same basics. Neither imports recall, lifecycle, capture or the edges."""
