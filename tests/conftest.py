@@ -31,16 +31,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Stop the shared processes this session's tests left running (a hook that found none starts one, which stays
-    10 minutes): those whose home is in this session's temporary folder, never any other. With xdist this runs in
-    the controller, whose folder holds every worker's; the terminal summary lists them, so that a leak is seen."""
+    until idle, 10 minutes by default): those whose home is in this session's temporary folder, never any other.
+    With xdist this runs in the controller, whose folder holds every worker's; the terminal summary lists them, so
+    that a leak is seen."""
     if hasattr(session.config, "workerinput"):
         return
+    # pytest's folder for this session, read without making one (pytest has no public way to ask for that)
     base = getattr(getattr(session.config, "_tmp_path_factory", None), "_basetemp", None)
     if base is not None:  # None: no test asked for a temporary folder
         session.config.stash[LEFT_RUNNING] = stop_shared_processes(Path(base))
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """Name the shared processes pytest_sessionfinish stopped."""
     left = config.stash.get(LEFT_RUNNING, [])
     if left:
         terminalreporter.section("shared processes the tests left running (stopped now)", red=True)
