@@ -16,6 +16,8 @@
   process that first hook started in the background (capture/hook_start.py); `*_first_of_day`, the first itself:
   before each such call the process it started is stopped and its once-a-minute mark removed, and the call is
   followed (untimed) by a wait for the new process's socket, so that its start-up overlaps no other series;
+  `*_first_of_day_recorded`: from that call's spawn until its observation is committed (the first hook of the day
+  may answer before its event is recorded: capture/hook_client.py `detach`), not a cost the agent waits for;
 - SessionStart hook with N memories in the project (context built and printed), direct and alone;
 - UserPromptSubmit hook (BM25 search) with the same store, direct and alone;
 - with --hold-db, a connection to the database stays open through the loop, as a running server's does;
@@ -24,7 +26,8 @@
 
 --baseline BIN times another install's `agentmem hook` (e.g. a checkout of main in its own venv) in the same
 loop, each of its calls right after the same calls of this one, so that load changes hit both alike; its `*_alone`
-series (the hook recording the event itself, with the baseline's own code) compare with this install's.
+series (the hook recording the event itself, with the baseline's own code) compare with this install's, and its
+`*_first_of_day` series (in a home of its own) with this install's.
 """
 
 from __future__ import annotations
@@ -141,6 +144,22 @@ def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
             "shared_embedding_process_rss_mb": round(shared_mb, 1) if shared_mb else None}
 
 
+def wait_recorded(database: Path, marker: str, started: float, timeout: float = 30.0) -> float:
+    """ms from `started` (time.perf_counter) until an observation whose input holds `marker` is committed."""
+    import sqlite3
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5) as conn:
+                if conn.execute("SELECT 1 FROM observations WHERE input LIKE ?", (f"%{marker}%",)).fetchone():
+                    return (time.perf_counter() - started) * 1000
+        except sqlite3.Error:  # not made yet
+            pass
+        time.sleep(0.005)
+    raise SystemExit(f"the first hook's event ({marker}) was not recorded")
+
+
 def stop_hook_processes(home: Path) -> None:
     """Stop the shared processes serving `home` and forget when one was last started (a first hook of the day
     starts with none)."""
@@ -214,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         no_server_home = Path(tmp) / "home-no-server"
         no_server = dict(env, AGENTMEM_HOME=str(no_server_home))
         baseline = [str(args.baseline), "hook", "--client", "claude-code"] if args.baseline else None
+        baseline_no_server_home = Path(tmp) / "home-no-server-baseline"
+        baseline_no_server = dict(env, AGENTMEM_HOME=str(baseline_no_server_home))
         # the baseline recording each event itself, with its own code (handed over, the shared process running
         # is this install's, so the baseline's handed-over series time this install's code)
         baseline_alone = [str(args.baseline.parent / "python"), "-c", HOOK_ENTRY, "hook", "--client",
@@ -231,6 +252,15 @@ def main(argv: list[str] | None = None) -> int:
             series.setdefault(name, []).append(elapsed)
             series.setdefault(f"{name}_cpu", []).append(cpu)
             return out
+
+        def first_of_day(name: str, cmd: list[str], day_home: Path, day_env: dict[str, str], n: int) -> None:
+            stop_hook_processes(day_home)
+            started = time.perf_counter()
+            run(name, [*cmd, "PostToolUse"], payload_8k(n * 8 + 7, project), day_env)
+            series.setdefault(f"{name}_recorded", []).append(
+                wait_recorded(day_home / "agentmem.db", f"-k case_{n * 8 + 7}\"", started))
+            if not wait_for_socket(day_home / "hooks.sock"):
+                raise SystemExit("the first hook started no process that takes the next hooks")
 
         for n in range(args.runs):  # interleaved, so load changes hit every series alike
             run("bare_python", [sys.executable, "-c", "pass"], b"", env)
@@ -252,10 +282,10 @@ def main(argv: list[str] | None = None) -> int:
             run("session_start_alone", [*direct, "SessionStart"], start_payload, alone)
             run("user_prompt_submit_direct", [*direct, "UserPromptSubmit"], prompt_payload, env)
             run("user_prompt_submit_alone", [*direct, "UserPromptSubmit"], prompt_payload, alone)
-            stop_hook_processes(no_server_home)
-            run("post_tool_use_8kb_first_of_day", [*direct, "PostToolUse"], post(7), no_server)
-            if not wait_for_socket(no_server_home / "hooks.sock"):
-                raise SystemExit("the first hook started no process that takes the next hooks")
+            first_of_day("post_tool_use_8kb_first_of_day", direct, no_server_home, no_server, n)
+            if baseline:
+                first_of_day("baseline_post_tool_use_8kb_first_of_day", baseline_alone, baseline_no_server_home,
+                             baseline_no_server, n)
             if baseline:
                 run("baseline_post_tool_use_8kb", [*baseline, "PostToolUse"], post(4), env)
                 out = run("baseline_session_start", [*baseline, "SessionStart"], start_payload, env)
@@ -271,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             stop(shared.pid)
         results["no_server_process_rss_mb"] = [round(rss_mb(pid), 1) for pid in shared_pids(no_server_home)]
         stop_hook_processes(no_server_home)
+        stop_hook_processes(baseline_no_server_home)
         if held is not None:
             held.close()
         for name, values in series.items():
@@ -278,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         bare, bare_cpu = results["bare_python"]["p50_ms"], results["bare_python_cpu"]["p50_ms"]
         for name in ("post_tool_use_8kb", "post_tool_use_8kb_direct", "post_tool_use_8kb_alone",
                      "post_tool_use_8kb_plugin", "post_tool_use_8kb_no_server", "post_tool_use_8kb_first_of_day",
-                     "baseline_post_tool_use_8kb"):
+                     "baseline_post_tool_use_8kb", "baseline_post_tool_use_8kb_first_of_day"):
             if name in results:
                 results[f"{name}_minus_bare_p50_ms"] = round(results[name]["p50_ms"] - bare, 1)
                 results[f"{name}_over_bare_p50"] = round(results[name]["p50_ms"] / bare, 2)

@@ -66,13 +66,12 @@ def _unavailable(reason: str) -> None:
 
 
 def client_env(home: Path, agentmem_home: Path, model_path: Path, **extra: str) -> dict[str, str]:
-    """A clean environment for a client and the agentmem it runs: its own HOME and agentmem home; its hooks start no
-    shared process that would outlive the test (as in conftest.cli_env)."""
+    """A clean environment for a client and the agentmem it runs: its own HOME and agentmem home."""
     path = os.pathsep.join([str(PREFIX / "node_modules" / ".bin"), str(AGENTMEM.parent), "/usr/local/bin",
                             "/usr/bin", "/bin"])
     env = {"HOME": str(home), "PATH": path, "LANG": "C.UTF-8", "AGENTMEM_HOME": str(agentmem_home),
-           "AGENTMEM_EMBED_MODEL_PATH": str(model_path), "AGENTMEM_HOOK_STARTS_PROCESS": "0", "NO_COLOR": "1",
-           "TERM": "dumb"}
+           "AGENTMEM_EMBED_MODEL_PATH": str(model_path), "NO_COLOR": "1", "TERM": "dumb",
+           "AGENTMEM_HOOK_STARTS_PROCESS": "0"}  # a hook records its event before it answers, and starts no process
     env.update(extra)
     return env
 

@@ -305,7 +305,8 @@ def project(tmp_path: Path) -> Path:
 def run_real_hook(home: Path, event: str, raw: bytes, client: str = "claude-code") -> tuple[subprocess.CompletedProcess,
                                                                                              float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
-    env.update(AGENTMEM_HOME=str(home), AGENTMEM_HOOK_STARTS_PROCESS="0")  # no shared process outliving the test
+    env["AGENTMEM_HOME"] = str(home)
+    env["AGENTMEM_HOOK_STARTS_PROCESS"] = "0"  # the hook records the event before it answers, and leaves no process
     started = time.perf_counter()
     done = subprocess.run([*HOOK_COMMAND, "--client", client, event], input=raw, env=env, capture_output=True,
                           timeout=60)

@@ -14,8 +14,6 @@ from pathlib import Path
 
 from agentmem_mcp.capture import redact as redact_module
 from agentmem_mcp.capture import secret_scan
-from agentmem_mcp.capture.hook_start import START_MARK
-from scripts.live_processes import shared_pids, stop
 from tests.secrets_corpus import ORDINARY_TEXTS, SECRET_CASES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,8 +60,7 @@ def test_sensitive_keys_and_decoders_need_their_words():
 
 
 def _hook_imports(tmp_path: Path, event: str, payload: dict) -> set[str]:
-    """The modules a real `agentmem hook` process has loaded when it exits (it writes them to a file). As installed,
-    the hook starts the shared process for the next hooks (its imports are counted): stopped here, by its pid."""
+    """The modules a real `agentmem hook` process has loaded when it exits (it writes them to a file)."""
     probe = tmp_path / "modules.json"
     code = ("import atexit, json, os, sys\n"
             "real_exit = os._exit\n"
@@ -75,16 +72,9 @@ def _hook_imports(tmp_path: Path, event: str, payload: dict) -> set[str]:
             f"sys.argv = ['agentmem', 'hook', {event!r}]\n"
             "main()\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
-    env.update(AGENTMEM_HOME=str(tmp_path / "home"), PYTHONPATH=str(REPO))
-    mark = tmp_path / "home" / START_MARK  # touched just before the spawn
-    before = mark.stat().st_mtime_ns if mark.exists() else None
-    try:
-        done = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload).encode(), env=env,
-                              capture_output=True, timeout=60, check=False)
-    finally:
-        started = mark.exists() and mark.stat().st_mtime_ns != before
-        for pid in shared_pids(tmp_path / "home", wait_s=10.0 if started else 0.0):
-            stop(pid)
+    env.update(AGENTMEM_HOME=str(tmp_path / "home"), PYTHONPATH=str(REPO), AGENTMEM_HOOK_STARTS_PROCESS="0")
+    done = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload).encode(), env=env,
+                          capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr.decode()
     return set(json.loads(probe.read_text()))
 

@@ -15,7 +15,7 @@ When no process answers (none running, a home or socket not private, a timeout, 
 handled in this process (`capture/hook.py`), as it always was: nothing is lost. If the shared process committed
 and died before answering, the event is recorded again here, and the observation's count says 2. When none was
 running at all (the first hook of the day, or hooks without a server), this process also starts one in the
-background for hooks (`capture/hook_start.py`), so that the next hooks find it.
+background for hooks (`capture.hook.start_shared_process`), so that the next hooks find it.
 """
 
 import _socket
