@@ -144,11 +144,6 @@ def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
             "shared_embedding_process_rss_mb": round(shared_mb, 1) if shared_mb else None}
 
 
-def hook_processes(home: Path) -> list[int]:
-    """The shared processes serving `home`."""
-    return shared_pids(home)
-
-
 def wait_recorded(database: Path, marker: str, started: float, timeout: float = 30.0) -> float:
     """ms from `started` (time.perf_counter) until an observation whose input holds `marker` is committed."""
     import sqlite3
@@ -168,7 +163,7 @@ def wait_recorded(database: Path, marker: str, started: float, timeout: float = 
 def stop_hook_processes(home: Path) -> None:
     """Stop the shared processes serving `home` and forget when one was last started (a first hook of the day
     starts with none)."""
-    for pid in hook_processes(home):
+    for pid in shared_pids(home):
         stop(pid)
     (home / "hooks.start").unlink(missing_ok=True)
 
@@ -304,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         shared.close()
         if not wait_gone(shared.pid, 30.0):  # it leaves by itself once its last client has gone
             stop(shared.pid)
-        results["no_server_process_rss_mb"] = [round(rss_mb(pid), 1) for pid in hook_processes(no_server_home)]
+        results["no_server_process_rss_mb"] = [round(rss_mb(pid), 1) for pid in shared_pids(no_server_home)]
         stop_hook_processes(no_server_home)
         stop_hook_processes(baseline_no_server_home)
         if held is not None:
