@@ -48,6 +48,7 @@ from typing import Any
 
 from attack_payloads import CARRIERS, PAYLOADS, Payload
 from harness import clean_env, default_model
+from live_processes import stop_shared_processes
 
 SUITES = ("payloads", "attack_text", "attack_files", "attack_agent")
 _MARKUP = re.compile(r"</?\s*[A-Za-z_][\w:-]*(?:\s[^<>]{0,200})?>|<\|[^|<>\n]{1,40}\|>|\[/?INST\]|<</?SYS>>|"
@@ -234,7 +235,15 @@ class Report:
 
 def attack(home: Path, model_path: Path, payloads: tuple[Payload, ...] = PAYLOADS, sessions: int = 3) -> Report:
     """Run the attack in a fresh home (created under `home`), each payload in a project of its own (so what a
-    project's next session is handed comes from that payload alone), all projects in one home."""
+    project's next session is handed comes from that payload alone), all projects in one home. The shared process
+    the first hook started is stopped at the end."""
+    try:
+        return _attack(home, model_path, payloads, sessions)
+    finally:
+        stop_shared_processes(home / "agentmem")
+
+
+def _attack(home: Path, model_path: Path, payloads: tuple[Payload, ...], sessions: int) -> Report:
     import anyio
 
     started = time.perf_counter()

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import clean_env, default_model
+from live_processes import stop_shared_processes
 
 CLASSES = ("walls", "secrets", "viewer")
 WALLS, SECRETS, VIEWER = ("project walls outside a repository (36.9)", "secrets on disk (36.10)",
@@ -256,11 +257,15 @@ SCENARIOS = {"walls": walls, "secrets": secrets, "viewer": viewer}
 
 
 def run(model_path: Path, only: tuple[str, ...] = CLASSES) -> list[dict[str, Any]]:
-    """Every scenario of the chosen classes, each class in a fresh home; one row per scenario."""
+    """Every scenario of the chosen classes, each class in a fresh home; one row per scenario. The shared process a
+    class's first hook started is stopped with it."""
     rows: list[dict[str, Any]] = []
     for name in only:
         with tempfile.TemporaryDirectory(prefix=f"attack-{name}-", ignore_cleanup_errors=True) as tmp:
-            rows += SCENARIOS[name](Path(tmp), model_path)
+            try:
+                rows += SCENARIOS[name](Path(tmp), model_path)
+            finally:
+                stop_shared_processes(Path(tmp))
     return rows
 
 

@@ -29,9 +29,9 @@ from pathlib import Path
 import anyio
 from bench_store import QUERIES, build
 from harness import DEFAULT_MODEL, MODEL_NAME, clean_env, describe_machine, percentile, utc_now
+from live_processes import processes_of
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from processes import processes_of
 
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.index.embedder import Embedder

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -54,6 +53,8 @@ from harness import (
     utc_now,
     write_json,
 )
+from live_processes import shared_pids, stop, wait_gone
+from processes import embedding_service_pid
 
 import agentmem_mcp
 from agentmem_mcp.config import load_settings
@@ -104,17 +105,6 @@ def stats(values: list[float]) -> dict:
     return summary(values, digits=1, with_max=False)
 
 
-def embedding_process_rss(home: Path, model: Path) -> float | None:
-    from agentmem_mcp.runtime.embed_service import ServiceClient, ServiceUnavailable
-
-    try:
-        client = ServiceClient(home, MODEL_NAME, model)
-    except ServiceUnavailable:
-        return None
-    client.close()
-    return rss_mb(client.pid)
-
-
 def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
     init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
@@ -143,7 +133,8 @@ def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
                 time.sleep(0.5)
             time.sleep(1.0)
             rss.append(rss_mb(proc.pid))
-            shared_mb = embedding_process_rss(Path(env["AGENTMEM_HOME"]), Path(env["AGENTMEM_EMBED_MODEL_PATH"]))
+            service = embedding_service_pid(Path(env["AGENTMEM_HOME"]), Path(env["AGENTMEM_EMBED_MODEL_PATH"]))
+            shared_mb = rss_mb(service) if service else None
         proc.stdin.close()
         try:
             proc.wait(timeout=20)
@@ -153,21 +144,20 @@ def bench_serve(env: dict[str, str], cwd: Path, runs: int) -> dict:
             "shared_embedding_process_rss_mb": round(shared_mb, 1) if shared_mb else None}
 
 
-def hook_processes(home: Path) -> list[int]:
-    """The shared processes serving `home` (from /proc: their command line names it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+def wait_recorded(database: Path, marker: str, started: float, timeout: float = 30.0) -> float:
+    """ms from `started` (time.perf_counter) until an observation whose input holds `marker` is committed."""
+    import sqlite3
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
         try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().split()[2]
-        except (OSError, IndexError):
-            continue
-        if b"agentmem_mcp.runtime.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline \
-                and state != "Z":
-            found.append(int(entry.name))
-    return found
+            with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5) as conn:
+                if conn.execute("SELECT 1 FROM observations WHERE input LIKE ?", (f"%{marker}%",)).fetchone():
+                    return (time.perf_counter() - started) * 1000
+        except sqlite3.Error:  # not made yet
+            pass
+        time.sleep(0.005)
+    raise SystemExit(f"the first hook's event ({marker}) was not recorded")
 
 
 def wait_recorded(database: Path, marker: str, started: float, timeout: float = 30.0) -> float:
@@ -187,13 +177,10 @@ def wait_recorded(database: Path, marker: str, started: float, timeout: float = 
 
 
 def stop_hook_processes(home: Path) -> None:
-    """Stop the processes `hook_processes` finds and wait for them (a first hook of the day starts with none)."""
-    for pid in hook_processes(home):
-        try:
-            os.kill(pid, 15)
-        except ProcessLookupError:
-            continue
-        _wait_gone(pid)
+    """Stop the shared processes serving `home` and forget when one was last started (a first hook of the day
+    starts with none)."""
+    for pid in shared_pids(home):
+        stop(pid)
     (home / "hooks.start").unlink(missing_ok=True)
 
 
@@ -204,19 +191,6 @@ def wait_for_socket(path: Path, timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-def _wait_gone(pid: int, timeout: float = 30.0) -> None:
-    """The shared process exits by itself once its last client has gone; stop it if it has not."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if "State:\tZ" in Path(f"/proc/{pid}/status").read_text():
-                return
-        except OSError:
-            return
-        time.sleep(0.2)
-    os.kill(pid, 15)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                "command": "python scripts/bench_hooks.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     with tempfile.TemporaryDirectory() as tmp:
         home, project = Path(tmp) / "home", Path(tmp) / "project"
-        project.mkdir(parents=True)  # a real repository: SessionStart reads its `git status` (git_state.py)
+        project.mkdir(parents=True)  # a real repository: SessionStart reads its `git status` (recall/git_state.py)
         subprocess.run(["git", "init", "-q", str(project)], check=True)
         for n in range(200):
             (project / f"module_{n}.py").write_text(f"x = {n}\n")
@@ -339,8 +313,9 @@ def main(argv: list[str] | None = None) -> int:
                 run("baseline_session_start_alone", [*baseline_alone, "SessionStart"], start_payload, alone)
                 run("baseline_user_prompt_submit_alone", [*baseline_alone, "UserPromptSubmit"], prompt_payload, alone)
         shared.close()
-        _wait_gone(shared.pid)
-        results["no_server_process_rss_mb"] = [round(rss_mb(pid), 1) for pid in hook_processes(no_server_home)]
+        if not wait_gone(shared.pid, 30.0):  # it leaves by itself once its last client has gone
+            stop(shared.pid)
+        results["no_server_process_rss_mb"] = [round(rss_mb(pid), 1) for pid in shared_pids(no_server_home)]
         stop_hook_processes(no_server_home)
         stop_hook_processes(baseline_no_server_home)
         if held is not None:

@@ -35,32 +35,22 @@ from pathlib import Path
 import anyio
 from bench_store import QUERIES, build
 from harness import MODEL_NAME, clean_env, default_model, describe_machine, percentile, rss_mb, utc_now, write_json
+from live_processes import SHARED_PROCESS_MODULE, command_line, processes_of, shared_pids
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
+from processes import embedding_service_pid
 
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.index.embedder import Embedder
-from agentmem_mcp.runtime.embed_service import ServiceClient, ServiceUnavailable
 from agentmem_mcp.store import Store
 
 
 def agentmem_processes(home: Path) -> list[int]:
-    """Every process started with AGENTMEM_HOME=home or serving it (`--home home`): servers, embedding process."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if not any(b"agentmem" in part for part in cmdline):
-            continue
-        if f"AGENTMEM_HOME={home}".encode() in environ or str(home).encode() in cmdline:
-            found.append(int(entry.name))
-    return found
+    """Every agentmem process started with AGENTMEM_HOME=home or serving it (`--home home`): servers, the shared
+    process."""
+    started = [pid for pid in processes_of(home) if any(b"agentmem" in part for part in command_line(pid) or [])]
+    return sorted(set(started) | set(shared_pids(home)))
 
 
 def memory_mb(pid: int) -> tuple[float, float]:
@@ -70,18 +60,8 @@ def memory_mb(pid: int) -> tuple[float, float]:
     return rss_mb(pid), pss / 1024
 
 
-def service_pid(home: Path, model: Path) -> int | None:
-    try:
-        client = ServiceClient(home, MODEL_NAME, model)
-    except ServiceUnavailable:
-        return None
-    client.close()
-    return client.pid
-
-
 def is_shared_process(pid: int) -> bool:
-    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    return b"shared_process" in cmdline or b"embed_service" in cmdline
+    return any(SHARED_PROCESS_MODULE in part for part in command_line(pid) or [])
 
 
 MODE_ENV = {"relay": {}, "server": {"AGENTMEM_SHARED_SERVER": "0"},
@@ -131,7 +111,7 @@ async def run_round(mode: str, sessions: int, searches: int, env: dict[str, str]
         timings, modes, killed, cut = [], [], None, 0
         for n in range(searches * sessions):
             if mode != "own" and n == searches * sessions // 2:
-                killed = service_pid(home, model)
+                killed = embedding_service_pid(home, model)
                 if killed is not None:
                     os.kill(killed, signal.SIGKILL)
             query = rng.choice(QUERIES)
@@ -156,7 +136,7 @@ async def run_round(mode: str, sessions: int, searches: int, env: dict[str, str]
                                     "first_ms": [round(t, 1) for t in after[:sessions + 2]],
                                     "max_ms": round(max(after), 1),
                                     "p50_ms": round(statistics.median(after), 1)}
-            result["embedding_process_after"] = service_pid(home, model)
+            result["embedding_process_after"] = embedding_service_pid(home, model)
     return result
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import anyio
 from harness import clean_env, utc_now, write_json
+from live_processes import shared_pids
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -29,16 +30,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 def _wait_gone(home: Path, timeout: float = 30.0) -> None:
     """Until no process serves `home` any more (a shared process leaves 5 s after its last session)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        busy = False
-        for entry in Path("/proc").iterdir():
-            try:
-                if entry.name.isdigit() and str(home).encode() in (entry / "cmdline").read_bytes():
-                    busy = True
-            except OSError:
-                continue
-        if not busy:
-            return
+    while shared_pids(home) and time.monotonic() < deadline:
         time.sleep(0.25)
 
 

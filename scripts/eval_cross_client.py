@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from coding_replay import Agentmem, ReplayDir, new_session, replay_session, session_directory  # noqa: E402
 from eval_common import DEFAULT_MODEL_PATH, print_table, write_json  # noqa: E402
 from harness import REPO, agentmem_bin, describe_machine
+from live_processes import stop_shared_processes
 from transcript_replay import claude_code_events, codex_events, gemini_events  # noqa: E402
 
 from agentmem_mcp.capture.clients import NAMES  # noqa: E402
@@ -141,6 +142,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             judged.append({**judge(product, result, briefing), "briefing_chars": len(briefing)})
     finally:
         product.close()
+        stop_shared_processes(work)  # the one the first hook started
         shutil.rmtree(work, ignore_errors=True)
     print(f"# One project, several agents ({len(judged)} projects)   machine: {describe_machine()}")
     print_table(("project", "clients replayed", "named in the briefing", "sessions shown", "all in one briefing"),

@@ -14,17 +14,16 @@ from typing import Any
 
 import anyio
 from harness import base_env
+from live_processes import kill9, processes_of
 from processes import (
     Serve,
     ToolFailure,
     final_checks,
     hook_output_problem,
-    kill9,
     make_project,
     memory_content,
     network_listeners,
     post_tool_use,
-    processes_of,
     run_hook,
 )
 

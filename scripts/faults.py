@@ -18,13 +18,13 @@ Each scenario gets a fresh home seeded with memories, one of them forgotten, the
                       pending call fails clearly, the session goes on in its own process, the next session recovers
 
 The first nine run `serve` as the session's own server (AGENTMEM_SHARED_SERVER=0), so the process killed at a pause
-point is the one the client started; the last runs the default, a relay to the user's shared process (relay.py).
+point is the one the client started; the last runs the default, a relay to the user's shared process (runtime/relay.py).
 
 and is then checked: the agent got a clear error or an answer, never a hang; the next server start recovers
 (recovery time: its spawn to the first search that finds every kept memory); every acknowledged memory is
 still there and found, no forgotten one comes back (SQLite, tantivy, search, memory_get); the outbox is
 drained, `agentmem doctor` passes, `agentmem audit --verify` passes, files are 0600 and directories 0700,
-and no process of the run listens on a socket. Kills use pause points (agentmem_mcp/pausepoint.py): the
+and no process of the run listens on a socket. Kills use pause points (agentmem_mcp/db/pausepoint.py): the
 process sleeps at a named place and the script kills it there. Exits 1 when a scenario fails.
 """
 
@@ -46,10 +46,7 @@ from fault_run import Run
 from faults_kill import kill9_index_commit, kill9_save, kill9_shared_save, kill9_worker_batch, stale_lease
 from faults_storage import db_locked, disk_full, index_deleted, segment_corrupted, term_dict_corrupted
 from harness import MODEL_NAME, default_model, describe_machine, utc_now, write_json
-from processes import (
-    kill9,
-    processes_of,
-)
+from live_processes import kill9, processes_of
 
 from agentmem_mcp.index.embedder import Embedder
 

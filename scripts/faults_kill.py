@@ -26,11 +26,8 @@ from fault_run import (
     wait_gone,
     worker_recovers,
 )
-from processes import (
-    kill9,
-    memory_content,
-    shared_pids,
-)
+from live_processes import kill9, shared_pids
+from processes import memory_content
 
 
 async def kill9_save(run: Run) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import stat
 import subprocess
 import time
@@ -16,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from harness import REPO, agentmem_bin
+from harness import MODEL_NAME, REPO, agentmem_bin
+from live_processes import serve_pids
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -105,55 +105,17 @@ def agentmem(env: dict[str, str], *args: str, cwd: Path | None = None, timeout: 
                           timeout=timeout, check=False)
 
 
-def processes_of(home: Path) -> list[int]:
-    """Pids of the live processes started with AGENTMEM_HOME=home (hooks, servers, workers)."""
-    wanted = f"AGENTMEM_HOME={home}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if wanted in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
+def embedding_service_pid(home: Path, model_path: Path) -> int | None:
+    """The pid of the shared process that holds the embedding model for `home` (it answers on embed.sock), or None
+    when none does."""
+    from agentmem_mcp.runtime.embed_service import ServiceClient, ServiceUnavailable
 
-
-def _command_lines(home: Path) -> list[tuple[int, list[bytes]]]:
-    """(pid, argv) of each live process of `home`."""
-    found = []
-    for pid in processes_of(home):
-        try:
-            found.append((pid, Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")))
-        except OSError:
-            continue
-    return found
-
-
-def serve_pids(home: Path) -> list[int]:
-    return [pid for pid, argv in _command_lines(home)
-            if b"serve" in argv and not any(a.endswith(b"run-hook.sh") for a in argv)]
-
-
-def shared_pids(home: Path) -> list[int]:
-    """Pids of the user's shared process of `home` (agentmem_mcp/shared_process.py)."""
-    return [pid for pid, argv in _command_lines(home) if any(b"agentmem_mcp.runtime.shared_process" in a for a in argv)]
-
-
-def kill9(pid: int) -> None:
     try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
-                break  # a zombie: dead, waiting for its parent to reap it
-        except (OSError, IndexError):
-            break
-        time.sleep(0.02)
+        client = ServiceClient(home, MODEL_NAME, model_path)
+    except ServiceUnavailable:
+        return None
+    client.close()
+    return client.pid
 
 
 def _inodes(path: str, listening_only: bool, allowed: tuple[str, ...] = ()) -> set[str]:
@@ -175,9 +137,9 @@ def _inodes(path: str, listening_only: bool, allowed: tuple[str, ...] = ()) -> s
 
 def network_listeners(pids: list[int], home: Path | None = None) -> list[str]:
     """Sockets the processes listen on (TCP listen, any UDP socket, a listening Unix socket): should be none, but
-    for the shared process's sockets in `home` (0600, in the private home): embeddings (index/embed_service.py),
-    hook events handed to it (capture/hook_service.py), relayed sessions (session_host.py) and the command line's
-    searches (search_service.py)."""
+    for the shared process's sockets in `home` (0600, in the private home): embeddings (runtime/embed_service.py),
+    hook events handed to it (capture/hook_service.py), relayed sessions (runtime/session_host.py) and the command
+    line's searches (runtime/search_service.py)."""
     allowed = tuple(str(home / name) for name in ("embed.sock", "hooks.sock", "sessions.sock", "search.sock")) \
         if home else ()
     table = {}

@@ -38,6 +38,7 @@ from typing import Any
 
 import anyio
 from harness import agentmem_bin, base_env, default_model, describe_machine, latency, utc_now
+from live_processes import processes_of
 from processes import (
     Serve,
     final_checks,
@@ -46,7 +47,6 @@ from processes import (
     memory_content,
     network_listeners,
     post_tool_use,
-    processes_of,
     run_hook,
     word,
 )

@@ -10,11 +10,13 @@ import pytest
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.index.embedder import Embedder
 from agentmem_mcp.store import Store
+from scripts.live_processes import SharedProcess, stop_shared_processes
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 DEFAULT_MODEL = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+LEFT_RUNNING = pytest.StashKey[list[SharedProcess]]()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -25,6 +27,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return -float(marker.args[0]) if marker and marker.args else 0.0
 
     items.sort(key=seconds)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the shared processes this session's tests left running (a hook that found none starts one, which stays
+    until idle, 10 minutes by default): those whose home is in this session's temporary folder, never any other.
+    With xdist this runs in the controller, whose folder holds every worker's; the terminal summary lists them, so
+    that a leak is seen."""
+    if hasattr(session.config, "workerinput"):
+        return
+    # pytest's folder for this session, read without making one (pytest has no public way to ask for that)
+    base = getattr(getattr(session.config, "_tmp_path_factory", None), "_basetemp", None)
+    if base is not None:  # None: no test asked for a temporary folder
+        session.config.stash[LEFT_RUNNING] = stop_shared_processes(Path(base))
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """Name the shared processes pytest_sessionfinish stopped."""
+    left = config.stash.get(LEFT_RUNNING, [])
+    if left:
+        terminalreporter.section("shared processes the tests left running (stopped now)", red=True)
+        for process in left:
+            started = "by a hook (--for-hooks)" if process.for_hooks else "by a server"
+            terminalreporter.line(f"pid {process.pid}, started {started}, home {process.home}")
+        terminalreporter.line("a test that runs hooks sets AGENTMEM_HOOK_STARTS_PROCESS=0 (cli_env does) or stops "
+                              "what it started (scripts/live_processes.py)")
 
 
 def require_shared(path: Path, what: str) -> Path:

@@ -9,7 +9,7 @@ import hashlib
 import hmac
 import json
 import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,8 @@ from agentmem_mcp.db.audit import GENESIS, head_path, key_path
 from agentmem_mcp.db.memories import content_hash
 from agentmem_mcp.store import Store
 
+from .test_security_audit import run, tamper
+
 USER_FLAG = "--i-am-the-user"  # the flag the README tells users of (confirm_user.USER_FLAG)
 
 TRIGGERS = ("CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is "
@@ -28,21 +30,7 @@ TRIGGERS = ("CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN SELECT 
             "append-only'); END")
 
 
-def run(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agentmem_mcp", *args], env=env | {"AGENTMEM_EMBEDDINGS": "0"},
-                          cwd=cwd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-
-
-def sql(database: Path, *statements: str, drop_triggers: bool = False) -> None:
-    conn = sqlean.connect(str(database), isolation_level=None)
-    try:
-        if drop_triggers:
-            conn.execute("DROP TRIGGER IF EXISTS audit_no_update")
-            conn.execute("DROP TRIGGER IF EXISTS audit_no_delete")
-        for statement in statements:
-            conn.execute(statement)
-    finally:
-        conn.close()
+sql = partial(tamper, drop_triggers=False)  # SQL behind agentmem's back, the audit's triggers left in place
 
 
 @pytest.fixture

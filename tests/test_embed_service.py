@@ -29,6 +29,7 @@ from agentmem_mcp.runtime.embed_service import (
     connect_or_start,
     socket_path,
 )
+from scripts.live_processes import serve_pids
 from tests.conftest import MODEL_NAME
 
 
@@ -47,22 +48,6 @@ def _wait_for(condition, timeout: float = 60.0) -> bool:
             return True
         time.sleep(0.1)
     return False
-
-
-def _servers_of(home: Path) -> list[int]:
-    """The `agentmem serve` processes whose AGENTMEM_HOME is `home`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"serve" in cmdline and b"agentmem_mcp" in cmdline and f"AGENTMEM_HOME={home}".encode() in environ:
-            found.append(int(entry.name))
-    return found
 
 
 def _has_model_loaded(pid: int) -> bool:
@@ -113,7 +98,7 @@ def test_servers_share_one_model_and_search_on_when_it_is_killed(cli_env, privat
                 client = ServiceClient(private_home, MODEL_NAME, model_path)
                 service = client.pid
                 client.close()
-                servers = _servers_of(private_home)
+                servers = serve_pids(private_home)
                 assert len(servers) == 2 and service not in servers
                 assert _has_model_loaded(service)
                 assert not any(_has_model_loaded(pid) for pid in servers)  # one model for both
@@ -247,7 +232,7 @@ def test_servers_hold_no_model_and_only_the_lease_holder_imports_the_worker(cli_
                         holder = lease.current(conn)
                     finally:
                         conn.close()
-                    assert holder is not None and int(holder[0].split(":")[1]) in _servers_of(private_home)
+                    assert holder is not None and int(holder[0].split(":")[1]) in serve_pids(private_home)
                     imported = [_imported(log) for log in logs]
                     assert sum("agentmem_mcp.runtime.worker" in modules for modules in imported) == 1
                     for modules in imported:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -21,16 +20,7 @@ import eval_longmemeval  # noqa: E402
 
 from agentmem_mcp.recall.timewords import DAY, time_window  # noqa: E402
 
-
-def need(path: Path, what: str) -> None:
-    """Skip when shared evaluation data is missing, but fail under CI, where it must be there."""
-    if path.exists():
-        return
-    message = f"{what} not found at {path} (the shared evaluation data sits beside the repo in ../shared)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
+from .conftest import require_shared  # noqa: E402
 
 # metrics -----------------------------------------------------------------------------------------
 
@@ -191,7 +181,7 @@ def check_unit_interval(figures: dict) -> None:
 
 @pytest.mark.slow
 def test_longmemeval_script_on_a_synthetic_file(tmp_path):
-    need(ec.DEFAULT_MODEL_PATH, "the embedding model")
+    require_shared(ec.DEFAULT_MODEL_PATH, "the embedding model")
     out, figures = tmp_path / "ranked.jsonl", tmp_path / "figures.json"
     payload = eval_longmemeval.main(["--data", str(synthetic_longmemeval(tmp_path / "lme.json")), "--out", str(out),
                                      "--json", str(figures), "--cache-dir", str(tmp_path / "cache")])
@@ -214,7 +204,7 @@ def test_longmemeval_script_on_a_synthetic_file(tmp_path):
 
 @pytest.mark.slow
 def test_locomo_script_on_a_synthetic_file(tmp_path):
-    need(ec.DEFAULT_MODEL_PATH, "the embedding model")
+    require_shared(ec.DEFAULT_MODEL_PATH, "the embedding model")
     out = tmp_path / "ranked.jsonl"
     payload = eval_locomo.main(["--data", str(synthetic_locomo(tmp_path / "locomo.json")), "--out", str(out),
                                 "--cache-dir", str(tmp_path / "cache")])
@@ -232,8 +222,8 @@ def test_locomo_script_on_a_synthetic_file(tmp_path):
 @pytest.mark.slow
 @pytest.mark.long(40)
 def test_longmemeval_on_the_shared_dev_slice(tmp_path):
-    need(eval_longmemeval.DEFAULT_DATA, "LongMemEval dev data")
-    need(ec.DEFAULT_MODEL_PATH, "the embedding model")
+    require_shared(eval_longmemeval.DEFAULT_DATA, "LongMemEval dev data")
+    require_shared(ec.DEFAULT_MODEL_PATH, "the embedding model")
     payload = eval_longmemeval.main(["--limit", "1", "--roles", "user", "--cache-dir", str(tmp_path / "cache")])
     summary = payload["summary"]
     for system in eval_longmemeval.SYSTEMS:
@@ -246,8 +236,8 @@ def test_longmemeval_on_the_shared_dev_slice(tmp_path):
 @pytest.mark.slow
 @pytest.mark.long(60)
 def test_locomo_on_the_shared_dev_slice(tmp_path):
-    need(eval_locomo.DEFAULT_DATA, "LoCoMo dev data")
-    need(ec.DEFAULT_MODEL_PATH, "the embedding model")
+    require_shared(eval_locomo.DEFAULT_DATA, "LoCoMo dev data")
+    require_shared(ec.DEFAULT_MODEL_PATH, "the embedding model")
     payload = eval_locomo.main(["--limit", "1", "--cache-dir", str(tmp_path / "cache")])
     systems = payload["summary"]["systems"]
     overall = systems["agentmem"]["overall"]
@@ -275,7 +265,7 @@ def test_ablation_contexts_match_the_products_rule():
 def test_ablation_script_on_a_synthetic_file(tmp_path):
     import eval_ablation
 
-    need(ec.DEFAULT_MODEL_PATH, "the embedding model")
+    require_shared(ec.DEFAULT_MODEL_PATH, "the embedding model")
     payload = eval_ablation.main(["--benchmark", "locomo", "--locomo", str(synthetic_locomo(tmp_path / "l.json")),
                                   "--cache-dir", str(tmp_path / "cache"), "--more"])
     rows = payload["summary"]["locomo"]

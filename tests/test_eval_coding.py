@@ -5,7 +5,6 @@ timeline on a shared transcript, and the whole script on one small project of th
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -16,21 +15,13 @@ sys.path.insert(0, str(SCRIPTS))
 
 import coding_checks  # noqa: E402
 import eval_coding  # noqa: E402
+from live_processes import stop_shared_processes  # noqa: E402
 
+from .conftest import require_shared  # noqa: E402
 from .transcript_replay import claude_code_events, claude_code_timeline  # noqa: E402
 
 SPEC = eval_coding.DEFAULT_SPEC.resolve()
 SHORT = SPEC.parent.parent / "transcripts" / "claude_code_spotter" / "short.jsonl"
-
-
-def need(path: Path, what: str) -> None:
-    """Skip when shared evaluation data is missing, but fail under CI, where it must be there."""
-    if path.exists():
-        return
-    message = f"{what} not found at {path} (the shared evaluation data sits beside the repo in ../shared)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 def test_matching_is_a_case_insensitive_substring_with_its_context():
@@ -74,7 +65,7 @@ def test_staleness_verdicts():
 
 
 def test_timeline_grows_the_transcript_and_skips_a_resumed_sessions_copies():
-    need(SHORT, "the shared spotter transcripts")
+    require_shared(SHORT, "the shared spotter transcripts")
     timeline = claude_code_timeline(SHORT)
     assert [(e, p) for _, e, p in timeline] == claude_code_events(SHORT)
     positions = [at for at, _, _ in timeline]
@@ -92,11 +83,14 @@ def test_timeline_grows_the_transcript_and_skips_a_resumed_sessions_copies():
 @pytest.mark.slow
 @pytest.mark.long(50)
 def test_the_script_on_the_smallest_project(tmp_path):
-    need(SPEC, "the coding-session probes")
-    need(eval_coding.DEFAULT_MODEL_PATH, "the embedding model")
+    require_shared(SPEC, "the coding-session probes")
+    require_shared(eval_coding.DEFAULT_MODEL_PATH, "the embedding model")
     figures = tmp_path / "figures.json"
-    payload = eval_coding.main(["--project", "ccv-demo-todo", "--json", str(figures), "--keep-home",
-                                str(tmp_path / "run")])
+    try:
+        payload = eval_coding.main(["--project", "ccv-demo-todo", "--json", str(figures), "--keep-home",
+                                    str(tmp_path / "run")])
+    finally:
+        stop_shared_processes(tmp_path / "run")  # the one the replay's first hook started
     summary = payload["summary"]
     spec = next(p for p in json.loads(SPEC.read_text())["projects"] if p["name"] == "ccv-demo-todo")
     assert summary["overall"]["n"] == len(spec["probes"]) == sum(g["n"] for g in summary["by_kind"].values())

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -19,25 +18,10 @@ import pytest
 
 from agentmem_mcp.capture import hook_client
 from agentmem_mcp.capture.hook_start import START_MARK, start_shared_process
+from agentmem_mcp.files import ensure_private_dir
 from agentmem_mcp.install.install import HOOK_ENTRY
-from tests.conftest import MODEL_NAME
-
-
-def _processes(home: Path) -> list[int]:
-    """The shared processes serving `home` (their command line names it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if (b"agentmem_mcp.runtime.shared_process" in b" ".join(cmdline) and str(home).encode() in cmdline
-                and state != "Z"):
-            found.append(int(entry.name))
-    return found
+from scripts.live_processes import SharedProcess, alive, shared_pids, stop, stop_shared_processes
+from tests.conftest import MODEL_NAME, REPO
 
 
 def _wait(condition, timeout: float) -> bool:
@@ -59,11 +43,8 @@ def env(cli_env, home):
     env = dict(cli_env)
     env.pop("AGENTMEM_HOOK_STARTS_PROCESS", None)  # on, as installed
     yield env
-    for pid in _processes(home):  # whatever a test started: stopped by its pid
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    for pid in shared_pids(home):  # whatever a test started: stopped by its pid
+        stop(pid)
 
 
 @pytest.fixture
@@ -95,7 +76,7 @@ def test_the_first_hook_starts_a_process_that_takes_the_next_ones(env, home, pro
     (project / "json.py").write_text("raise SystemExit('the project shadowed the standard library')\n")
     _hook(_tool_call(project, 1), env, project)  # no process: recorded here, one started in the background
     assert _wait(lambda: (home / hook_client.SOCKET_NAME).exists(), 30), "no process took the hooks"
-    [pid] = _processes(home)
+    [pid] = shared_pids(home)
     assert "--for-hooks" in Path(f"/proc/{pid}/cmdline").read_bytes().decode()
     assert (os.stat(home / hook_client.SOCKET_NAME).st_mode & 0o777) == 0o600
     assert (os.stat(home / START_MARK).st_mode & 0o777) == 0o600
@@ -104,7 +85,7 @@ def test_the_first_hook_starts_a_process_that_takes_the_next_ones(env, home, pro
     assert hook_client.hand_off("claude-code", "PostToolUse", json.dumps(_tool_call(project, 3)).encode(),
                                 env) == b""  # the process answers: recorded there
     assert _commands(home) == [(f"pytest -q -k case_{n}", 1) for n in (1, 2, 3)]
-    assert _processes(home) == [pid]
+    assert shared_pids(home) == [pid]
     assert _rss_mb(pid) < 120  # the hooks' modules, not the embedding model
 
 
@@ -113,7 +94,7 @@ def test_a_server_arriving_later_gets_the_model_from_that_process(env, home, pro
 
     _hook(_tool_call(project, 1), env, project)
     assert _wait(lambda: (home / hook_client.SOCKET_NAME).exists(), 30)
-    [pid] = _processes(home)
+    [pid] = shared_pids(home)
     client = connect_or_start(home, MODEL_NAME, model_path, 60)
     try:
         assert client.pid == pid and client.dimension == 384
@@ -127,12 +108,12 @@ def test_hooks_keep_it_up_and_it_leaves_once_they_stop(env, home, project):
     env["AGENTMEM_EMBED_IDLE_SECONDS"] = "6"
     _hook(_tool_call(project, 1), env, project)
     assert _wait(lambda: (home / hook_client.SOCKET_NAME).exists(), 30)
-    [pid] = _processes(home)
+    [pid] = shared_pids(home)
     for n in range(2, 5):  # one hook every 3 s: more than the 5 s grace a process with a model gets, in all
         time.sleep(3)
         _hook(_tool_call(project, n), env, project)
-        assert _processes(home) == [pid]
-    assert _wait(lambda: not _processes(home), 30)
+        assert shared_pids(home) == [pid]
+    assert _wait(lambda: not shared_pids(home), 30)
     assert not (home / hook_client.SOCKET_NAME).exists()
     assert [count for _, count in _commands(home)] == [1, 1, 1, 1]
 
@@ -141,7 +122,7 @@ def test_no_process_is_started_when_the_settings_say_so(env, home, project):
     _hook(_tool_call(project, 1), dict(env, AGENTMEM_HOOK_STARTS_PROCESS="0"), project)
     _hook(_tool_call(project, 2), dict(env, AGENTMEM_HOOK_HANDOFF="0"), project)
     time.sleep(1.5)
-    assert not _processes(home) and not (home / hook_client.SOCKET_NAME).exists()
+    assert not shared_pids(home) and not (home / hook_client.SOCKET_NAME).exists()
     assert _commands(home) == [("pytest -q -k case_1", 1), ("pytest -q -k case_2", 1)]
 
 
@@ -149,4 +130,45 @@ def test_a_home_gets_at_most_one_start_a_minute(env, home, project):
     _hook(_tool_call(project, 1), dict(env, AGENTMEM_HOOK_STARTS_PROCESS="0"), project)  # makes the home
     assert start_shared_process(env) is True
     assert start_shared_process(env) is False  # whether or not the first one is up yet
-    assert _wait(lambda: len(_processes(home)) == 1, 30)
+    assert _wait(lambda: len(shared_pids(home)) == 1, 30)
+
+
+def _started_for(home: Path, env: dict[str, str]) -> int:
+    """A real shared process started as a first hook starts it, for `home`; its pid once it takes hooks."""
+    ensure_private_dir(home)
+    assert start_shared_process(dict(env, AGENTMEM_HOME=str(home))) is True
+    assert _wait(lambda: (home / hook_client.SOCKET_NAME).exists(), 30)
+    [pid] = shared_pids(home)
+    return pid
+
+
+def test_stopping_what_a_folder_left_running_spares_every_other_home(env, tmp_path):
+    inside, outside = tmp_path / "session" / "test0" / "home", tmp_path / "elsewhere" / "home"
+    left, other = _started_for(inside, env), _started_for(outside, env)
+    try:
+        assert stop_shared_processes(tmp_path / "session") == [SharedProcess(left, inside, True)]
+        assert not alive(left) and shared_pids(inside) == []
+        assert alive(other) and shared_pids(outside) == [other]
+    finally:
+        stop(other)
+        stop(left)
+
+
+def test_the_test_session_stops_and_names_the_processes_its_tests_left_running(env, tmp_path):
+    """tests/conftest.py's check, in a pytest session of its own whose test leaves a hook's shared process behind."""
+    (tmp_path / "test_leaky.py").write_text(
+        "from agentmem_mcp.capture.hook_start import start_shared_process\n"
+        "from agentmem_mcp.files import ensure_private_dir\n\n"
+        "def test_leaves_one(tmp_path):\n"
+        "    home = tmp_path / 'home'\n"
+        "    ensure_private_dir(home)\n"
+        "    assert start_shared_process({'AGENTMEM_HOME': str(home)})\n")
+    basetemp = tmp_path / "basetemp"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
+                           "--basetemp", str(basetemp), "test_leaky.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env=dict(env, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    home = basetemp / "test_leaves_one0" / "home"
+    assert "shared processes the tests left running (stopped now)" in done.stdout
+    assert f"started by a hook (--for-hooks), home {home}" in done.stdout
+    assert shared_pids(home) == []

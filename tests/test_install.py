@@ -400,7 +400,7 @@ def test_a_default_install_runs_hooks_through_the_hook_client_and_they_record(di
     assert argv[:2] == [sys.executable, "-c"] and "from agentmem_mcp.capture.hook_client import run" in argv[2]
     assert argv[3:] == ["hook", "--client", "claude-code", "PostToolUse"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
-    env["AGENTMEM_HOME"] = str(tmp_path / "agentmem-home")
+    env.update(AGENTMEM_HOME=str(tmp_path / "agentmem-home"), AGENTMEM_HOOK_STARTS_PROCESS="0")
     payload = {"session_id": "s1", "cwd": str(dirs["project_dir"]), "hook_event_name": "PostToolUse",
                "tool_name": "Bash", "tool_input": {"command": "make lint"}, "tool_response": {"stdout": "ok"}}
     (dirs["project_dir"] / "json.py").write_text("raise SystemExit(3)\n")  # the agent's project is the cwd

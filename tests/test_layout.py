@@ -115,8 +115,6 @@ STAGES = EDGES | LIBRARY | STORAGE | {"trust"}  # trust/: the text policy, pure,
 # commands and MCP tools.
 EDGE_MODULES = {"agentmem_mcp.__main__", "agentmem_mcp.capture.hook_client", "agentmem_mcp.capture.hook_service",
                 "agentmem_mcp.team.cli", "agentmem_mcp.team.tools"}
-# The one import from the library into an edge: `agentmem stats` writes ages as the CLI's lists do.
-UPWARD = {("agentmem_mcp.upkeep.stats", "agentmem_mcp.cli.views")}
 BASICS_OF_STORAGE = {"agentmem_mcp.files", "agentmem_mcp.kinds", "agentmem_mcp.models"}
 
 
@@ -170,7 +168,20 @@ def test_the_library_never_imports_an_edge():
     assert "agentmem_mcp.recall.briefing" in edges["agentmem_mcp.server.app"]  # an edge reads the library
     upward = {(name, target) for name, targets in edges.items() if not is_edge(name)
               for target in targets if is_edge(target)}
-    assert upward <= UPWARD, sorted(upward - UPWARD)
+    assert upward == set(), sorted(upward)
+
+
+def test_module_paths_named_in_the_code_and_docs_exist():
+    """A docstring, comment or doc that names a module by its folder (`runtime/relay.py`, `agentmem_mcp/db/...`)
+    names one that is there: a module that moved is named where it lives now (the changelog keeps the old names)."""
+    named = re.compile(r"(?<![\w/.-])(?:agentmem_mcp/)?((?:" + "|".join(sorted(STAGES)) + r")/\w+\.py)\b")
+    repo = PACKAGE.parent
+    texts = [*PACKAGE.rglob("*.py"), *(repo / "scripts").glob("*.py"), *(repo / "tests").glob("*.py"),
+             *(repo / "docs").glob("*.md"), repo / "README.md", repo / "scripts" / "README.md"]
+    missing = [f"{path.relative_to(repo)}:{n}: {found}" for path in texts
+               for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+               for found in named.findall(line) if not (PACKAGE / found).exists()]
+    assert missing == []
 
 
 def test_storage_imports_no_stage_above_it():

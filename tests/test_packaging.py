@@ -45,7 +45,7 @@ def test_publishing_metadata_is_complete():
     assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
     assert "MIT License" in (REPO / "LICENSE").read_text(encoding="utf-8")
     assert project["readme"] == "README.md" and project["version"] == agentmem_mcp.__version__
-    assert {"Homepage", "Source", "Issues"} <= set(project["urls"])
+    assert "urls" not in project  # no address is known for the project: none is made up (it was a placeholder)
     classifiers = project["classifiers"]
     assert "Programming Language :: Python :: 3.10" in classifiers
     assert not [c for c in classifiers if c.startswith("License ::")]  # the SPDX `license` replaces them
@@ -90,7 +90,7 @@ def test_wheel_and_sdist_build(tmp_path):
     assert "agentmem_mcp/viewer/templates/page.html" in names and "agentmem_mcp/viewer/static/viewer.css" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "agentmem = agentmem_mcp.cli.app:main" in entry_points
-    assert "License-Expression: MIT" in metadata and "Project-URL: Source, " in metadata
+    assert "License-Expression: MIT" in metadata and "Project-URL:" not in metadata  # no made-up address
     assert "Requires-Dist: psycopg[binary]>=3.2; extra == \"team\"" in metadata
     assert "Description-Content-Type: text/markdown" in metadata
     with tarfile.open(sdist) as archive:

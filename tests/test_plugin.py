@@ -45,11 +45,13 @@ def tool_path(tmp_path: Path, **extra: str) -> str:
 
 def plugin_env(tmp_path: Path, path: str) -> dict[str, str]:
     """As Claude Code runs a plugin's commands: the user's environment (its proxy and certificate settings too), in
-    a fresh HOME and data folder, with agentmem not on the PATH and no virtualenv active."""
+    a fresh HOME and data folder, with agentmem not on the PATH and no virtualenv active; its hooks start no shared
+    process that would outlive the test."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("AGENTMEM_", "XDG_")) and k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
     env.update(PATH=path, HOME=str(tmp_path / "home"), XDG_DATA_HOME=str(tmp_path / "data"),
-               AGENTMEM_HOME=str(tmp_path / "agentmem-home"), CLAUDE_PLUGIN_ROOT=str(REPO))
+               AGENTMEM_HOME=str(tmp_path / "agentmem-home"), AGENTMEM_HOOK_STARTS_PROCESS="0",
+               CLAUDE_PLUGIN_ROOT=str(REPO))
     return env
 
 

@@ -16,6 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from agentmem_mcp.files import ensure_private_dir
+from scripts.live_processes import shared_pids
 
 from .test_embed_service import _imported, _wait_for
 
@@ -23,19 +24,6 @@ from .test_embed_service import _imported, _wait_for
 RELAY_MODULES = {"agentmem_mcp", "agentmem_mcp.__main__", "agentmem_mcp.cli", "agentmem_mcp.cli.app",
                  "agentmem_mcp.cli.common", "agentmem_mcp.runtime", "agentmem_mcp.runtime.relay",
                  "agentmem_mcp.capture", "agentmem_mcp.capture.hook_client"}
-
-
-def _shared_processes(home: Path) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if b"agentmem_mcp.runtime.shared_process" in cmdline and str(home).encode() in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return found
 
 
 def _repo(root: Path, name: str) -> Path:
@@ -80,7 +68,7 @@ def test_sessions_of_two_projects_share_one_process_and_see_only_their_own(cli_e
                         refused = await session.call_tool("memory_get", {"id": other["id"]})
                         assert refused.is_error
                         assert (await _call(session, "memory_context", {}))["project"] == str(project)
-                    shared = _shared_processes(home)
+                    shared = shared_pids(home)
                     assert len(shared) == 1
                     assert stat.S_IMODE(os.stat(home / "sessions.sock").st_mode) == 0o600
 
@@ -89,7 +77,7 @@ def test_sessions_of_two_projects_share_one_process_and_see_only_their_own(cli_e
                             await alone.initialize()
                             found = await _call(alone, "memory_search", {"query": "how do we deploy"})
                             assert [hit["id"] for hit in found["hits"]] == [mine["id"]]
-                    assert _shared_processes(home) == shared
+                    assert shared_pids(home) == shared
 
     anyio.run(scenario)
     for log in logs[:2]:
@@ -99,7 +87,7 @@ def test_sessions_of_two_projects_share_one_process_and_see_only_their_own(cli_e
         assert not modules & {"mcp", "pydantic", "anyio", "sqlean", "numpy", "tantivy"}
     alone = _imported(logs[2])
     assert "mcp" in alone and "agentmem_mcp.server.app" in alone
-    assert _wait_for(lambda: not _shared_processes(home), 30)  # 5 s after its last session
+    assert _wait_for(lambda: not shared_pids(home), 30)  # 5 s after its last session
 
 
 def test_a_session_goes_on_when_the_shared_process_dies(cli_env, home, tmp_path):
@@ -115,7 +103,7 @@ def test_a_session_goes_on_when_the_shared_process_dies(cli_env, home, tmp_path)
     async def scenario() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
-            [shared] = _shared_processes(home)
+            [shared] = shared_pids(home)
             outcome: dict = {}
 
             async def save() -> None:

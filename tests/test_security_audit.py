@@ -19,9 +19,9 @@ from agentmem_mcp.db.audit import GENESIS, head_path, key_path
 
 
 def run(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    """The real CLI, without the embedding model (the audit does not need it)."""
+    """The real CLI, without the embedding model (the audit does not need it) and with nothing on its stdin."""
     return subprocess.run([sys.executable, "-m", "agentmem_mcp", *args], env=env | {"AGENTMEM_EMBEDDINGS": "0"},
-                          cwd=cwd, capture_output=True, text=True, timeout=300)
+                          cwd=cwd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
 
 
 def unkeyed(prev: str, at: float, action: str, memory_id, project, detail: str) -> str:
@@ -31,6 +31,8 @@ def unkeyed(prev: str, at: float, action: str, memory_id, project, detail: str) 
 
 
 def tamper(database: Path, *statements: str, drop_triggers: bool = True) -> None:
+    """Run SQL on the database behind agentmem's back, as an attacker with the file would (by default without the
+    triggers that keep the audit append-only)."""
     conn = sqlean.connect(str(database), isolation_level=None)
     try:
         if drop_triggers:

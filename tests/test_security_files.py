@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,24 +18,15 @@ from agentmem_mcp.config import ConfigError, load_settings
 from agentmem_mcp.files import MARKER
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
 
-
-def agentmem(env: dict[str, str], *args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agentmem_mcp", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=180, input=stdin)
-
-
-def hook(env: dict[str, str], event: str, payload: dict, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agentmem_mcp", "hook", event], env=env, cwd=cwd,
-                          input=json.dumps(payload), capture_output=True, text=True, timeout=60)
+from attack_files import agentmem  # noqa: E402  (the real command and hook, as the files attack runs them)
+from attack_files import prompt as prompt_event  # noqa: E402
+from attack_files import run_hook as hook  # noqa: E402
 
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
-
-
-def prompt_event(project: Path, text: str, session: str = "s-1") -> dict:
-    return {"session_id": session, "cwd": str(project), "hook_event_name": "UserPromptSubmit", "prompt": text}
 
 
 @pytest.fixture

@@ -53,7 +53,7 @@ class Machine:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
         self.env.update(AGENTMEM_HOME=str(self.home), AGENTMEM_EMBED_MODEL_PATH=str(model_path),
                         AGENTMEM_TEAM_URL=team_url, AGENTMEM_TEAM_AUTHOR=name, AGENTMEM_SHARED_EMBEDDER="0",
-                        AGENTMEM_TEAM_REFRESH_SECONDS="3600")
+                        AGENTMEM_TEAM_REFRESH_SECONDS="3600", AGENTMEM_HOOK_STARTS_PROCESS="0")
         self.env.update(extra)
 
     def run(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:

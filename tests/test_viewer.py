@@ -18,6 +18,8 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
+from scripts.live_processes import serve_pids
+
 from .conftest import SHARED, require_shared
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
@@ -68,7 +70,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, model_path: Path) -> dict[st
     repo = root / "webapp"
     (repo / ".git").mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
-    env.update(AGENTMEM_HOME=str(root / "home"), AGENTMEM_EMBED_MODEL_PATH=str(model_path))
+    env.update(AGENTMEM_HOME=str(root / "home"), AGENTMEM_EMBED_MODEL_PATH=str(model_path),
+               AGENTMEM_HOOK_STARTS_PROCESS="0")  # its hooks start no shared process outliving the tests
     ids = {
         "pnpm": _saved_id(_cli(env, repo, "save", "We install dependencies with pnpm, never npm: the lockfile is "
                                "pnpm-lock.yaml", "--type", "decision")),
@@ -395,7 +398,7 @@ def test_beside_a_server_the_model_is_loaded_once_for_both(viewer):
                     break
                 await anyio.sleep(0.25)
             assert found["mode"] == "hybrid" and viewer["ids"]["retry"] in [h["id"] for h in found["hits"]]
-            servers = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _is_server(p, viewer)]
+            servers = serve_pids(Path(viewer["env"]["AGENTMEM_HOME"]))
             assert len(servers) == 1
             assert "onnxruntime" not in Path(f"/proc/{servers[0]}/maps").read_text()
             return servers[0]
@@ -427,16 +430,6 @@ def test_search_goes_on_when_the_shared_process_dies(viewer):
         time.sleep(0.5)
     assert "(hybrid)" in body and f"/memory/{viewer['ids']['retry']}" in body
     assert "onnxruntime" not in Path(f"/proc/{viewer['proc'].pid}/maps").read_text()
-
-
-def _is_server(entry: Path, viewer: dict[str, object]) -> bool:
-    try:
-        cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        environ = (entry / "environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    home = viewer["env"]["AGENTMEM_HOME"]
-    return b"serve" in cmdline and b"agentmem_mcp" in cmdline and f"AGENTMEM_HOME={home}".encode() in environ
 
 
 def _start_viewer(env: dict[str, str], cwd: Path) -> tuple[subprocess.Popen, int, dict[str, str]]:

@@ -6,6 +6,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..upkeep.ages import age
+
 if TYPE_CHECKING:
     from ..lifecycle.sweep_report import SweepEntry, SweepReport
 
@@ -40,14 +42,6 @@ def sweep_table(entries: Sequence[SweepEntry], *, dry_run: bool, show_keeps: boo
         verb = "dry run: would remove" if dry_run else "removed"
         lines.append(f"{verb} {len(removed)} of {len(entries)} memories in {scope}")
     return "\n".join(lines)
-
-
-def age(seconds: float) -> str:
-    """'just now', '5 min ago', '3 h ago', '12 d ago'."""
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.0f} {unit} ago"
-    return "just now"
 
 
 def memory_line(row: dict[str, Any], now: float | None = None) -> str:

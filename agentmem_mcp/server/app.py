@@ -57,7 +57,7 @@ class AppState:
     workdir: the session's directory (default: this process's; the shared process gives each session its relay's);
     embedder: the model to use (default: the shared embedding process's, else one of the store's own);
     model_first: the first tool call waits (up to MODEL_THREAD_JOIN_S) for the model (a session taken over by its
-    relay had vectors until then, relay_takeover.py)."""
+    relay had vectors until then, runtime/relay_takeover.py)."""
 
     def __init__(self, settings: Settings, *, workdir: str | None = None, embedder: Any = None,
                  model_first: bool = False) -> None:

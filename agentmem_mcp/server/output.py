@@ -7,6 +7,8 @@ import json
 import time
 from typing import Any
 
+from ..upkeep.ages import age
+
 # A memory's epoch-second fields, shown as ISO 8601 UTC dates.
 TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "valid_from", "valid_to", "forget_after")
 # Bookkeeping a model has no use for: the content hash, the vector model and the version chain's root.
@@ -25,14 +27,6 @@ def iso(epoch: float | None) -> str | None:
     if epoch is None:
         return None
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(epoch)))
-
-
-def age(seconds: float) -> str:
-    """'just now', '5 min ago', '3 h ago', '12 d ago'."""
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.0f} {unit} ago"
-    return "just now"
 
 
 def memory_view(memory: dict[str, Any], now: float) -> dict[str, Any]:

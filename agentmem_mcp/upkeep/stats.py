@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..capture.clients import NAMES
 from ..db import memories, meta, observations, sessions
+from .ages import age
 
 if TYPE_CHECKING:
     from ..parts import Parts
@@ -42,8 +43,6 @@ def stats(store: Parts, *, project: str | None = ..., all_projects: bool = False
 
 def format_sweep(sweep: dict[str, Any] | None, now: float | None = None) -> str:
     """The last forgetting sweep in a line: when (UTC and how long ago), the strategy and what it changed."""
-    from ..cli.views import age
-
     if not sweep:
         return "never"
     at = sweep.get("at")
