@@ -160,22 +160,6 @@ def wait_recorded(database: Path, marker: str, started: float, timeout: float = 
     raise SystemExit(f"the first hook's event ({marker}) was not recorded")
 
 
-def wait_recorded(database: Path, marker: str, started: float, timeout: float = 30.0) -> float:
-    """ms from `started` (time.perf_counter) until an observation whose input holds `marker` is committed."""
-    import sqlite3
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5) as conn:
-                if conn.execute("SELECT 1 FROM observations WHERE input LIKE ?", (f"%{marker}%",)).fetchone():
-                    return (time.perf_counter() - started) * 1000
-        except sqlite3.Error:  # not made yet
-            pass
-        time.sleep(0.005)
-    raise SystemExit(f"the first hook's event ({marker}) was not recorded")
-
-
 def stop_hook_processes(home: Path) -> None:
     """Stop the shared processes serving `home` and forget when one was last started (a first hook of the day
     starts with none)."""
