@@ -161,9 +161,12 @@ class Agentmem:
         return self._stores[key]
 
     def close(self) -> None:
+        from live_processes import stop_shared_processes
+
         for store in self._stores.values():
             store.close()
         self._stores.clear()
+        stop_shared_processes(self.home)  # the one the replay's first hook started
 
 
 @dataclass
