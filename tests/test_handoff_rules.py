@@ -603,3 +603,13 @@ def test_the_mcp_servers_several_sessions_used_are_learned():
                                     call("byterover-mcp/retrieve-knowledge", "s2"),
                                     call("github/get_issue", "s2")], "/p", ("/p",)) if d.key == "toolchain"]
     assert got == ["MCP servers the sessions used: byterover-mcp (retrieve-knowledge, store-knowledge; 2 sessions)."]
+
+
+def test_an_earlier_session_with_no_report_says_what_its_test_runs_showed():
+    from agentmem_mcp.recall.briefing import _session_line
+
+    row = {"content": "Asked: Add a /health endpoint and make sure `make test` passes\nTests: `make test` run 1x, "
+                      "last run passed (ok: 14 passed, 0 failed)", "valid_from": 1.0, "created_at": 1.0,
+           "updated_at": 2.0, "client": "codex"}
+    assert _session_line(row, 100.0, 360, last=False).endswith(
+        "— Tests: `make test` run 1x, last run passed (ok: 14 passed, 0 failed).")

@@ -27,7 +27,8 @@ from agentmem_mcp.capture.events_codex_gemini import CODEX_EVENTS, GEMINI_EVENTS
 from agentmem_mcp.capture.hook import CONTEXT_EVENTS, _answer_text, _output
 from agentmem_mcp.capture.hook_start import start_shared_process
 from agentmem_mcp.install.install import HOOK_ENTRY
-from tests.test_hook_start import _processes, _wait
+from scripts.live_processes import shared_pids as _processes
+from tests.test_hook_start import _wait
 
 
 @pytest.fixture

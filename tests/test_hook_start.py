@@ -158,11 +158,13 @@ def test_the_test_session_stops_and_names_the_processes_its_tests_left_running(e
     """tests/conftest.py's check, in a pytest session of its own whose test leaves a hook's shared process behind."""
     (tmp_path / "test_leaky.py").write_text(
         "from agentmem_mcp.capture.hook_start import start_shared_process\n"
-        "from agentmem_mcp.files import ensure_private_dir\n\n"
+        "from agentmem_mcp.files import ensure_private_dir\n"
+        "from scripts.live_processes import shared_pids\n\n"
         "def test_leaves_one(tmp_path):\n"
         "    home = tmp_path / 'home'\n"
         "    ensure_private_dir(home)\n"
-        "    assert start_shared_process({'AGENTMEM_HOME': str(home)})\n")
+        "    assert start_shared_process({'AGENTMEM_HOME': str(home)})\n"
+        "    assert shared_pids(home, wait_s=20)  # up and named, however loaded the machine\n")
     basetemp = tmp_path / "basetemp"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
                            "--basetemp", str(basetemp), "test_leaky.py"], cwd=tmp_path, capture_output=True,

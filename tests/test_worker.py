@@ -222,7 +222,7 @@ def test_recurring_error_and_its_fix_become_a_bug_memory(env, repo, settings, em
     assert len(bugs) == 1
     assert "cannot import name 'helper'" in bugs[0]["content"] and "core.py" in bugs[0]["content"]
     assert json.loads(bugs[0]["files"]) == ["app/core.py"]  # project-relative
-    assert "Failed, then passed later in the session: `pytest`" in summary
+    assert "Failed, then passed later in the session: `pytest -q`" in summary  # named as it ran
 
 
 def test_command_normalisation_and_error_signatures():

@@ -274,8 +274,10 @@ def _session_line(row: Any, now: float, chars: int, last: bool, pieces: list[str
     if said and (len(unresolved) > chars // 2 or request.lstrip('"') in asked):
         unresolved = how  # the request is in the head already: how it ended is what is left to say
     ended = f" It ended without a result: {unresolved}." if unresolved and len(unresolved) <= chars // 2 else ""
-    return head + (" —" if outcome or committed or ended else "") + committed + (f" {outcome}" if outcome else "") \
-        + ended + (f" Files changed: {changed}." if changed else "")
+    tests = "" if outcome or committed else fit(_items(parts.get("Tests", "")), chars // 3, "; ")
+    ran = f" Tests: {tests}." if tests else ""  # with no report, what its test runs showed
+    return head + (" —" if outcome or committed or ended or ran else "") + committed \
+        + (f" {outcome}" if outcome else "") + ran + ended + (f" Files changed: {changed}." if changed else "")
 
 
 # a statement of a change made ("Added a version badge in panel.html", "panel.js - Updated the header")
