@@ -566,19 +566,23 @@ def test_a_correction_a_later_session_gave_up_is_reversed_and_one_it_kept_is_not
     assert reversed_later(decision, given_up("Moved to PostgreSQL with pgvector, replacing the SQLite database."))
 
 
-def test_an_earlier_session_that_ended_without_a_result_says_so():
+def test_an_earlier_session_that_ended_on_a_problem_the_user_reported_says_so():
     from agentmem_mcp.recall.briefing import _session_line
 
     row = {"content": "Asked: add the disagreement table\nOutcome (the agent's reports): compareFENs() now keeps the "
                       "pawn counts.\nUnresolved: \"continue\": the client's API call failed (redacted_thinking blocks "
                       "cannot be modified), 3 attempts", "valid_from": 1.0, "created_at": 1.0, "updated_at": 2.0,
            "client": None}
-    line = _session_line(row, 100.0, 360, last=False)
-    assert "compareFENs()" in line and "It ended without a result: \"continue\": the client's API call failed" in line
-    row = {**row, "content": "Asked: mix phx.server doesnt seem to start\nUnresolved: \"mix phx.server doesnt seem to "
-                             "start\": interrupted by the user"}
+    line = _session_line(row, 100.0, 360, last=False)  # a later session may have taken "continue" up
+    assert "compareFENs()" in line and "without a result" not in line
+    row = {**row, "content": "Asked: the scrolling fix\nUnresolved: \"scrolling back in xterm.js still does not "
+                             "work\": interrupted by the user"}  # a problem the user reported stays said
     assert _session_line(row, 100.0, 360, last=False).endswith(
-        "asked \"mix phx.server doesnt seem to start\" — It ended without a result: interrupted by the user.")
+        "— It ended without a result: \"scrolling back in xterm.js still does not work\": interrupted by the user.")
+    row = {**row, "content": "Asked: xterm.js scrolling still does not work\nUnresolved: \"xterm.js scrolling still "
+                             "does not work\": interrupted by the user"}
+    assert _session_line(row, 100.0, 360, last=False).endswith(
+        "asked \"xterm.js scrolling still does not work\" — It ended without a result: interrupted by the user.")
 
 
 def test_a_findings_cells_are_no_statements_without_the_finding():

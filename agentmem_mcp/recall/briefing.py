@@ -41,7 +41,7 @@ from ..lifecycle import (
     UNTRIED,
 )
 from ..lifecycle.commands import command_label, normalize_command
-from ..lifecycle.reports import fit, names, sentences, versions
+from ..lifecycle.reports import COMPLAINT, fit, names, sentences, versions
 from ..lifecycle.retention import retention
 from ..trust.policy import typed_by_user
 from .anchors import FreshRows, missing_files, relative, stale_note
@@ -271,7 +271,9 @@ def _session_line(row: Any, now: float, chars: int, last: bool, pieces: list[str
     changed = _files_changed(parts, chars // 3) if chars >= 300 else ""
     unresolved = parts.get(UNRESOLVED, "")
     request, said, how = unresolved.rpartition('": ')
-    if said and (len(unresolved) > chars // 2 or request.lstrip('"') in asked):
+    if not COMPLAINT.search(request):
+        unresolved = ""  # a later session may have taken the request up; a problem the user reported stays said
+    elif len(unresolved) > chars // 2 or request.lstrip('"') in asked:
         unresolved = how  # the request is in the head already: how it ended is what is left to say
     ended = f" It ended without a result: {unresolved}." if unresolved and len(unresolved) <= chars // 2 else ""
     tests = "" if outcome or committed else fit(_items(parts.get("Tests", "")), chars // 3, "; ")
@@ -469,7 +471,7 @@ def briefing_lines(conn: Connection, project: str | None, now: float | None = No
         if " —" not in variants[0] and "Files changed: " not in variants[0]:
             continue  # a request with nothing known to have come of it
         lines.append(ContextLine(EARLIER, variants[0], row["id"], variants))
-    named = " ".join(line.text for line in lines if line.section == LAST)
+    named = " ".join(line.text for line in lines)  # a file a line names already is not said again
     files = [f for f in _files_in_play(knowledge, summaries[:2], tree, project) if f not in named]
     if files:
         lines.append(ContextLine(FILES, "- " + ", ".join(files)))
