@@ -190,7 +190,8 @@ def _complete_similarities(store: Parts, results: dict[str, list[tuple[str, floa
     others = [memory_id for name, pairs in results.items() if name != "vector"
               for memory_id, _ in pairs if memory_id not in scored]
     if others:
-        results["vector"] = [*results["vector"], *vectors.similarities(store.conn, query_vector, others).items()]
+        found = vectors.similarities(store.conn, query_vector, others, store.settings.vector_copy_chunks)
+        results["vector"] = [*results["vector"], *found.items()]
 
 
 QueryWords = tuple[list[str], dict[str, Any], dict[str, float]]  # the query's words, stored vectors, IDFs
@@ -376,7 +377,8 @@ def _vector_search(store: Parts, knobs: RankingSettings, query: str, projects: l
     vector = store.embedder.embed_query(query)
     if vector is None:
         return [], None
-    return vectors.knn(store.conn, vector, projects=projects, latest_only=latest_only, k=knobs.retriever_depth), vector
+    return vectors.knn(store.conn, vector, projects=projects, latest_only=latest_only, k=knobs.retriever_depth,
+                       copy_limit=store.settings.vector_copy_chunks), vector
 
 
 def _graph_search(store: Parts, knobs: RankingSettings, query: str,
