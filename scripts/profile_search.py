@@ -5,8 +5,8 @@
 
 Copies the store to a scratch home (the searches' access writes leave the original as built), asks the bench's 15
 queries once (so their vectors are cached, as for an agent repeating itself), then, over `--searches` searches
-asked in a fixed random order: wall time p50 / p95 per search; each stage's time (retrievers, fusion's parts,
-rerank, access write: the functions of recall/retrieval.py and index/vectors.py, wrapped with a clock); the
+asked in a fixed random order: wall time p50 / p95 per search; each stage's median time in a search (retrievers,
+fusion's parts, rerank, access write, the SQL reads of memories: functions wrapped with a clock); the
 SQL statements per search (traced, literals folded), with how many times each ran; the threads a search hands
 work to; and cProfile's top functions by own time. Run it with the interpreter of the tree to profile.
 """
@@ -20,6 +20,7 @@ import pstats
 import random
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -31,8 +32,10 @@ from bench_store import QUERIES
 from harness import MODEL_NAME, default_model, describe_machine, summary, utc_now, write_json
 
 from agentmem_mcp.config import load_settings
-from agentmem_mcp.index import vectors
+from agentmem_mcp.db import memories
+from agentmem_mcp.index import vectors, words
 from agentmem_mcp.index.embedder import Embedder
+from agentmem_mcp.index.fulltext import FulltextIndex
 from agentmem_mcp.recall import retrieval
 from agentmem_mcp.store import Store
 
@@ -43,7 +46,12 @@ STAGES = [(retrieval, "_bm25_search", "bm25"), (retrieval, "_graph_search", "gra
           (retrieval, "_without_vectors", "fusion: without vectors"),
           (retrieval, "_complete_similarities", "fusion: exact cosines"),
           (retrieval, "_add_similar_words", "fusion: similar words"), (retrieval, "_rerank", "rerank"),
-          (retrieval, "_record_access", "access write")]
+          (retrieval, "_record_access", "access write"), (retrieval, "fuse_scores", "fusion: fuse_scores"),
+          (words.WordMatrix, "soft_scores", "fusion: similar words' scores"),
+          (memories, "words_by_id", "fusion: similar words' memory words (SQL)"),
+          (memories, "by_ids", "SQL: memories by id (rerank, BM25's filter)"),
+          (FulltextIndex, "check_files", "BM25: index files checked"), (FulltextIndex, "search", "BM25: tantivy"),
+          (retrieval, "_stale", "rerank: files named checked"), (retrieval, "snippet", "rerank: snippets")]
 
 
 def searches(store: Store, count: int, seed: int) -> list[float]:
@@ -58,8 +66,10 @@ def searches(store: Store, count: int, seed: int) -> list[float]:
 
 
 def staged(store: Store, count: int, seed: int) -> dict[str, dict]:
+    """Search p50 / p95 with each stage clocked, and each stage's median time in a search (its calls summed)."""
     clocks: dict[str, list[float]] = {}
     kept = [(owner, name, getattr(owner, name)) for owner, name, _ in STAGES]
+    current = [0]
 
     def timed(function, label):
         def run(*args, **kwargs):
@@ -67,18 +77,25 @@ def staged(store: Store, count: int, seed: int) -> dict[str, dict]:
             try:
                 return function(*args, **kwargs)
             finally:
-                clocks.setdefault(label, []).append((time.perf_counter() - started) * 1000)
+                spent = clocks.setdefault(label, [0.0] * count)
+                spent[current[0]] += (time.perf_counter() - started) * 1000
         return run
 
     for (owner, name, label), (_, _, function) in zip(STAGES, kept):
         setattr(owner, name, timed(function, label))
+    rng = random.Random(seed)
+    total = []
     try:
-        total = searches(store, count, seed)
+        for n in range(count):
+            current[0] = n
+            started = time.perf_counter()
+            store.search(rng.choice(QUERIES), limit=10)
+            total.append((time.perf_counter() - started) * 1000)
     finally:
         for owner, name, function in kept:
             setattr(owner, name, function)
-    per_search = {label: round(sum(values) / count, 3) for label, values in clocks.items()}
-    return {"search": summary(total), "mean ms per search": per_search}
+    return {"search": summary(total),
+            "median ms per search": {label: round(statistics.median(values), 3) for label, values in clocks.items()}}
 
 
 def statements(store: Store, count: int, seed: int) -> tuple[float, Counter]:
@@ -110,13 +127,13 @@ def hand_offs(store: Store, count: int, seed: int) -> float:
     return submitted[0] / count
 
 
-def profiled(store: Store, count: int, seed: int, top: int) -> str:
+def profiled(store: Store, count: int, seed: int, top: int, order: str) -> str:
     profile = cProfile.Profile()
     profile.enable()
     searches(store, count, seed)
     profile.disable()
     out = io.StringIO()
-    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(top)
+    pstats.Stats(profile, stream=out).sort_stats(order).print_stats(top)
     return out.getvalue()
 
 
@@ -125,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("store", type=Path, help="a built store's home (bench_core.py --store DIR: DIR/<size>)")
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--top", type=int, default=30, help="cProfile's functions shown")
+    parser.add_argument("--sort", default="tottime", help="cProfile's order: tottime (own time) or cumulative")
     parser.add_argument("--model", type=Path, default=default_model())
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
@@ -144,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             stages = staged(store, args.searches, seed=2)
             per_search, seen = statements(store, args.searches, seed=3)
             threads = hand_offs(store, args.searches, seed=4)
-            profile = profiled(store, args.searches, seed=5, top=args.top)
+            profile = profiled(store, args.searches, seed=5, top=args.top, order=args.sort)
     results = {"date": utc_now(), "machine": describe_machine(), "search": plain, "stages": stages,
                "sql statements per search": round(per_search, 2), "pool hand-offs per search": threads,
                "statements": {sql: round(n / args.searches, 2) for sql, n in seen.most_common()}}
@@ -152,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{results['date']} | {results['machine']}")
     print(f"search p50 / p95: {plain['p50_ms']} / {plain['p95_ms']} ms; with stage clocks "
           f"{stages['search']['p50_ms']} ms")
-    for label, ms in sorted(stages["mean ms per search"].items(), key=lambda item: -item[1]):
+    for label, ms in sorted(stages["median ms per search"].items(), key=lambda item: -item[1]):
         print(f"  {label:<28} {ms:7.3f} ms")
     print(f"SQL statements per search: {per_search:.1f}; pool hand-offs per search: {threads:.2f}")
     for sql, n in seen.most_common():

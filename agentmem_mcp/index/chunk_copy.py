@@ -23,6 +23,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from ..db import vectors as vector_rows
 from ..db.connection import Connection
@@ -33,28 +34,34 @@ RELOAD_ABOVE = 5_000  # more changes than this since the copy was made: read it 
 BATCH = 500  # memory ids per statement in db/vectors.py's reads, whose row order this copies
 
 
+Row = tuple[str, "bytes | None", int]  # (memory_id, embedding, chunk_index), as db/vectors.py's reads give them
+
+
 class ChunkCopy:
     """One database's `memory_chunks` rows as the re-scoring reads them: chunk id -> (memory id, embedding,
-    chunk index), and each memory's chunk indexes -> chunk ids."""
+    chunk index), and each memory's rows in chunk index order, its chunks (answer chunk included) apart from its
+    sentence pieces."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.rows: dict[int, tuple[str, bytes | None, int]] = {}
-        self.by_memory: dict[str, dict[int, int]] = {}
+        self.rows: dict[int, Row] = {}
+        self.by_memory: dict[str, dict[int, int]] = {}  # memory id -> chunk index -> chunk id
+        self.ordered: dict[str, tuple[list[Row], list[Row]]] = {}  # memory id -> (its chunks, its pieces)
         self.seq = -1  # the last change applied; -1: not loaded
         self.lock = threading.Lock()
 
     def load(self, conn: Connection) -> bool:
         """Read every chunk; False when the store holds more than `limit` of them (no copy is kept)."""
-        self.rows, self.by_memory, self.seq = {}, {}, -1
+        self._clear()
         seq = vector_rows.last_change(conn)  # before the rows: a change committed meanwhile is applied again later
         if vector_rows.chunk_count(conn) > self.limit:
             return False
         for chunk_id, memory_id, chunk_index, embedding in vector_rows.all_chunks(conn):
             self._put(chunk_id, memory_id, chunk_index, embedding)
         if len(self.rows) > self.limit:
-            self.rows, self.by_memory = {}, {}
+            self._clear()
             return False
+        self._order(self.by_memory)
         self.seq = seq
         return True
 
@@ -71,17 +78,23 @@ class ChunkCopy:
         changed = list(dict.fromkeys(vector_rows.changed_chunks(conn, self.seq, last)))
         if vector_rows.RESET in changed:
             return self.load(conn)
+        touched = {row[0] for row in map(self.rows.get, changed) if row is not None}
         for chunk_id in changed:
             self._drop(chunk_id)
         for start in range(0, len(changed), BATCH):
             for chunk_id, memory_id, chunk_index, embedding in vector_rows.chunks_by_id(
                     conn, changed[start:start + BATCH]):
                 self._put(chunk_id, memory_id, chunk_index, embedding)
+                touched.add(memory_id)
         if len(self.rows) > self.limit:
-            self.rows, self.by_memory, self.seq = {}, {}, -1
+            self._clear()
             return False
+        self._order(touched)
         self.seq = last
         return True
+
+    def _clear(self) -> None:
+        self.rows, self.by_memory, self.ordered, self.seq = {}, {}, {}, -1
 
     def _put(self, chunk_id: int, memory_id: str, chunk_index: int, embedding: bytes | None) -> None:
         self.rows[chunk_id] = (memory_id, embedding, chunk_index)
@@ -97,24 +110,35 @@ class ChunkCopy:
             if not indexes:
                 del self.by_memory[row[0]]
 
+    def _order(self, memory_ids: Any) -> None:
+        """Each of these memories' rows in chunk index order, chunks apart from pieces (none: it has none left)."""
+        for memory_id in memory_ids:
+            indexes = self.by_memory.get(memory_id)
+            if not indexes:
+                self.ordered.pop(memory_id, None)
+                continue
+            rows = [self.rows[indexes[i]] for i in sorted(indexes)]
+            self.ordered[memory_id] = ([r for r in rows if r[2] < vector_rows.PIECE_INDEX],
+                                       [r for r in rows if r[2] >= vector_rows.PIECE_INDEX])
+
     # the reads, row for row as db/vectors.py's ------------------------------------------------------------
 
-    def chunk_rows(self, chunk_ids: Sequence[int]) -> list[tuple[str, bytes | None, int]]:
+    def chunk_rows(self, chunk_ids: Sequence[int]) -> list[Row]:
         """`vector_rows.chunk_rows`: these chunks' rows, by ascending chunk id (SQLite's order for `id IN`)."""
         rows = self.rows
         return [rows[c] for c in sorted(set(chunk_ids)) if c in rows]
 
-    def memory_chunk_rows(self, memory_ids: Sequence[str], pieces: bool) -> list[tuple[str, bytes | None, int]]:
+    def memory_chunk_rows(self, memory_ids: Sequence[str], pieces: bool) -> list[Row]:
         """`vector_rows.memory_chunk_rows`: per batch of BATCH ids, by memory id then chunk index (the order of
         the (memory_id, chunk_index) index SQLite reads them by)."""
-        rows, by_memory = self.rows, self.by_memory
-        found: list[tuple[str, bytes | None, int]] = []
+        ordered = self.ordered
+        side = 1 if pieces else 0
+        found: list[Row] = []
         for start in range(0, len(memory_ids), BATCH):
             for memory_id in sorted(set(memory_ids[start:start + BATCH])):
-                indexes = by_memory.get(memory_id)
-                if indexes:
-                    found += [rows[indexes[i]] for i in sorted(indexes)
-                              if (i >= vector_rows.PIECE_INDEX) == pieces]
+                both = ordered.get(memory_id)
+                if both is not None:
+                    found += both[side]
         return found
 
     def answer_rows(self, memory_ids: Sequence[str]) -> list[tuple[str, bytes | None]]:

@@ -22,7 +22,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 from ..db import memories
@@ -62,10 +62,16 @@ HIT_OVERHEAD_TOKENS = 24
 RETRIEVER_DEPTH = RankingSettings.retriever_depth  # scripts/eval_ablation.py reads these two
 TIME_WINDOW_BOOST = RankingSettings.time_window_boost
 ACCESS_BUSY_TIMEOUT_MS = 300
+# what the rerank reads of a candidate: its filter's columns, its state, and what a hit shows (not its words,
+# tags or hashes)
+RERANKED_COLUMNS = ("id, project, is_latest, type, tier, created_at, confidence, quarantined, forget_after, "
+                    "last_accessed_at, strength, importance, priority, title, content, files, version, source, key, "
+                    "anchor_commit")
 
 
 _HERE: dict[str, tuple[float, tuple[str | None, str | None]]] = {}
 HERE_SECONDS = 2.0  # how long a directory's project and working tree are taken as known
+SHOWN_KEPT = 4096  # titles and snippets whose text as shown to an agent is kept
 
 
 def _where_here(workdir: str | None) -> tuple[str | None, str | None]:
@@ -81,6 +87,13 @@ def _where_here(workdir: str | None) -> tuple[str | None, str | None]:
     found = project_for(here), worktree_root(here)
     _HERE[here] = (now, found)
     return found
+
+
+@lru_cache(maxsize=SHOWN_KEPT)
+def _shown(text: str, trusted: bool) -> str:
+    """`trust.as_data` of a title or snippet (a pure function, and the hits a store returns recur from one
+    search to the next)."""
+    return as_data(text, trusted=trusted)
 
 
 def _tree_for(project: str | None, here: tuple[str | None, str | None]) -> str | None:
@@ -397,7 +410,7 @@ def _rerank(store: Parts, knobs: RankingSettings, fused: list[Fused], request: S
     if not fused:
         return []
     by_id = {f.id: f for f in fused}
-    rows = memories.by_ids(store.conn, list(by_id))
+    rows = memories.by_ids(store.conn, list(by_id), RERANKED_COLUMNS)
     now = store.now()
     query = request.query
     window = time_window(query, now)
@@ -429,10 +442,10 @@ def _rerank(store: Parts, knobs: RankingSettings, fused: list[Fused], request: S
     which_file = asks_which_file(query)
     here = _where_here(store.workdir)
     return [SearchHit(
-        id=row["id"], title=as_data(row["title"], trusted=typed_by_user(row)), type=row["type"], tier=row["tier"],
+        id=row["id"], title=_shown(row["title"], typed_by_user(row)), type=row["type"], tier=row["tier"],
         project=row["project"],
-        snippet=as_data(with_files((summary_snippet if row["type"] == "summary" else snippet)(
-            row["content"], query_terms, weights=rarity), row["files"], which_file), trusted=typed_by_user(row)),
+        snippet=_shown(with_files((summary_snippet if row["type"] == "summary" else snippet)(
+            row["content"], query_terms, weights=rarity), row["files"], which_file), typed_by_user(row)),
         score=round(score, 4),
         age=humanize_age(now - row["created_at"]),
         why=_why(by_id[row["id"]], reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"]))
