@@ -64,6 +64,7 @@ def filled(store: Store) -> Store:
     store.now = lambda: CLOCK  # retention is a function of time: one clock for both answers
     store.save_many([{"content": text} for text in TEXTS], supersede_check=False)
     assert store.add_sentence_pieces() > 0
+    assert store.add_word_vectors() > 0  # the worker's passes: similar words take part in the ranking
     store.flush()
     return store
 
@@ -199,3 +200,32 @@ def test_the_re_scoring_reads_through_the_copy_give_sqlite_s_scores(filled: Stor
         theirs = vectors.knn(filled.conn, vector, projects=None, latest_only=True, k=5)
         assert ours == theirs
         assert vectors.similarities(filled.conn, vector, ids, 10_000) == vectors.similarities(filled.conn, vector, ids)
+
+
+def test_questions_asked_again_answer_as_a_store_without_caches_would(filled: Store) -> None:
+    """Search keeps what a question asked again needs (the chunk copy, each memory's word rows, the similar-word
+    scores of the last questions): asked three times over, in turn, each answer is the one a store with none of
+    them gives."""
+    from agentmem_mcp.index.words import WordMatrix
+
+    def uncached(query: str) -> list[tuple]:
+        kept = filled.word_matrix
+        filled.word_matrix = WordMatrix()
+        try:
+            return _without_copy(filled, query)
+        finally:
+            filled.word_matrix = kept
+
+    rng = random.Random(5)
+    nouns = ["upload", "token", "cache", "invoice", "webhook", "parser", "schema", "session", "report", "queue"]
+    verbs = ["retries", "validates", "rejects", "logs", "signs", "renders", "throttles", "migrates"]
+    filled.save_many([{"content": f"The {rng.choice(nouns)} {rng.choice(verbs)} every {rng.choice(nouns)} before "
+                                  f"it reaches the {rng.choice(nouns)} service. We chose this after an outage."}
+                      for _ in range(60)], supersede_check=False)
+    filled.add_sentence_pieces()
+    filled.add_word_vectors()
+    filled.flush()
+    asked = [*QUERIES, *(f"why does the {a} reject the {b}" for a, b in zip(nouns, reversed(nouns)))]
+    for _ in range(3):
+        for query in asked:
+            assert _hits(filled, query) == uncached(query), query

@@ -311,7 +311,7 @@ class WordMatrix:
                     if len(self.answers) >= MAX_CACHED_ANSWERS:
                         self.answers.pop(next(iter(self.answers)))
                     self.answers[key] = found
-            return dict(found)
+            return {memory_id: found[memory_id] for memory_id in rows if memory_id in found}  # `_scores`' order
 
 
 def searched_words(stored: str) -> list[str]:
