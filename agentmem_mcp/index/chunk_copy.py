@@ -6,7 +6,9 @@ candidates the other retrievers found: a few hundred `memory_chunks` rows read f
 database holds at most `vector_copy_chunks` chunks (the setting), `ChunkCopy` keeps every row of that table this
 re-scoring reads (memory id, chunk index, float32 vector as stored) and answers the same three reads
 (`chunk_rows`, `memory_chunk_rows`, `answer_rows` of db/vectors.py) with the same rows in the same order, so the
-scores computed from them are the same to the last bit.
+scores computed from them are the same to the last bit. While no change is applied, it also keeps the results of
+the last re-scorings (`vectors.knn` and `vectors.similarities` of a query, functions of the query and of these
+rows and codes): a question asked again is answered without scanning or scoring again.
 
 It is kept in step like the codes: every write to `memory_chunks` (chunks, sentence pieces, answer chunks) and to
 the KNN table appends the chunk ids it touched to `vector_changes` in the writer's transaction (db/vectors.py), and
@@ -31,6 +33,7 @@ from ..db.connection import Connection
 log = logging.getLogger("agentmem")
 
 RELOAD_ABOVE = 5_000  # more changes than this since the copy was made: read it again rather than apply them
+ANSWERS_KEPT = 256  # re-scorings (queries x filters) a copy keeps
 BATCH = 500  # memory ids per statement in db/vectors.py's reads, whose row order this copies
 
 
@@ -49,6 +52,7 @@ class ChunkCopy:
         self.ordered: dict[str, tuple[list[Row], list[Row]]] = {}  # memory id -> (its chunks, its pieces)
         self.seq = -1  # the last change applied; -1: not loaded
         self.lock = threading.Lock()
+        self.answers: dict[tuple, Any] = {}  # the last re-scorings' results (`vectors.knn`), while nothing changes
 
     def load(self, conn: Connection) -> bool:
         """Read every chunk; False when the store holds more than `limit` of them (no copy is kept)."""
@@ -75,6 +79,7 @@ class ChunkCopy:
         first = vector_rows.change_bounds(conn)[0]
         if last < self.seq or first > self.seq + 1 or last - self.seq > RELOAD_ABOVE:
             return self.load(conn)  # a new log (the database was replaced), or one pruned past this copy
+        self.answers = {}
         changed = list(dict.fromkeys(vector_rows.changed_chunks(conn, self.seq, last)))
         if vector_rows.RESET in changed:
             return self.load(conn)
@@ -94,7 +99,14 @@ class ChunkCopy:
         return True
 
     def _clear(self) -> None:
-        self.rows, self.by_memory, self.ordered, self.seq = {}, {}, {}, -1
+        self.rows, self.by_memory, self.ordered, self.answers, self.seq = {}, {}, {}, {}, -1
+
+    def keep(self, key: tuple, answer: Any) -> None:
+        """Keep a re-scoring's result (a function of the query and of the rows held): it serves the same question
+        until a change is applied (`refresh`, `load`), which forgets them all."""
+        if len(self.answers) >= ANSWERS_KEPT:
+            self.answers.pop(next(iter(self.answers)))
+        self.answers[key] = answer
 
     def _put(self, chunk_id: int, memory_id: str, chunk_index: int, embedding: bytes | None) -> None:
         self.rows[chunk_id] = (memory_id, embedding, chunk_index)
@@ -179,7 +191,10 @@ def held(conn: Connection, limit: int) -> Iterator[ChunkCopy | None]:
         except Exception as error:  # e.g. no vector_changes table (a database opened by an older version)
             log.info("chunk vectors read from SQLite: %s", error)
             found.seq, ready = -1, False
-        yield found if ready else None
+        if ready:
+            yield found
+            return
+    yield None  # SQLite serves, with no lock held
 
 
 def forget(conn: Connection) -> None:

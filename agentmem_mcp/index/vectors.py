@@ -143,14 +143,19 @@ def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, 
     copy of the codes (index/codes.py) when it can, "vec0" always by sqlite-vec's exhaustive scan; the bench's
     A/B also asks for "codes, one pass" and "codes, two passes". `copy_limit`: the re-scoring reads the chunks'
     vectors from this process's copy of them (index/chunk_copy.py) when the store holds at most this many
-    (0: always from SQLite); the scores are the same."""
+    (0: always from SQLite), and the copy keeps the answers of the last queries until a vector is written (by any
+    process); the scores are the same."""
     if not vector_rows.table_exists(conn):
         return []
-    chunk_ids = nearest_chunks(conn, query, projects=projects, latest_only=latest_only,
-                               count=candidates or max(MIN_CANDIDATES, k * CANDIDATES_PER_RESULT), scan=scan)
-    if not chunk_ids:
-        return []
     with chunk_copy.held(conn, copy_limit) as copy:
+        key = ("knn", query.tobytes(), None if projects is None else tuple(projects), latest_only, k, candidates,
+               scan)
+        if copy is not None and (kept := copy.answers.get(key)) is not None:
+            return list(kept)
+        chunk_ids = nearest_chunks(conn, query, projects=projects, latest_only=latest_only,
+                                   count=candidates or max(MIN_CANDIDATES, k * CANDIDATES_PER_RESULT), scan=scan)
+        if not chunk_ids:
+            return []
         reads = _Reads(conn, copy)
         rows = reads.chunk_rows(chunk_ids)
         best: dict[str, float] = {}
@@ -162,7 +167,11 @@ def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, 
             best.update(_best_rows(reads, query, only_answer, pieces=False))
         _keep_best(answers, reads.answer_rows([m for m in best if m not in answers]), query)
         scored = _with_pieces(reads, query, best)
-    return sorted(((m, combine(s, None, answers.get(m))) for m, s in scored.items()), key=lambda item: -item[1])[:k]
+        found = sorted(((m, combine(s, None, answers.get(m))) for m, s in scored.items()),
+                       key=lambda item: -item[1])[:k]
+        if copy is not None:
+            copy.keep(key, found)
+    return found
 
 
 class _Reads:
@@ -239,6 +248,12 @@ def similarities(conn: Connection, query: Any, memory_ids: Sequence[str], copy_l
     for `knn`."""
     answers: dict[str, float] = {}
     with chunk_copy.held(conn, copy_limit) as copy:
+        key = ("similarities", query.tobytes(), tuple(memory_ids))
+        if copy is not None and (kept := copy.answers.get(key)) is not None:
+            return dict(kept)
         reads = _Reads(conn, copy)
         scores = _with_pieces(reads, query, _best_rows(reads, query, memory_ids, pieces=False, answers=answers))
-    return {memory_id: combine(score, None, answers.get(memory_id)) for memory_id, score in scores.items()}
+        found = {memory_id: combine(score, None, answers.get(memory_id)) for memory_id, score in scores.items()}
+        if copy is not None:
+            copy.keep(key, found)
+    return found
