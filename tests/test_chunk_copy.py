@@ -15,6 +15,8 @@ import pytest
 
 from agentmem_mcp.db import vectors as vector_rows
 from agentmem_mcp.index import chunk_copy, vectors
+from agentmem_mcp.index.words import WordMatrix
+from agentmem_mcp.recall import retrieval
 from agentmem_mcp.store import Store
 
 TEXTS = [
@@ -39,13 +41,19 @@ def _hits(store: Store, query: str) -> list[tuple]:
     return [(h.id, h.title, h.score, h.snippet, h.why) for h in store.search(query, limit=10, record_access=False).hits]
 
 
-def _without_copy(store: Store, query: str) -> list[tuple]:
-    kept = store.settings
+def _uncached(store: Store, query: str) -> list[tuple]:
+    """The answer of a store that keeps nothing from one search to the next: no chunk copy, no word rows or
+    similar-word scores, no keyword answers."""
+    kept, matrix, bm25 = store.settings, store.word_matrix, dict(retrieval._BM25)
     store.settings = kept.replace(vector_copy_chunks=0)
+    store.word_matrix = WordMatrix()
+    retrieval._BM25.clear()
     try:
         return _hits(store, query)
     finally:
-        store.settings = kept
+        store.settings, store.word_matrix = kept, matrix
+        retrieval._BM25.clear()
+        retrieval._BM25.update(bm25)
 
 
 def _copy_of(store: Store) -> chunk_copy.ChunkCopy | None:
@@ -56,7 +64,7 @@ def _copy_of(store: Store) -> chunk_copy.ChunkCopy | None:
 def _same_answers(store: Store, queries: list[str]) -> None:
     """Each query answered alike with the copy and from SQLite alone (every hit: id, title, score, snippet, why)."""
     for query in queries:
-        assert _hits(store, query) == _without_copy(store, query), query
+        assert _hits(store, query) == _uncached(store, query), query
 
 
 @pytest.fixture
@@ -114,12 +122,12 @@ def _agentmem(env: dict[str, str], cwd: Path, *args: str) -> subprocess.Complete
 
 def test_other_processes_saves_forgets_versions_and_pieces_reach_the_copy(filled: Store, cli_env, tmp_path) -> None:
     env = cli_env
-    _same_answers(filled, QUERIES[:3])  # the copy is made
+    _same_answers(filled, [*QUERIES[:3], "who signs the release tag"])  # the copy is made, answers are kept
     new_text = ("Deploys to production need a second reviewer on the release PR. The reviewer signs the tag "
                 "with their own key.")
     saved = json.loads(_agentmem(env, tmp_path, "save", new_text, "--project", "/repo/a", "--json").stdout)["id"]
     hits = _hits(filled, "who signs the release tag")
-    assert hits[0][0] == saved and hits == _without_copy(filled, "who signs the release tag")
+    assert hits[0][0] == saved and hits == _uncached(filled, "who signs the release tag")
     assert saved in _copy_of(filled).by_memory
 
     _agentmem(env, tmp_path, "worker", "--once")  # its sentence pieces, written by another process
@@ -133,7 +141,7 @@ def test_other_processes_saves_forgets_versions_and_pieces_reach_the_copy(filled
                                  "--supersedes", old, "--json").stdout)["id"]
     hits = _hits(filled, "which package manager")
     assert hits[0][0] == newer and old not in [h[0] for h in hits]
-    assert hits == _without_copy(filled, "which package manager")
+    assert hits == _uncached(filled, "which package manager")
 
     _agentmem(env, tmp_path, "forget", saved, "--i-am-the-user")
     assert saved not in [h[0] for h in _hits(filled, "who signs the release tag")]
@@ -146,7 +154,7 @@ def test_other_processes_saves_forgets_versions_and_pieces_reach_the_copy(filled
 def test_a_store_above_the_limit_keeps_no_copy(filled: Store) -> None:
     filled.settings = filled.settings.replace(vector_copy_chunks=5)
     assert _copy_of(filled) is None
-    before = _without_copy(filled, "how do we deploy")
+    before = _uncached(filled, "how do we deploy")
     assert _hits(filled, "how do we deploy") == before
 
 
@@ -203,19 +211,9 @@ def test_the_re_scoring_reads_through_the_copy_give_sqlite_s_scores(filled: Stor
 
 
 def test_questions_asked_again_answer_as_a_store_without_caches_would(filled: Store) -> None:
-    """Search keeps what a question asked again needs (the chunk copy, each memory's word rows, the similar-word
-    scores of the last questions): asked three times over, in turn, each answer is the one a store with none of
-    them gives."""
-    from agentmem_mcp.index.words import WordMatrix
-
-    def uncached(query: str) -> list[tuple]:
-        kept = filled.word_matrix
-        filled.word_matrix = WordMatrix()
-        try:
-            return _without_copy(filled, query)
-        finally:
-            filled.word_matrix = kept
-
+    """Search keeps what a question asked again needs (the chunk copy and its re-scorings, each memory's word rows,
+    the similar-word scores and keyword answers of the last questions): asked three times over, in turn, each
+    answer is the one a store that keeps none of them gives."""
     rng = random.Random(5)
     nouns = ["upload", "token", "cache", "invoice", "webhook", "parser", "schema", "session", "report", "queue"]
     verbs = ["retries", "validates", "rejects", "logs", "signs", "renders", "throttles", "migrates"]
@@ -228,4 +226,4 @@ def test_questions_asked_again_answer_as_a_store_without_caches_would(filled: St
     asked = [*QUERIES, *(f"why does the {a} reject the {b}" for a, b in zip(nouns, reversed(nouns)))]
     for _ in range(3):
         for query in asked:
-            assert _hits(filled, query) == uncached(query), query
+            assert _hits(filled, query) == _uncached(filled, query), query

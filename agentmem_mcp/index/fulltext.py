@@ -443,16 +443,21 @@ class FulltextIndex:
                 out[word] = bm25_idf(searcher.num_docs, searcher.doc_freq("text", analysed[0]))
         return out
 
+    def version(self) -> tuple[int, int, int] | None:
+        """The index's commit as (inode, mtime, size) of meta.json, which every commit, from any process, replaces
+        (None: it cannot be read)."""
+        try:
+            st = os.stat(self._meta_file)
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
     def _searcher(self) -> tantivy.Searcher:
         """A searcher on the latest commit. Reloading costs ~1-8 ms, so it happens only when meta.json (which
         every commit, from any process, replaces) has changed since the last reload. Raises IndexDamagedError,
         before anything is read, if a mapped file was truncated (`check_files`)."""
         self.check_files()
-        try:
-            st = os.stat(self._meta_file)
-            seen = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except OSError:
-            seen = None
+        seen = self.version()
         if seen is None or seen != self._seen:
             self._note_files()
             for attempt in range(3):

@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from functools import lru_cache, partial
@@ -339,6 +340,9 @@ def _bm25_search(store: Parts, knobs: RankingSettings, query: str, projects: lis
     the score a full match would have on their scale (`FulltextIndex.full_match_score`; on the share scale of
     merged waiting memories, a full match is 1)."""
     query = without_relative_time(query)
+    kept = _kept_bm25(store, knobs, query, projects, latest_only, tiers, types)
+    if kept is not None and kept[1] is not None:
+        return list(kept[1][0]), kept[1][1]
     pending = store.indexer.pending_ids(limit=knobs.pending_scan + 1)
     if len(pending) > knobs.pending_scan:  # more than search scans: the indexer applies them, search writes nothing
         store.indexer.index_later()
@@ -349,6 +353,8 @@ def _bm25_search(store: Parts, knobs: RankingSettings, query: str, projects: lis
                                  admitted=lambda ids: memories.admitted(store.conn, ids, chosen))
     full = store.fulltext.full_match_score(store.fulltext.query_terms(query))
     if not pending:
+        if kept is not None:
+            _keep_bm25(kept[0], (list(hits), full))
         return hits, full
     # Both on one scale, the weighted share of query terms a memory contains: the best indexed hit gets its
     # own share and the other indexed hits their BM25 score in proportion (not 1.0 for the best of weak hits,
@@ -359,6 +365,37 @@ def _bm25_search(store: Parts, knobs: RankingSettings, query: str, projects: lis
     merged = {memory_id: score * scale for memory_id, score in hits if memory_id not in extra}
     merged.update(extra)
     return sorted(merged.items(), key=lambda item: -item[1])[:knobs.retriever_depth], full * scale if hits else 1.0
+
+
+_BM25: dict[tuple, tuple[list[tuple[str, float]], float]] = {}
+_BM25_GUARD = threading.Lock()
+BM25_KEPT = 256  # keyword answers kept (queries x filters x stores), for a question asked again
+
+
+def _kept_bm25(store: Parts, knobs: RankingSettings, query: str, projects: list[str | None] | None,
+               latest_only: bool, tiers: list[str] | None, types: list[str] | None,
+               ) -> tuple[tuple, tuple[list[tuple[str, float]], float] | None] | None:
+    """The key of this keyword search's answer and the answer kept for it (None: not kept yet); None when no
+    answer may be kept: while index changes wait in the outbox. Every change of a memory that BM25 or its filters
+    read queues one there (whichever process makes it), and applying them commits the index, which gives it a new
+    `version`: an answer kept for one version and an empty outbox is the answer until then."""
+    if store.indexer.backlog():
+        return None
+    version = store.fulltext.version()
+    if version is None:
+        return None
+    key = (str(store.settings.database), str(store.settings.fulltext_dir), version, query,
+           None if projects is None else tuple(projects), latest_only, tuple(tiers or ()), tuple(types or ()),
+           knobs.retriever_depth)
+    with _BM25_GUARD:
+        return key, _BM25.get(key)
+
+
+def _keep_bm25(key: tuple, answer: tuple[list[tuple[str, float]], float]) -> None:
+    with _BM25_GUARD:
+        if len(_BM25) >= BM25_KEPT:
+            _BM25.pop(next(iter(_BM25)))
+        _BM25[key] = answer
 
 
 def pending_matches(store: Parts, query: str, pending: Sequence[str], projects: list[str | None] | None,
