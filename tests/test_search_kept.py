@@ -1,7 +1,9 @@
-"""This process's copy of a small store's chunk vectors (index/chunk_copy.py): it gives the re-scoring the rows
-SQLite gives, in the same order, so search answers the same with it and without it; and it stays in step with
-what other processes write (a save, a forget, a new version, the worker's sentence pieces), so it never serves a
-forgotten or changed memory. Real model, SQLite, sqlite-vec and tantivy; the other processes are the real CLI."""
+"""What search keeps in the process from one search to the next, and that it never changes an answer: the copy of a
+small store's chunk vectors (index/chunk_copy.py) gives the re-scoring the rows SQLite gives, in the same order,
+and keeps the last re-scorings; the keyword answers, IDFs and similar-word scores of the last questions are kept
+for the index commit and the memories they were computed on. All of it follows what other processes write (a save,
+a forget, a new version, the worker's sentence pieces): a question asked again gets what a store that keeps nothing
+answers. Real model, SQLite, sqlite-vec and tantivy; the other processes are the real CLI."""
 
 from __future__ import annotations
 
@@ -227,3 +229,15 @@ def test_questions_asked_again_answer_as_a_store_without_caches_would(filled: St
     for _ in range(3):
         for query in asked:
             assert _hits(filled, query) == _uncached(filled, query), query
+
+
+def test_the_idf_kept_for_a_commit_follows_the_next_commit(filled: Store, settings, embedder) -> None:
+    words = ["weasyprint", "deploy", "alembic"]
+    first = filled.fulltext.word_idf(words)
+    assert filled.fulltext.word_idf(words) == first and filled.fulltext._idf  # kept for this commit
+    with Store.open(settings, project="/repo/a", embedder=embedder, sync_index=True) as other:
+        other.save_many([{"content": f"Report {n} is rendered with weasyprint before the deploy."} for n in range(4)],
+                        supersede_check=False)
+    after = filled.fulltext.word_idf(words)
+    filled.fulltext._idf.clear()
+    assert after == filled.fulltext.word_idf(words) and after["weasyprint"] < first["weasyprint"]
