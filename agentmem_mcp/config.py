@@ -90,6 +90,10 @@ SETTINGS: tuple[Setting, ...] = (
             "(`fusion = score`; 0 turns it off)."),
     Setting("rrf_k", "int", 60, "AGENTMEM_RRF_K",
             "The k constant of reciprocal rank fusion (`fusion = rrf`)."),
+    Setting("vector_copy_chunks", "int", 25000, "AGENTMEM_VECTOR_COPY_CHUNKS",
+            "A store of at most this many vector chunks (about two per memory) keeps a copy of their vectors in "
+            "each process that searches it (~1.6 KB a chunk), kept in step with every process's writes, so that "
+            "search re-scores its candidates without reading them from SQLite; the answers are the same. 0: none."),
     Setting("search_budget_tokens", "int", 2000, "AGENTMEM_SEARCH_BUDGET",
             "Default token budget of one `memory_search` answer."),
     Setting("search_min_score", "float", 0.01, "AGENTMEM_SEARCH_MIN_SCORE",
@@ -183,6 +187,7 @@ class Settings:
     weight_graph: float
     soft_match_weight: float
     rrf_k: int
+    vector_copy_chunks: int
     search_budget_tokens: int
     search_min_score: float
     context_budget_tokens: int
@@ -263,6 +268,7 @@ class Settings:
 _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "weight_bm25": (0, None), "weight_vector": (0, None), "weight_graph": (0, None), "soft_match_weight": (0, None),
     "rrf_k": (1, None), "search_budget_tokens": (1, None), "context_budget_tokens": (0, None),
+    "vector_copy_chunks": (0, None),
     "prompt_budget_tokens": (0, None), "prompt_min_score": (0, 1), "supersede_jaccard": (0, 1),
     "supersede_cosine": (0, 1), "busy_timeout_ms": (0, 3_600_000), "sweep_lock_ms": (1, 60_000),
     "max_output_chars": (100, None), "tool_answer_items": (1, 1000), "tool_answer_chars": (1000, None),

@@ -265,7 +265,6 @@ def _bulk_write(conn: Any, store: Store, prepared: list[tuple], stored_words: se
     rows, chunks, codes_rows, entity_rows, saved = [], [], [], [], []
     uses: dict[str, int] = {}
     chunk_id = conn.execute("SELECT COALESCE(MAX(id), 0) FROM memory_chunks").fetchone()[0]
-    code_ids = []
     for d, texts, embedded, entities, pieces, piece_vectors, memory_words in prepared:
         memory_id = remember.new_memory_id()
         rows.append((memory_id, d.project, d.tier, d.type, d.title, d.content, json.dumps(d.tags),
@@ -278,7 +277,6 @@ def _bulk_write(conn: Any, store: Store, prepared: list[tuple], stored_words: se
             chunk_id += 1
             chunks.append((chunk_id, memory_id, index, text, vector.tobytes()))
             codes_rows.append((chunk_id, d.project or "", 1, vector.tobytes()))
-            code_ids.append(chunk_id)
         if embedded:
             for index, (text, vector) in enumerate(zip(pieces, piece_vectors)):
                 chunk_id += 1
@@ -293,7 +291,7 @@ def _bulk_write(conn: Any, store: Store, prepared: list[tuple], stored_words: se
                      chunks)
     conn.executemany(f"INSERT INTO {vectors.TABLE} (chunk_id, project, latest, embedding) "
                      "VALUES (?, ?, ?, vec_quantize_binary(?))", codes_rows)
-    vectors.log_changes(conn, code_ids)
+    vectors.log_changes(conn, [chunk[0] for chunk in chunks])  # pieces too: index/chunk_copy.py reads them
     conn.executemany("INSERT OR IGNORE INTO entities (kind, name) VALUES (?, ?)", [(k, n) for _, k, n in entity_rows])
     conn.executemany("INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) "
                      "SELECT ?, id FROM entities WHERE kind = ? AND name = ?", entity_rows)

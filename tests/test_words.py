@@ -213,6 +213,43 @@ def test_the_word_matrix_scores_as_the_vocabulary_does_and_keeps_rows_across_sea
     conn.close()
 
 
+def test_a_question_asked_again_gets_what_a_new_matrix_gives_in_its_order(tmp_path):
+    """The similar-word scores of the last questions are kept: asked again over the same memories, a question
+    gets them back, in the order a computation now would give (search breaks ties in that order), and a question
+    with other IDFs, or over memories whose words changed, is computed again."""
+    from agentmem_mcp.db.connection import connect
+    from agentmem_mcp.db.migrations import migrate
+
+    rng = np.random.default_rng(5)
+    base = unit(*rng.normal(size=16))
+    vectors = {f"word{chr(97 + n % 26)}{chr(97 + n // 26)}": unit(*(base + rng.normal(scale=0.9, size=16)))
+               for n in range(300)}
+    conn = connect(tmp_path / "m.db")
+    migrate(conn)
+    conn.executemany(f"INSERT INTO {word_vectors.TABLE} (word, uses, vector) VALUES (?, 1, ?)",
+                     [(w, words.pack(v)) for w, v in vectors.items()])
+    names = list(vectors)
+    candidates = {f"m{n}": " ".join(names[n * 7:n * 7 + 12]) for n in range(40)}
+    query, query_vectors, idf = ["querya", "queryb"], [base, unit(*rng.normal(size=16))], [2.0, 0.7]
+    matrix = words.WordMatrix(max_words=1000)
+    matrix.soft_scores(conn, query, query_vectors, idf, dict(list(candidates.items())[20:]))  # rows of half known
+    mixed = dict(sorted(candidates.items(), key=lambda item: hash(item[0]) % 97))
+    first = matrix.soft_scores(conn, query, query_vectors, idf, mixed)
+    again = matrix.soft_scores(conn, query, query_vectors, idf, mixed)
+    fresh = words.WordMatrix(max_words=1000).soft_scores(conn, query, query_vectors, idf, mixed)
+    assert fresh and list(again) == list(fresh) == [m for m in mixed if m in fresh]
+    assert again == first and {m: p for m, (_, p) in again.items()} == {m: p for m, (_, p) in fresh.items()}
+    for memory_id, (score, _) in fresh.items():
+        assert again[memory_id][0] == pytest.approx(score, abs=1e-6)
+    assert len(matrix.answers) == 2
+    other_idf = matrix.soft_scores(conn, query, query_vectors, [1.0, 0.7], mixed)
+    assert other_idf["m3"][0] != again["m3"][0] and len(matrix.answers) == 3
+    changed = {**mixed, "m3": "worddb wordcc"}
+    assert matrix.soft_scores(conn, query, query_vectors, idf, changed).keys() == \
+        words.WordMatrix(max_words=1000).soft_scores(conn, query, query_vectors, idf, changed).keys()
+    conn.close()
+
+
 def test_a_model_change_empties_the_word_matrix(store):
     """Word vectors of two models are never compared: when the vector table is made again for another
     model, the words the store's searches have met are forgotten with the table's."""

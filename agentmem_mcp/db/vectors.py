@@ -1,9 +1,9 @@
 """The vector tables: `memory_chunks` (a memory's chunks, sentence pieces and answer chunk, each with its float32
 vector), `memory_vectors` (sqlite-vec's `vec0` KNN table: one binary code per chunk, partitioned by project, with
-a `latest` flag) and `vector_changes` (the chunk ids each write to the KNN table touched, so every process's copy
-of the codes keeps in step). The only module that writes their SQL, and the reads index/vectors.py and
-index/codes.py make of them; the algorithms (chunking, the exact cosine re-scoring, the Hamming scan of the
-codes) are theirs. Writes run inside the caller's transaction.
+a `latest` flag) and `vector_changes` (the chunk ids each write to either table touched, so every process's copy
+of the codes and of a small store's chunk vectors keeps in step). The only module that writes their SQL, and the
+reads index/vectors.py, index/codes.py and index/chunk_copy.py make of them; the algorithms (chunking, the exact
+cosine re-scoring, the Hamming scan of the codes) are theirs. Writes run inside the caller's transaction.
 """
 
 from __future__ import annotations
@@ -98,10 +98,13 @@ def drop_answers(conn: Connection, memory_ids: Sequence[str]) -> None:
 
 def put_pieces(conn: Connection, memory_id: str, pieces: Sequence[str], vectors: Sequence[Any]) -> None:
     """Set a memory's sentence pieces (none: it has none) beside its chunks, and count them."""
+    dropped = [row[0] for row in conn.execute(
+        "SELECT id FROM memory_chunks WHERE memory_id = ? AND chunk_index >= ?", (memory_id, PIECE_INDEX))]
     conn.execute("DELETE FROM memory_chunks WHERE memory_id = ? AND chunk_index >= ?", (memory_id, PIECE_INDEX))
-    conn.executemany("INSERT INTO memory_chunks (memory_id, chunk_index, text, embedding) VALUES (?, ?, ?, ?)",
-                     [(memory_id, PIECE_INDEX + i, text, vector.tobytes())
-                      for i, (text, vector) in enumerate(zip(pieces, vectors))])
+    added = [conn.execute("INSERT INTO memory_chunks (memory_id, chunk_index, text, embedding) VALUES (?, ?, ?, ?)",
+                          (memory_id, PIECE_INDEX + i, text, vector.tobytes())).lastrowid
+             for i, (text, vector) in enumerate(zip(pieces, vectors))]
+    log_changes(conn, [*dropped, *added])
     memories.set_pieces(conn, memory_id, len(pieces))
 
 
@@ -133,8 +136,8 @@ def set_latest(conn: Connection, memory_id: str, latest: bool) -> None:
 
 
 def log_changes(conn: Connection, chunk_ids: Sequence[int]) -> None:
-    """Record that these chunks' codes changed (inserted, deleted or re-flagged); the log keeps its last
-    LOG_KEEP rows."""
+    """Record that these chunks changed (inserted, deleted, re-flagged; a sentence piece has no code, and the
+    codes' copy passes over it); the log keeps its last LOG_KEEP rows."""
     if not chunk_ids:
         return
     conn.executemany(f"INSERT INTO {LOG} (chunk_id) VALUES (?)", [(int(c),) for c in chunk_ids])
@@ -149,6 +152,22 @@ def log_changes(conn: Connection, chunk_ids: Sequence[int]) -> None:
 def chunk_rows(conn: Connection, chunk_ids: Sequence[int]) -> list[Any]:
     """(memory_id, embedding, chunk_index) of these chunks."""
     return conn.execute(f"SELECT memory_id, embedding, chunk_index FROM memory_chunks WHERE id IN "
+                        f"({marks(chunk_ids)})", list(chunk_ids)).fetchall()
+
+
+def chunk_count(conn: Connection) -> int:
+    """How many rows `memory_chunks` holds (chunks, sentence pieces and answer chunks)."""
+    return conn.execute("SELECT COUNT(*) FROM memory_chunks").fetchone()[0]
+
+
+def all_chunks(conn: Connection) -> list[Any]:
+    """(id, memory_id, chunk_index, embedding) of every chunk: what index/chunk_copy.py holds."""
+    return conn.execute("SELECT id, memory_id, chunk_index, embedding FROM memory_chunks").fetchall()
+
+
+def chunks_by_id(conn: Connection, chunk_ids: Sequence[int]) -> list[Any]:
+    """(id, memory_id, chunk_index, embedding) of these chunks (those still there)."""
+    return conn.execute(f"SELECT id, memory_id, chunk_index, embedding FROM memory_chunks WHERE id IN "
                         f"({marks(chunk_ids)})", list(chunk_ids)).fetchall()
 
 

@@ -30,6 +30,7 @@ SCHEMA_VERSION = "3"  # 3: episodic memories carry neighbouring-turn context (in
 SCHEMA_MARKER = "agentmem-schema"
 COMMON_MIN_DOCS = 1000  # `FulltextIndex.search`'s common_share applies from this many indexed memories
 WIDE_FACTOR = 3  # hits a filtered search first asks of its terms alone, per hit wanted (`FulltextIndex.search`)
+IDF_KEPT = 1024  # word lists whose IDFs an index keeps for its current commit (`FulltextIndex.word_idf`)
 # What a tantivy index folder holds: segment files (<uuid>.<component>, deletes <uuid>.<opstamp>.del), its meta
 # files and lock files; plus agentmem's schema marker and ownership marker. Nothing else is ever deleted.
 _INDEX_FILE = re.compile(r"[0-9a-f]{32}(?:\.\d+)?\.(?:idx|pos|term|store|fast|fieldnorm|del)|meta\.json|"
@@ -179,6 +180,7 @@ class FulltextIndex:
         self.index.config_reader(reload_policy="Manual")
         self._meta_file = str(self.path / "meta.json")
         self._seen: tuple[int, int, int] | None = None
+        self._idf: dict[tuple, dict[str, float]] = {}  # (commit, words) -> their IDF (`word_idf`)
         self.analyzer = build_analyzer()
         self._function_terms: frozenset[str] | None = None
         self.index.register_tokenizer(ANALYZER_NAME, self.analyzer)
@@ -435,24 +437,38 @@ class FulltextIndex:
         return sum(bm25_idf(total, searcher.doc_freq("text", t)) for t in query_terms)
 
     def word_idf(self, words: list[str]) -> dict[str, float]:
-        """BM25's IDF of each word (as its analysed term; a stop word is left out)."""
+        """BM25's IDF of each word (as its analysed term; a stop word is left out). The IDFs of the last words
+        asked are kept with the commit they were read from (a search asks for its query's twice)."""
+        version = self.version()
+        key = (version, tuple(words))
+        if version is not None and version == self._seen and (kept := self._idf.get(key)) is not None:
+            return dict(kept)
         searcher = self._searcher()
         out = {}
         for word in words:
             if analysed := self.analyzer.analyze(word):
                 out[word] = bm25_idf(searcher.num_docs, searcher.doc_freq("text", analysed[0]))
-        return out
+        if version is not None and version == self._seen:  # else a commit came between: not kept
+            if len(self._idf) >= IDF_KEPT:
+                self._idf.clear()
+            self._idf[key] = out
+        return dict(out)
+
+    def version(self) -> tuple[int, int, int] | None:
+        """The index's commit as (inode, mtime, size) of meta.json, which every commit, from any process, replaces
+        (None: it cannot be read)."""
+        try:
+            st = os.stat(self._meta_file)
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
 
     def _searcher(self) -> tantivy.Searcher:
         """A searcher on the latest commit. Reloading costs ~1-8 ms, so it happens only when meta.json (which
         every commit, from any process, replaces) has changed since the last reload. Raises IndexDamagedError,
         before anything is read, if a mapped file was truncated (`check_files`)."""
         self.check_files()
-        try:
-            st = os.stat(self._meta_file)
-            seen = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except OSError:
-            seen = None
+        seen = self.version()
         if seen is None or seen != self._seen:
             self._note_files()
             for attempt in range(3):

@@ -32,7 +32,7 @@ from typing import Any
 from ..db import vectors as vector_rows
 from ..db.connection import Connection
 from ..db.vectors import ANSWER_INDEX, PIECE_INDEX, TABLE  # noqa: F401 (PIECE_INDEX: the scripts' name for it)
-from . import codes
+from . import chunk_copy, codes
 from .tokenize import without_stamp
 
 CHUNK_CHARS = 900
@@ -136,28 +136,64 @@ def chunk_text(text: str, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP)
 
 
 def knn(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, latest_only: bool,
-        k: int = 50, candidates: int | None = None, scan: str = "codes") -> list[tuple[str, float]]:
+        k: int = 50, candidates: int | None = None, scan: str = "codes", copy_limit: int = 0,
+        ) -> list[tuple[str, float]]:
     """Memory ids with their best cosine similarity, best first. `candidates`: how many binary-code
     neighbours to re-score exactly (default: max(160, 2k)). `scan`: "codes" finds them in this process's
     copy of the codes (index/codes.py) when it can, "vec0" always by sqlite-vec's exhaustive scan; the bench's
-    A/B also asks for "codes, one pass" and "codes, two passes"."""
+    A/B also asks for "codes, one pass" and "codes, two passes". `copy_limit`: the re-scoring reads the chunks'
+    vectors from this process's copy of them (index/chunk_copy.py) when the store holds at most this many
+    (0: always from SQLite), and the copy keeps the answers of the last queries until a vector is written (by any
+    process); the scores are the same."""
     if not vector_rows.table_exists(conn):
         return []
-    chunk_ids = nearest_chunks(conn, query, projects=projects, latest_only=latest_only,
-                               count=candidates or max(MIN_CANDIDATES, k * CANDIDATES_PER_RESULT), scan=scan)
-    if not chunk_ids:
-        return []
-    rows = vector_rows.chunk_rows(conn, chunk_ids)
-    best: dict[str, float] = {}
-    answers: dict[str, float] = {}
-    _keep_best(best, [r for r in rows if r[2] != ANSWER_INDEX], query)
-    _keep_best(answers, [r for r in rows if r[2] == ANSWER_INDEX], query)
-    only_answer = [m for m in answers if m not in best]
-    if only_answer:  # found by its answer chunk alone: its own chunks count too
-        best.update(_best_rows(conn, query, only_answer, pieces=False))
-    _keep_best(answers, vector_rows.answer_rows(conn, [m for m in best if m not in answers]), query)
-    scored = _with_pieces(conn, query, best)
-    return sorted(((m, combine(s, None, answers.get(m))) for m, s in scored.items()), key=lambda item: -item[1])[:k]
+    with chunk_copy.held(conn, copy_limit) as copy:
+        key = ("knn", query.tobytes(), None if projects is None else tuple(projects), latest_only, k, candidates,
+               scan)
+        if copy is not None and (kept := copy.answers.get(key)) is not None:
+            return list(kept)
+        chunk_ids = nearest_chunks(conn, query, projects=projects, latest_only=latest_only,
+                                   count=candidates or max(MIN_CANDIDATES, k * CANDIDATES_PER_RESULT), scan=scan)
+        if not chunk_ids:
+            return []
+        reads = _Reads(conn, copy)
+        rows = reads.chunk_rows(chunk_ids)
+        best: dict[str, float] = {}
+        answers: dict[str, float] = {}
+        _keep_best(best, [r for r in rows if r[2] != ANSWER_INDEX], query)
+        _keep_best(answers, [r for r in rows if r[2] == ANSWER_INDEX], query)
+        only_answer = [m for m in answers if m not in best]
+        if only_answer:  # found by its answer chunk alone: its own chunks count too
+            best.update(_best_rows(reads, query, only_answer, pieces=False))
+        _keep_best(answers, reads.answer_rows([m for m in best if m not in answers]), query)
+        scored = _with_pieces(reads, query, best)
+        found = sorted(((m, combine(s, None, answers.get(m))) for m, s in scored.items()),
+                       key=lambda item: -item[1])[:k]
+        if copy is not None:
+            copy.keep(key, found)
+    return found
+
+
+class _Reads:
+    """The chunk rows the re-scoring reads, from this process's copy (held by the caller) or from SQLite."""
+
+    def __init__(self, conn: Connection, copy: chunk_copy.ChunkCopy | None) -> None:
+        self.conn, self.copy = conn, copy
+
+    def chunk_rows(self, chunk_ids: Sequence[int]) -> list[Any]:
+        if self.copy is not None:
+            return self.copy.chunk_rows(chunk_ids)
+        return vector_rows.chunk_rows(self.conn, chunk_ids)
+
+    def memory_chunk_rows(self, memory_ids: Sequence[str], pieces: bool) -> list[Any]:
+        if self.copy is not None:
+            return self.copy.memory_chunk_rows(memory_ids, pieces)
+        return vector_rows.memory_chunk_rows(self.conn, memory_ids, pieces)
+
+    def answer_rows(self, memory_ids: Sequence[str]) -> list[Any]:
+        if self.copy is not None:
+            return self.copy.answer_rows(memory_ids)
+        return vector_rows.answer_rows(self.conn, memory_ids)
 
 
 def nearest_chunks(conn: Connection, query: Any, *, projects: Sequence[str | None] | None, latest_only: bool,
@@ -186,29 +222,38 @@ def _keep_best(best: dict[str, float], rows: Sequence[Any], query: Any) -> None:
             best[row[0]] = similarity
 
 
-def _best_rows(conn: Connection, query: Any, memory_ids: Sequence[str], pieces: bool,
+def _best_rows(reads: _Reads, query: Any, memory_ids: Sequence[str], pieces: bool,
                answers: dict[str, float] | None = None) -> dict[str, float]:
     """Each given memory's best cosine over its chunks, or over its sentence pieces; `answers`, if given,
     collects the answer chunks' cosines (from the chunks' rows)."""
     ids = list(dict.fromkeys(memory_ids))
     best: dict[str, float] = {}
     for start in range(0, len(ids), 500):
-        rows = vector_rows.memory_chunk_rows(conn, ids[start:start + 500], pieces)
+        rows = reads.memory_chunk_rows(ids[start:start + 500], pieces)
         _keep_best(best, [r for r in rows if r[2] != ANSWER_INDEX], query)
         if answers is not None:
             _keep_best(answers, [r for r in rows if r[2] == ANSWER_INDEX], query)
     return best
 
 
-def _with_pieces(conn: Connection, query: Any, chunk_best: dict[str, float]) -> dict[str, float]:
+def _with_pieces(reads: _Reads, query: Any, chunk_best: dict[str, float]) -> dict[str, float]:
     """Each memory's score from its best chunk (given) and its best sentence piece (looked up)."""
-    piece_best = _best_rows(conn, query, list(chunk_best), pieces=True)
+    piece_best = _best_rows(reads, query, list(chunk_best), pieces=True)
     return {memory_id: combine(score, piece_best.get(memory_id)) for memory_id, score in chunk_best.items()}
 
 
-def similarities(conn: Connection, query: Any, memory_ids: Sequence[str]) -> dict[str, float]:
+def similarities(conn: Connection, query: Any, memory_ids: Sequence[str], copy_limit: int = 0) -> dict[str, float]:
     """The exact vector score of each given memory that has a vector (memories without one are left out):
-    what the vector retriever would have scored them, for candidates it did not return."""
+    what the vector retriever would have scored them, for candidates it did not return. `copy_limit`: as
+    for `knn`."""
     answers: dict[str, float] = {}
-    scores = _with_pieces(conn, query, _best_rows(conn, query, memory_ids, pieces=False, answers=answers))
-    return {memory_id: combine(score, None, answers.get(memory_id)) for memory_id, score in scores.items()}
+    with chunk_copy.held(conn, copy_limit) as copy:
+        key = ("similarities", query.tobytes(), tuple(memory_ids))
+        if copy is not None and (kept := copy.answers.get(key)) is not None:
+            return dict(kept)
+        reads = _Reads(conn, copy)
+        scores = _with_pieces(reads, query, _best_rows(reads, query, memory_ids, pieces=False, answers=answers))
+        found = {memory_id: combine(score, None, answers.get(memory_id)) for memory_id, score in scores.items()}
+        if copy is not None:
+            copy.keep(key, found)
+    return found

@@ -42,6 +42,7 @@ MIN_CHARS, MAX_CHARS = 3, 24
 SCALE = 127.0  # vectors are stored as int8: 384 bytes a word, cosines off by about 0.005
 MAX_CACHED = 100_000  # word vectors a store's WordMatrix keeps (384 bytes each), emptied when full
 MAX_CACHED_MEMORIES = 20_000  # memories whose word rows a WordMatrix keeps (~0.3 kB each)
+MAX_CACHED_ANSWERS = 256  # the last searches' similar-word scores a WordMatrix keeps (a question asked again)
 MAX_CACHED_QUERY_WORDS = 10_000  # vectors of query words no memory has (1.5 kB each), kept in memory only
 # the words of a memory that search compares: its first distinct ones. A long reply has hundreds; with all of
 # them, similar words cost a search more than they bring, and the first 64 rank the same on both public
@@ -221,6 +222,7 @@ class WordMatrix:
         self.words: list[str] = []
         self.matrix: Any = None  # int8, len(words) rows in use
         self.memory_rows: dict[str, tuple[str, Any]] = {}  # memory id -> (its stored words, their rows)
+        self.answers: dict[tuple, dict[str, tuple[float, str]]] = {}  # the last searches' `soft_scores`
 
     def _rows(self, conn: Connection, words: Iterable[str]) -> dict[str, int]:
         """The rows of these words (a word without a stored vector is left out), reading the new ones."""
@@ -294,9 +296,22 @@ class WordMatrix:
             if len(self.memory_rows) > MAX_CACHED_MEMORIES:
                 self.memory_rows.clear()
             rows = self._memory_rows(conn, candidates)
-            matrix, words = self.matrix, self.words
-            lookup = WordRows(lambda unique: matrix[unique].astype(np.float32) * _unit(), words, self.row)
-            return _scores(query, query_vectors, idf, rows, lookup, similar_from, shown_from)
+            # the same question over the same memories, their words unchanged and each with its vector: the same
+            # answer (words' vectors never change while the matrix lasts, and `generation` counts its emptyings)
+            key = (self.generation, tuple(query), b"".join(np.asarray(v, dtype=np.float32).tobytes()
+                                                            for v in query_vectors),
+                   tuple(idf), frozenset(candidates.items()), similar_from, shown_from)
+            complete = all(self.memory_rows.get(m, ("",))[0] == stored for m, stored in candidates.items())
+            found = self.answers.get(key) if complete else None  # else a word may have got its vector since
+            if found is None:
+                matrix, words = self.matrix, self.words
+                lookup = WordRows(lambda unique: matrix[unique].astype(np.float32) * _unit(), words, self.row)
+                found = _scores(query, query_vectors, idf, rows, lookup, similar_from, shown_from)
+                if complete:
+                    if len(self.answers) >= MAX_CACHED_ANSWERS:
+                        self.answers.pop(next(iter(self.answers)))
+                    self.answers[key] = found
+            return {memory_id: found[memory_id] for memory_id in rows if memory_id in found}  # `_scores`' order
 
 
 def searched_words(stored: str) -> list[str]:

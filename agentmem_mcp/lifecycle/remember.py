@@ -490,7 +490,8 @@ def _vector_candidates(store: Parts, draft: Draft, vector: Any) -> dict[str, flo
     candidates (`_text_candidates`, cosine unknown), the memories the draft might supersede."""
     projects = None if draft.project is None else [draft.project, None]
     # Only near-identical vectors matter here, and they sit at the top of the binary ranking too.
-    return dict(vectors.knn(store.conn, vector, projects=projects, latest_only=True, k=5, candidates=48))
+    return dict(vectors.knn(store.conn, vector, projects=projects, latest_only=True, k=5, candidates=48,
+                            copy_limit=store.settings.vector_copy_chunks))
 
 
 def _choose_old(conn: Any, store: Parts, draft: Draft, supersedes: str | None, candidates: dict[str, float | None],

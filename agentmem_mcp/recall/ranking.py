@@ -36,13 +36,16 @@ def _fuse(results: Mapping[str, Sequence[tuple[str, float]]], weights: Mapping[s
         weight = weights[name]
         best = max((score for _, score in results[name]), default=0.0)
         for rank, (item, score) in enumerate(results[name], start=1):
-            entry = fused.setdefault(item, Fused(item, 0.0))
-            if name in entry.ranks:
+            entry = fused.get(item)
+            if entry is None:
+                entry = fused[item] = Fused(item, 0.0)
+            elif name in entry.ranks:
                 continue
             entry.ranks[name] = rank
             entry.score += weight * gain(rank, score, best)
+    lacking = [(weights[name], absent[name]) for name in answered if absent and absent.get(name)]
     for entry in fused.values():
-        missing = sum(weights[name] for name in answered if absent and entry.id in absent.get(name, ()))
+        missing = sum(weight for weight, ids in lacking if entry.id in ids)
         entry.score /= (total_weight - missing) or total_weight
     return sorted(fused.values(), key=lambda f: (-f.score, f.id))
 

@@ -20,9 +20,10 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 from ..db import memories
@@ -62,10 +63,16 @@ HIT_OVERHEAD_TOKENS = 24
 RETRIEVER_DEPTH = RankingSettings.retriever_depth  # scripts/eval_ablation.py reads these two
 TIME_WINDOW_BOOST = RankingSettings.time_window_boost
 ACCESS_BUSY_TIMEOUT_MS = 300
+# what the rerank reads of a candidate: its filter's columns, its state, and what a hit shows (not its words,
+# tags or hashes)
+RERANKED_COLUMNS = ("id, project, is_latest, type, tier, created_at, confidence, quarantined, forget_after, "
+                    "last_accessed_at, strength, importance, priority, title, content, files, version, source, key, "
+                    "anchor_commit")
 
 
 _HERE: dict[str, tuple[float, tuple[str | None, str | None]]] = {}
 HERE_SECONDS = 2.0  # how long a directory's project and working tree are taken as known
+SHOWN_KEPT = 4096  # titles and snippets whose text as shown to an agent is kept
 
 
 def _where_here(workdir: str | None) -> tuple[str | None, str | None]:
@@ -81,6 +88,13 @@ def _where_here(workdir: str | None) -> tuple[str | None, str | None]:
     found = project_for(here), worktree_root(here)
     _HERE[here] = (now, found)
     return found
+
+
+@lru_cache(maxsize=SHOWN_KEPT)
+def _shown(text: str, trusted: bool) -> str:
+    """`trust.as_data` of a title or snippet (a pure function, and the hits a store returns recur from one
+    search to the next)."""
+    return as_data(text, trusted=trusted)
 
 
 def _tree_for(project: str | None, here: tuple[str | None, str | None]) -> str | None:
@@ -190,7 +204,8 @@ def _complete_similarities(store: Parts, results: dict[str, list[tuple[str, floa
     others = [memory_id for name, pairs in results.items() if name != "vector"
               for memory_id, _ in pairs if memory_id not in scored]
     if others:
-        results["vector"] = [*results["vector"], *vectors.similarities(store.conn, query_vector, others).items()]
+        found = vectors.similarities(store.conn, query_vector, others, store.settings.vector_copy_chunks)
+        results["vector"] = [*results["vector"], *found.items()]
 
 
 QueryWords = tuple[list[str], dict[str, Any], dict[str, float]]  # the query's words, stored vectors, IDFs
@@ -325,6 +340,9 @@ def _bm25_search(store: Parts, knobs: RankingSettings, query: str, projects: lis
     the score a full match would have on their scale (`FulltextIndex.full_match_score`; on the share scale of
     merged waiting memories, a full match is 1)."""
     query = without_relative_time(query)
+    kept = _kept_bm25(store, knobs, query, projects, latest_only, tiers, types)
+    if kept is not None and kept[1] is not None:
+        return list(kept[1][0]), kept[1][1]
     pending = store.indexer.pending_ids(limit=knobs.pending_scan + 1)
     if len(pending) > knobs.pending_scan:  # more than search scans: the indexer applies them, search writes nothing
         store.indexer.index_later()
@@ -335,6 +353,8 @@ def _bm25_search(store: Parts, knobs: RankingSettings, query: str, projects: lis
                                  admitted=lambda ids: memories.admitted(store.conn, ids, chosen))
     full = store.fulltext.full_match_score(store.fulltext.query_terms(query))
     if not pending:
+        if kept is not None:
+            _keep_bm25(kept[0], (list(hits), full))
         return hits, full
     # Both on one scale, the weighted share of query terms a memory contains: the best indexed hit gets its
     # own share and the other indexed hits their BM25 score in proportion (not 1.0 for the best of weak hits,
@@ -345,6 +365,37 @@ def _bm25_search(store: Parts, knobs: RankingSettings, query: str, projects: lis
     merged = {memory_id: score * scale for memory_id, score in hits if memory_id not in extra}
     merged.update(extra)
     return sorted(merged.items(), key=lambda item: -item[1])[:knobs.retriever_depth], full * scale if hits else 1.0
+
+
+_BM25: dict[tuple, tuple[list[tuple[str, float]], float]] = {}
+_BM25_GUARD = threading.Lock()
+BM25_KEPT = 256  # keyword answers kept (queries x filters x stores), for a question asked again
+
+
+def _kept_bm25(store: Parts, knobs: RankingSettings, query: str, projects: list[str | None] | None,
+               latest_only: bool, tiers: list[str] | None, types: list[str] | None,
+               ) -> tuple[tuple, tuple[list[tuple[str, float]], float] | None] | None:
+    """The key of this keyword search's answer and the answer kept for it (None: not kept yet); None when no
+    answer may be kept: while index changes wait in the outbox. Every change of a memory that BM25 or its filters
+    read queues one there (whichever process makes it), and applying them commits the index, which gives it a new
+    `version`: an answer kept for one version and an empty outbox is the answer until then."""
+    if store.indexer.backlog():
+        return None
+    version = store.fulltext.version()
+    if version is None:
+        return None
+    key = (str(store.settings.database), str(store.settings.fulltext_dir), version, query,
+           None if projects is None else tuple(projects), latest_only, tuple(tiers or ()), tuple(types or ()),
+           knobs.retriever_depth)
+    with _BM25_GUARD:
+        return key, _BM25.get(key)
+
+
+def _keep_bm25(key: tuple, answer: tuple[list[tuple[str, float]], float]) -> None:
+    with _BM25_GUARD:
+        if len(_BM25) >= BM25_KEPT:
+            _BM25.pop(next(iter(_BM25)))
+        _BM25[key] = answer
 
 
 def pending_matches(store: Parts, query: str, pending: Sequence[str], projects: list[str | None] | None,
@@ -376,7 +427,8 @@ def _vector_search(store: Parts, knobs: RankingSettings, query: str, projects: l
     vector = store.embedder.embed_query(query)
     if vector is None:
         return [], None
-    return vectors.knn(store.conn, vector, projects=projects, latest_only=latest_only, k=knobs.retriever_depth), vector
+    return vectors.knn(store.conn, vector, projects=projects, latest_only=latest_only, k=knobs.retriever_depth,
+                       copy_limit=store.settings.vector_copy_chunks), vector
 
 
 def _graph_search(store: Parts, knobs: RankingSettings, query: str,
@@ -395,7 +447,7 @@ def _rerank(store: Parts, knobs: RankingSettings, fused: list[Fused], request: S
     if not fused:
         return []
     by_id = {f.id: f for f in fused}
-    rows = memories.by_ids(store.conn, list(by_id))
+    rows = memories.by_ids(store.conn, list(by_id), RERANKED_COLUMNS)
     now = store.now()
     query = request.query
     window = time_window(query, now)
@@ -427,10 +479,10 @@ def _rerank(store: Parts, knobs: RankingSettings, fused: list[Fused], request: S
     which_file = asks_which_file(query)
     here = _where_here(store.workdir)
     return [SearchHit(
-        id=row["id"], title=as_data(row["title"], trusted=typed_by_user(row)), type=row["type"], tier=row["tier"],
+        id=row["id"], title=_shown(row["title"], typed_by_user(row)), type=row["type"], tier=row["tier"],
         project=row["project"],
-        snippet=as_data(with_files((summary_snippet if row["type"] == "summary" else snippet)(
-            row["content"], query_terms, weights=rarity), row["files"], which_file), trusted=typed_by_user(row)),
+        snippet=_shown(with_files((summary_snippet if row["type"] == "summary" else snippet)(
+            row["content"], query_terms, weights=rarity), row["files"], which_file), typed_by_user(row)),
         score=round(score, 4),
         age=humanize_age(now - row["created_at"]),
         why=_why(by_id[row["id"]], reasons.get(row["id"]), row, in_window, (similar or {}).get(row["id"]))
