@@ -26,6 +26,11 @@ def count(conn: Connection) -> int:
     return conn.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
 
 
+def words(conn: Connection) -> list[str]:
+    """Every word that has a vector."""
+    return [row[0] for row in conn.execute(f"SELECT word FROM {TABLE}")]
+
+
 def most_used(conn: Connection, limit: int) -> dict[str, bytes]:
     """The `limit` words most memories have, and their packed vectors."""
     return dict(conn.execute(f"SELECT word, vector FROM {TABLE} ORDER BY uses DESC, word LIMIT ?", (limit,)).fetchall())

@@ -8,9 +8,10 @@ embedded on its own by the worker: table `word_vectors`) from a cosine of `from_
 beside the query's own terms, each boosted by weight x its cosine. A memory holding "packages" is then found and
 scored by that word's rarity in the store, as a keyword match of lower weight.
 
-The vocabulary is read whole into one float32 matrix (MAX_WORDS words, the most used first: ~1.5 kB a word),
-read again when the number of stored words changed (checked at most every CHECK_SECONDS); each query word's
-nearest words are kept until then, so a word asked again costs nothing. Search asks for expansion only as far as
+The vocabulary is read whole into one float32 matrix (MAX_WORDS words, the most used first: ~1.5 kB a word); when
+the number of stored words grew (checked at most every CHECK_SECONDS) the new words are added, when it fell it is
+read again. Each query word's nearest words are kept until the vocabulary changes, so a word asked again costs
+nothing. Search asks for expansion only as far as
 the query's own keywords failed (recall/retrieval.py): a query whose keywords match well is not expanded.
 """
 
@@ -71,21 +72,30 @@ class WordNeighbours:
         self._checked = float("-inf")
         self._nearest: dict[tuple[str, float], list[tuple[str, float]]] = {}
 
-    def clear(self) -> None:
-        """Forget the vocabulary (the store's model changed): it is read again at the next search."""
-        with self._lock:
-            self._vocabulary, self._stored, self._checked = None, -1, float("-inf")
-            self._nearest.clear()
-
     def _current(self, conn: Connection) -> Vocabulary:
+        """The vocabulary, read whole the first time and after words were removed (forgotten, another model's),
+        and only its new words when some were added."""
+        import numpy as np
+
         now = time.monotonic()
-        if self._vocabulary is None or now - self._checked >= self.check_seconds:
-            self._checked = now
-            stored = word_vectors.count(conn)
-            if stored != self._stored or self._vocabulary is None:
-                self._vocabulary = Vocabulary.from_blobs(word_vectors.most_used(conn, self.max_words))
-                self._stored = stored
+        if self._vocabulary is not None and now - self._checked < self.check_seconds:
+            return self._vocabulary
+        self._checked = now
+        stored = word_vectors.count(conn)
+        if self._vocabulary is None or stored < self._stored:
+            self._vocabulary = Vocabulary.from_blobs(word_vectors.most_used(conn, self.max_words))
+            self._nearest.clear()
+        elif stored > self._stored and len(self._vocabulary.words) < self.max_words:
+            known = self._vocabulary.row
+            added = [w for w in word_vectors.words(conn) if w not in known][:self.max_words - len(known)]
+            more = Vocabulary.from_blobs(word_vectors.lookup(conn, added))
+            if more.words:
+                old = self._vocabulary
+                same = old.words and old.matrix.shape[1] == more.matrix.shape[1]
+                self._vocabulary = Vocabulary(old.words + more.words, np.vstack([old.matrix, more.matrix])) \
+                    if same else more
                 self._nearest.clear()
+        self._stored = stored
         return self._vocabulary
 
     def nearest(self, conn: Connection, query: Sequence[str], vectors: Sequence[Any],

@@ -231,7 +231,8 @@ def _expand_keywords(store: Parts, knobs: RankingSettings, query: str, asked: Qu
     each boosted by `expansion_weight` x its cosine x `ranking.expansion_share` of how complete BM25's best
     match was (a complete one is not expanded), and let its results stand for BM25's. Returns a full match's
     score on the new results' scale (`bm25`: `_bm25_search` for this search)."""
-    share = expansion_share(max(score for _, score in results["bm25"]) / full_match, knobs.keyword_complete)
+    best = max((score for _, score in results["bm25"]), default=0.0)
+    share = expansion_share(best / full_match, knobs.keyword_complete)
     if knobs.expansion_weight <= 0 or share <= 0:
         return full_match
     words_with_vectors, vectors_of, _ = query_word_vectors(store, asked)
@@ -328,7 +329,7 @@ def _retrieve(store: Parts, knobs: RankingSettings, query: str, projects: list[s
                 continue
         results[name] = list(result)
     results = {name: results[name] for name in ("bm25", "vector", "graph") if name in results}
-    if asked is not None and full_match and results.get("bm25") and query_vector is not None:
+    if asked is not None and full_match and "bm25" in results and query_vector is not None:
         try:
             full_match = _expand_keywords(store, knobs, query, asked, results, full_match,
                                           partial(_bm25_search, store, knobs, query, projects, latest_only, tiers,
