@@ -83,3 +83,15 @@ def test_search_finds_by_keyword_a_memory_that_holds_only_near_words_of_the_quer
         hits = {h.id: h for h in store.search(query, record_access=False).hits}
         assert hits[saved[0]].why.startswith("keywords #1;"), hits[saved[0]].why
         assert "keywords" not in hits[saved[2]].why  # nothing in it is near the question's words
+
+
+def test_a_failure_in_expansion_does_not_fail_the_search(store, monkeypatch, caplog):
+    saved = store.save("The payments sandbox key expires every 90 days.")
+    store.add_word_vectors()
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("disk I/O error")
+
+    monkeypatch.setattr(WordNeighbours, "nearest", broken)
+    assert [h.id for h in store.search("how often does the billing credential need replacing?").hits] == [saved.id]
+    assert "query expansion skipped for this search: RuntimeError: disk I/O error" in caplog.text
