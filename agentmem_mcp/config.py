@@ -88,6 +88,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("soft_match_weight", "float", 0.5, "AGENTMEM_SOFT_MATCH_WEIGHT",
             "How much a word similar in meaning to a query word counts, as a share of a keyword match "
             "(`fusion = score`; 0 turns it off)."),
+    Setting("expansion_weight", "float", 1.0, "AGENTMEM_EXPANSION_WEIGHT",
+            "How much a query word's nearest words in the memories' vocabulary count in the keyword search, per "
+            "unit of their similarity, when the query's own keywords match poorly (`fusion = score`; 0 turns it "
+            "off)."),
     Setting("rrf_k", "int", 60, "AGENTMEM_RRF_K",
             "The k constant of reciprocal rank fusion (`fusion = rrf`)."),
     Setting("vector_copy_chunks", "int", 25000, "AGENTMEM_VECTOR_COPY_CHUNKS",
@@ -186,6 +190,7 @@ class Settings:
     weight_vector: float
     weight_graph: float
     soft_match_weight: float
+    expansion_weight: float
     rrf_k: int
     vector_copy_chunks: int
     search_budget_tokens: int
@@ -267,6 +272,7 @@ class Settings:
 # What each setting accepts beyond its type: (low, high) bounds, both included (None: unbounded), or choices.
 _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "weight_bm25": (0, None), "weight_vector": (0, None), "weight_graph": (0, None), "soft_match_weight": (0, None),
+    "expansion_weight": (0, None),
     "rrf_k": (1, None), "search_budget_tokens": (1, None), "context_budget_tokens": (0, None),
     "vector_copy_chunks": (0, None),
     "prompt_budget_tokens": (0, None), "prompt_min_score": (0, 1), "supersede_jaccard": (0, 1),

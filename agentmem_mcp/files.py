@@ -165,7 +165,10 @@ def adopt_legacy_home(path: Path) -> bool:
 def _made_before_stamps(database: Path) -> bool:
     """Whether the database carries no SQLite application_id: made by an agentmem from before it stamped its
     databases (db/ownership.py). Read only; a file that cannot be read is not taken as one."""
-    import sqlite3  # not at the top: only an unmarked home comes here
+    # the SQLite every connection of this process opens (db/connection.py): another copy of the library in the same
+    # process takes the -shm file of a database in WAL mode as unused (a process's locks do not exclude each other)
+    # and truncates it under the connections that have it mapped, whose next read dies of SIGBUS
+    import sqlean as sqlite3  # not at the top: only an unmarked home comes here
 
     try:
         conn = sqlite3.connect(f"{database.absolute().as_uri()}?mode=ro", uri=True)

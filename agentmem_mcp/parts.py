@@ -14,6 +14,7 @@ from .db.database import Database
 from .db.memories import Memories
 from .index.backfill import VectorBackfill
 from .index.embedder import Embedder
+from .index.expansion import WordNeighbours
 from .index.fulltext import FulltextIndex
 from .index.indexer import Indexer
 from .index.words import WordMatrix
@@ -25,6 +26,7 @@ class Parts(Protocol):
     db: the SQLite file (a connection per thread); memories: the memories table read by id and chain;
     indexer: the BM25 index and its outbox (`fulltext` is its tantivy index); backfill: vectors added after
     saving; embedder: the model; word_matrix / query_word_cache: word vectors this process's searches met;
+    word_neighbours: the store's vocabulary, for query expansion;
     pool: the threads search runs its retrievers on; project: the project the store was opened for; workdir: the
     directory its caller works in (None: this process's current directory)."""
 
@@ -38,6 +40,7 @@ class Parts(Protocol):
     embedder: Embedder
     word_matrix: WordMatrix
     query_word_cache: dict[str, Any]
+    word_neighbours: WordNeighbours
 
     @property
     def conn(self) -> Connection: ...

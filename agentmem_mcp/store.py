@@ -25,7 +25,7 @@ from .db import audit
 from .db.connection import Connection, DatabaseError
 from .db.database import Database
 from .db.memories import Memories
-from .index import words
+from .index import expansion, words
 from .index.backfill import VectorBackfill
 from .index.document import memory_text  # noqa: F401 (scripts import it from here)
 from .index.embedder import Embedder
@@ -48,6 +48,7 @@ class Store:
         self.sync_index = sync_index
         self.word_matrix = words.WordMatrix()  # the word vectors searches have met (index/words.py)
         self.query_word_cache: dict[str, Any] = {}  # vectors of query words no memory has, embedded by search
+        self.word_neighbours = expansion.WordNeighbours()  # the vocabulary, for query expansion (index/expansion.py)
         self.db = Database(settings.database, busy_timeout_ms=settings.busy_timeout_ms, home=settings.home)
         self.db_path = settings.database
         self.memories = Memories(self.db)

@@ -4,6 +4,7 @@ candidates, and the per-retriever normalisations."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -91,7 +92,8 @@ def _terms(store: Any, query: str, memory_id: str) -> int:
 
 def _fusion_part(variant: str) -> str:
     """The part of a variant that acts in the fusion (similar-words, trust and flat act before it)."""
-    parts = [part for part in variant.split("+") if part.split(":")[0] not in ("similar-words", "trust", "flat")]
+    parts = [part for part in variant.split("+")
+             if part.split(":")[0] not in ("similar-words", "trust", "flat", "expansion")]
     if len(parts) > 1:
         raise SystemExit(f"variant {variant!r}: at most one fusion part")
     return parts[0] if parts else "shipped"
@@ -229,12 +231,19 @@ def _trust_with(shipped: Callable[..., float], ranges: list[float], completeness
 
 def search_as(store: Any, variant: str, query: str, **options: Any) -> list[Any]:
     """The hits of one search with `variant`'s fusion (similar-words:W sets soft_match_weight for it, trust:a:b:c:d
-    the shipped factor's ranges, flat removes that factor)."""
+    the shipped factor's ranges, flat removes that factor, expansion:W[:FROM[:PER_WORD]] sets query expansion's
+    knobs: `RankingSettings.expansion_weight`, `expansion_from`, `expansion_per_word`; expansion:0 turns it off)."""
     _now.update(variant=variant, store=store, query=query)
-    saved, trust = store.settings, retrieval.keyword_trust
+    saved, trust, knobs = store.settings, retrieval.keyword_trust, retrieval.RankingSettings.from_settings
     for part in variant.split("+"):
         kind, *numbers = part.split(":")
-        if kind == "similar-words":
+        if kind == "expansion":
+            names = ("expansion_weight", "expansion_from", "expansion_per_word")
+            changed = {name: type(getattr(retrieval.RankingSettings, name))(float(n))
+                       for name, n in zip(names, numbers)}
+            retrieval.RankingSettings.from_settings = classmethod(  # type: ignore[method-assign]
+                lambda cls, settings, changed=changed: dataclasses.replace(knobs(settings), **changed))
+        elif kind == "similar-words":
             store.settings = saved.replace(soft_match_weight=float(numbers[0]))
         elif kind == "flat":
             retrieval.keyword_trust = lambda *_: 1.0
@@ -244,3 +253,4 @@ def search_as(store: Any, variant: str, query: str, **options: Any) -> list[Any]
         return store.search(query, record_access=False, **options).hits
     finally:
         store.settings, retrieval.keyword_trust = saved, trust
+        retrieval.RankingSettings.from_settings = knobs  # type: ignore[method-assign]

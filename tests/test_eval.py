@@ -306,6 +306,8 @@ def test_eval_fusion_variants_change_only_the_fusion(store, monkeypatch):
         assert ef.search_as(store, variant, query), variant
     assert retrieval.keyword_trust.__module__ == "agentmem_mcp.recall.ranking"
     assert store.settings.soft_match_weight == 0.5
+    assert ef.search_as(store, "expansion:0:0.6:2", query)  # query expansion's knobs, for that search only
+    assert retrieval.RankingSettings.from_settings(store.settings).expansion_weight == 1.0
     with pytest.raises(SystemExit):
         ef.search_as(store, "fullnorm:1.0+vfloor:min", query)
 

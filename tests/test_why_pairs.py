@@ -38,17 +38,18 @@ def test_why_names_one_word_in_two_spellings_only(cli_env, tmp_path):
     lint = _hits(cli_env, tmp_path, "where is the lint config")[LINT[:40]]
     assert "similar words: config~configuration" in lint["why"], lint
 
-    off = dict(cli_env, AGENTMEM_SOFT_MATCH_WEIGHT="0")
+    on = dict(cli_env, AGENTMEM_EXPANSION_WEIGHT="0")  # similar words alone, without query expansion
+    off = dict(on, AGENTMEM_SOFT_MATCH_WEIGHT="0")
     for query, memory in [("why the build fails", BUILD), ("Which countries has she been to?", TRIP),
                           ("why does the hook report a failure in this project", REVIEWS)]:
-        hits = _hits(cli_env, tmp_path, query)
+        hits = _hits(on, tmp_path, query)
         assert hits, "the vector retriever finds every memory of so small a store"
         for hit in hits.values():  # "fails~successfully", "countries~england", "project~request": nothing to name
             assert "similar words" not in hit["why"], (query, hit)
         plain = _hits(off, tmp_path, query)
         assert hits[memory[:40]]["score"] >= plain[memory[:40]]["score"], query  # the pairs still count
     reviews = "why does the hook report a failure in this project"
-    assert _hits(cli_env, tmp_path, reviews)[REVIEWS[:40]]["score"] > _hits(off, tmp_path, reviews)[REVIEWS[:40]][
+    assert _hits(on, tmp_path, reviews)[REVIEWS[:40]]["score"] > _hits(off, tmp_path, reviews)[REVIEWS[:40]][
         "score"]  # the weak pairs raise its score
 
 

@@ -120,7 +120,8 @@ def test_search_credits_similar_words_and_says_which(settings, embedder, monkeyp
         trip = after[saved[0]]
         assert trip.score > before[saved[0]].score  # it had no keyword at all before
         assert "similar words" not in trip.why  # countries~spain counts, but it is not one word: nothing to name
-        off = Store.open(settings.replace(soft_match_weight=0.0), project="/repo/a", embedder=embedder)
+        off = Store.open(settings.replace(soft_match_weight=0.0, expansion_weight=0.0), project="/repo/a",
+                         embedder=embedder)
         with off:
             assert {h.id: h.score for h in off.search(query, record_access=False).hits} == {
                 i: h.score for i, h in before.items()}

@@ -21,6 +21,21 @@ def stored(conn: Connection, words: Sequence[str]) -> Iterable[tuple[str, bytes]
         yield from conn.execute(f"SELECT word, vector FROM {TABLE} WHERE word IN ({marks(batch)})", batch)
 
 
+def count(conn: Connection) -> int:
+    """How many words have a vector."""
+    return conn.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
+
+
+def words(conn: Connection) -> list[str]:
+    """Every word that has a vector."""
+    return [row[0] for row in conn.execute(f"SELECT word FROM {TABLE}")]
+
+
+def most_used(conn: Connection, limit: int) -> dict[str, bytes]:
+    """The `limit` words most memories have, and their packed vectors."""
+    return dict(conn.execute(f"SELECT word, vector FROM {TABLE} ORDER BY uses DESC, word LIMIT ?", (limit,)).fetchall())
+
+
 def lookup(conn: Connection, words: Iterable[str]) -> dict[str, bytes]:
     """The stored (packed) vectors of these words (a word without one is left out)."""
     return dict(stored(conn, list(dict.fromkeys(words))))

@@ -14,7 +14,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -347,8 +347,12 @@ class FulltextIndex:
     def search(self, text: str, *, projects: list[str | None] | None = None, latest_only: bool = True,
                tiers: list[str] | None = None, types: list[str] | None = None, limit: int = 50,
                admitted: Callable[[list[str]], set[str]] | None = None,
-               common_share: float | None = None) -> list[tuple[str, float]]:
+               common_share: float | None = None, boosts: Mapping[str, float] | None = None,
+               ) -> list[tuple[str, float]]:
         """Memory ids and BM25 scores, best first. `projects=None` searches every project.
+
+        boosts: more terms (analysed, index/expansion.py) searched beside the query's, each one's BM25 score
+        multiplied by its boost.
 
         common_share: in an index of at least COMMON_MIN_DOCS memories, leave out the terms that more than this
         share of them hold (while another term is left): such a term weighs next to nothing in BM25 (over 90%:
@@ -367,6 +371,8 @@ class FulltextIndex:
             query_terms = self._specific(query_terms, common_share)
         schema = self.index.schema
         should = [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", t)) for t in query_terms]
+        should += [(tantivy.Occur.Should, tantivy.Query.boost_query(tantivy.Query.term_query(schema, "text", t), boost))
+                   for t, boost in (boosts or {}).items() if t not in query_terms and boost > 0]
         if admitted is not None:
             wide = limit * WIDE_FACTOR
             hits = self._top(tantivy.Query.boolean_query(should), wide)

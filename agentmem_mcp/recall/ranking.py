@@ -106,6 +106,13 @@ def keyword_trust(completeness: float, margin: float | None, complete: tuple[flo
     return max(_ramp(completeness, *complete), 1.0 - _ramp(margin, *stands_out))
 
 
+def expansion_share(completeness: float, complete: tuple[float, float]) -> float:
+    """How much of its weight query expansion gets for one search, 0..1: all of it when BM25's best match holds
+    under `complete[0]` of a full match's score, none from `complete[1]` up, linear between (a query whose own
+    keywords match well is not expanded)."""
+    return 1.0 - _ramp(completeness, *complete)
+
+
 PRIORITY_IMPORTANCE_FLOOR = {"P0": 0.9, "P1": 0.0, "P2": 0.0}
 PRIORITY_FACTOR = {"P0": 1.0, "P1": 1.0, "P2": 0.9}
 

@@ -10,6 +10,8 @@ are in config.py's settings table and the README); the others are fixed here.
 | soft_match_weight | 0.5 (setting) | share of a keyword match a similar word earns (score fusion) |
 | keyword_complete | (0.2, 0.6) | BM25's weight shrinks when its best hit scores under 0.6 of a full match... |
 | vector_stands_out | (0.02, 0.12) | ... and the vectors' best cosine stands out (`ranking.keyword_trust`) |
+| expansion_weight | 1.0 (setting) | BM25 boost of a near vocabulary word per unit of cosine (index/expansion.py) |
+| expansion_from / expansion_per_word | 0.5 / 3 | the cosine from which a word is near; how many one query word brings |
 | rrf_k | 60 (setting) | the k of reciprocal rank fusion |
 | min_score | 0.01 (setting `search_min_score`) | hits scoring under this are left out |
 | retriever_depth | 60 | how many candidates each retriever returns |
@@ -44,6 +46,9 @@ class RankingSettings:
     rerank_floor: int = 40
     keyword_complete: tuple[float, float] = (0.2, 0.6)
     vector_stands_out: tuple[float, float] = (0.02, 0.12)
+    expansion_weight: float = 1.0  # the setting's default: `from_settings` sets it
+    expansion_from: float = 0.5
+    expansion_per_word: int = 3
     time_window_boost: float = 2.0
     procedure_boost: float = PROCEDURE_BOOST
 
@@ -52,7 +57,8 @@ class RankingSettings:
         """The knobs with the user's settings."""
         return cls(fusion=settings.fusion, weight_bm25=settings.weight_bm25, weight_vector=settings.weight_vector,
                    weight_graph=settings.weight_graph, soft_match_weight=settings.soft_match_weight,
-                   rrf_k=settings.rrf_k, min_score=settings.search_min_score)
+                   expansion_weight=settings.expansion_weight, rrf_k=settings.rrf_k,
+                   min_score=settings.search_min_score)
 
     @property
     def weights(self) -> dict[str, float]:

@@ -31,6 +31,7 @@ from ..db.connection import OperationalError, write_transaction
 from ..db.memories import MemoryFilter
 from ..index import graph, vectors, words
 from ..index.document import memory_text
+from ..index.expansion import expansion_terms
 from ..index.tokenize import index_text
 from ..lifecycle.access import note_access
 from ..lifecycle.retention import retention
@@ -43,6 +44,7 @@ from .ranking import (
     asks_how_to,
     asks_which_file,
     estimate_tokens,
+    expansion_share,
     fuse_rankings,
     fuse_scores,
     humanize_age,
@@ -150,7 +152,7 @@ def _fuse(store: Parts, knobs: RankingSettings, results: dict[str, list[tuple[st
         return fused, 1.0 / (knobs.rrf_k + 1), similar
     if vector_ran:
         _complete_similarities(store, results, query_vector)
-        if asked is not None:
+        if asked is not None and knobs.soft_match_weight > 0:
             try:
                 similar = _add_similar_words(store, knobs, asked, results)
             except Exception as exc:  # a help to the ranking, never a reason to fail the search
@@ -237,6 +239,33 @@ def query_word_vectors(store: Parts, asked: QueryWords) -> tuple[list[str], list
     return query, [known[w] for w in query], [idf[w] for w in query]
 
 
+def _expand_keywords(store: Parts, knobs: RankingSettings, query: str, asked: QueryWords,
+                     results: dict[str, list[tuple[str, float]]], full_match: float,
+                     bm25: Callable[..., tuple[list[tuple[str, float]], float]]) -> float:
+    """Search BM25 again with the query's words expanded to their nearest vocabulary words (index/expansion.py),
+    each boosted by `expansion_weight` x its cosine x `ranking.expansion_share` of how complete BM25's best
+    match was (a complete one is not expanded), and let its results stand for BM25's. Returns a full match's
+    score on the new results' scale (`bm25`: `_bm25_search` for this search)."""
+    best = max((score for _, score in results["bm25"]), default=0.0)
+    share = expansion_share(best / full_match, knobs.keyword_complete)
+    if knobs.expansion_weight <= 0 or share <= 0:
+        return full_match
+    words_with_vectors, vectors_of, _ = query_word_vectors(store, asked)
+    if not words_with_vectors:
+        return full_match
+    fulltext = store.fulltext
+    nearest = store.word_neighbours.nearest(store.conn, words_with_vectors, vectors_of, knobs.expansion_from)
+    terms = expansion_terms(words_with_vectors, nearest, knobs.expansion_per_word,
+                            lambda word: next(iter(fulltext.analyzer.analyze(word)), None),
+                            set(fulltext.query_terms(without_relative_time(query))),
+                            lambda term: bool(fulltext.content_terms([term])))
+    if not terms:
+        return full_match
+    weight = knobs.expansion_weight * share
+    results["bm25"], full_match = bm25(boosts={term: weight * cosine for term, cosine in terms.items()})
+    return full_match
+
+
 def _add_similar_words(store: Parts, knobs: RankingSettings, asked: QueryWords,
                        results: dict[str, list[tuple[str, float]]]) -> dict[str, str]:
     """Add to each candidate's BM25 score `soft_match_weight` x its similar-word score (index/words.py); a
@@ -289,7 +318,8 @@ def _retrieve(store: Parts, knobs: RankingSettings, query: str, projects: list[s
     query_vector = None
     full_match = None
     asked: QueryWords | None = None
-    if vector_ran and "bm25" in retrievers and knobs.fusion == "score" and knobs.soft_match_weight > 0:
+    if vector_ran and "bm25" in retrievers and knobs.fusion == "score" and (
+            knobs.soft_match_weight > 0 or knobs.expansion_weight > 0):
         try:
             asked = query_words(store, query)
         except Exception as exc:  # search goes on without similar words
@@ -314,6 +344,13 @@ def _retrieve(store: Parts, knobs: RankingSettings, query: str, projects: list[s
                 continue
         results[name] = list(result)
     results = {name: results[name] for name in ("bm25", "vector", "graph") if name in results}
+    if asked is not None and full_match and "bm25" in results and query_vector is not None:
+        try:
+            full_match = _expand_keywords(store, knobs, query, asked, results, full_match,
+                                          partial(_bm25_search, store, knobs, query, projects, latest_only, tiers,
+                                                  types))
+        except Exception as exc:  # the keyword results stand as they are
+            log.warning("query expansion skipped for this search: %s: %s", type(exc).__name__, exc)
     if "bm25" in jobs and (left := store.indexer.rebuilding()):
         notes.append(f"the keyword index is being rebuilt ({left:,} memories left): keyword matches among "
                      "those are missing until it finishes")
@@ -333,14 +370,15 @@ def _without_vectors(store: Parts, results: dict[str, list[tuple[str, float]]]) 
 
 
 def _bm25_search(store: Parts, knobs: RankingSettings, query: str, projects: list[str | None] | None, latest_only: bool,
-                 tiers: list[str] | None, types: list[str] | None) -> tuple[list[tuple[str, float]], float]:
+                 tiers: list[str] | None, types: list[str] | None, boosts: dict[str, float] | None = None,
+                 ) -> tuple[list[tuple[str, float]], float]:
     """tantivy's BM25, plus the memories still waiting in the outbox (written moments ago, by any process),
     scored by the share of query terms they contain and merged by normalised score. Relative time words
     ("in the past two months") are not keywords: the time window weighs by them (`_rerank`). With the hits,
     the score a full match would have on their scale (`FulltextIndex.full_match_score`; on the share scale of
     merged waiting memories, a full match is 1)."""
     query = without_relative_time(query)
-    kept = _kept_bm25(store, knobs, query, projects, latest_only, tiers, types)
+    kept = _kept_bm25(store, knobs, query, projects, latest_only, tiers, types, boosts)
     if kept is not None and kept[1] is not None:
         return list(kept[1][0]), kept[1][1]
     pending = store.indexer.pending_ids(limit=knobs.pending_scan + 1)
@@ -349,7 +387,7 @@ def _bm25_search(store: Parts, knobs: RankingSettings, query: str, projects: lis
         pending = pending[:knobs.pending_scan]
     chosen = MemoryFilter(projects=projects, latest_only=latest_only, types=types or (), tiers=tiers or ())
     hits = store.fulltext.search(query, projects=projects, latest_only=latest_only, tiers=tiers, types=types,
-                                 limit=knobs.retriever_depth,
+                                 limit=knobs.retriever_depth, boosts=boosts,
                                  admitted=lambda ids: memories.admitted(store.conn, ids, chosen))
     full = store.fulltext.full_match_score(store.fulltext.query_terms(query))
     if not pending:
@@ -374,6 +412,7 @@ BM25_KEPT = 256  # keyword answers kept (queries x filters x stores), for a ques
 
 def _kept_bm25(store: Parts, knobs: RankingSettings, query: str, projects: list[str | None] | None,
                latest_only: bool, tiers: list[str] | None, types: list[str] | None,
+               boosts: dict[str, float] | None = None,
                ) -> tuple[tuple, tuple[list[tuple[str, float]], float] | None] | None:
     """The key of this keyword search's answer and the answer kept for it (None: not kept yet); None when no
     answer may be kept: while index changes wait in the outbox. Every change of a memory that BM25 or its filters
@@ -386,7 +425,7 @@ def _kept_bm25(store: Parts, knobs: RankingSettings, query: str, projects: list[
         return None
     key = (str(store.settings.database), str(store.settings.fulltext_dir), version, query,
            None if projects is None else tuple(projects), latest_only, tuple(tiers or ()), tuple(types or ()),
-           knobs.retriever_depth)
+           knobs.retriever_depth, tuple(sorted((boosts or {}).items())))
     with _BM25_GUARD:
         return key, _BM25.get(key)
 
