@@ -27,6 +27,8 @@ WIDE_ON_PURPOSE = {
     "db/observations.py::add": "the observations table's insert: one keyword per column",
     "db/audit.py::_stated_hash": "the fields an audit row's hash binds, in the order they are bound",
     "viewer/state.py::Viewer.page": "a whole HTML page: the request and the frame template's slots, by keyword",
+    "index/fulltext.py::FulltextIndex.search": "the BM25 index's query, keyword-only: filters a SearchRequest "
+                                               "checked already, and the scoring's knobs (expansion's boosts)",
 }
 
 
