@@ -617,3 +617,14 @@ def test_an_earlier_session_with_no_report_says_what_its_test_runs_showed():
            "updated_at": 2.0, "client": "codex"}
     assert _session_line(row, 100.0, 360, last=False).endswith(
         "— Tests: `make test` run 1x, last run passed (ok: 14 passed, 0 failed).")
+
+
+def test_an_earlier_sessions_newest_commit_is_shown_whole_when_the_others_only_fit_as_hashes():
+    from agentmem_mcp.recall.briefing import _session_line
+
+    row = {"content": "Asked: fix the CI\nCommits: 2526a0a Fix: upload-artifact v4 in the performance workflow (1 file "
+                      "changed); 3bc489a Perf: cache 404 responses for 60 s (4 files changed); 22a6acf Perf: early id "
+                      "validation before every request to the API (6 files changed)", "valid_from": 1.0,
+           "created_at": 1.0, "updated_at": 2.0, "client": None}
+    assert "Committed 2526a0a Fix: upload-artifact v4 in the performance workflow (1 file changed); and 3bc489a, "\
+           "22a6acf." in _session_line(row, 100.0, 240, last=False)

@@ -266,8 +266,12 @@ def _session_line(row: Any, now: float, chars: int, last: bool, pieces: list[str
     chosen = fit(pieces[::-1], chars, "\n").split("\n") if pieces else []  # the latest statements are kept first
     outcome = " ".join(p for p in pieces if p in chosen)  # shown in the order they were written
     commits = [c for c in _items(parts.get("Commits", "")) if _COMMIT_ITEM.match(c)]
-    fitted = fit(commits, max(80, chars // 3), "; ") or ", ".join(c.split()[0] for c in commits[:4])
-    committed = f" Committed {fitted}." if fitted else ""  # whole commits, else their hashes
+    kept = [c for c in commits if c in fit(commits, max(80, chars // 3), "\n").split("\n")]
+    if commits and not kept and len(commits[0]) <= max(120, chars // 2):
+        kept = commits[:1]  # the newest commit whole
+    others = ", ".join(c.split()[0] for c in commits if c not in kept)  # the rest by their hashes
+    fitted = "; ".join(kept) + ("; and " if kept and others else "") + others
+    committed = f" Committed {fitted}." if fitted else ""
     changed = _files_changed(parts, chars // 3) if chars >= 300 else ""
     unresolved = parts.get(UNRESOLVED, "")
     request, said, how = unresolved.rpartition('": ')
