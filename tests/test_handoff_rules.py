@@ -439,7 +439,7 @@ def test_a_narrowed_run_left_failing_is_named_as_it_ran_and_the_whole_passing_cl
     state._command(bash("go test ./...", "ok  \tgithub.com/x/y\t0.3s"))
     tests = dict(line.split(": ", 1) for line in render(state, "/p")[1].split("\n"))["Tests"]
     assert "`go test ./internal/websocket -run TestHub` run 1x, last run failed" in tests  # each form on its own
-    assert "`go test` run 1x, last run passed" in tests
+    assert "`go test ./...` run 1x, last run passed" in tests  # named as it ran
     state._command(bash("go build ./...", "", session="s1"))  # the whole tree builds: so does the package
     _, content = render(state, "/p")
     still = dict(line.split(": ", 1) for line in content.split("\n")).get("Still failing at the end", "")

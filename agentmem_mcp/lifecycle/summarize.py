@@ -190,6 +190,7 @@ class SessionState:
         entry = self.commands.setdefault(form, {"runs": 0, "fails": 0, "ok": True, "result": "", "last": "",
                                                 "base": record.key})
         entry["runs"] += record.count
+        entry["shown"] = shown  # named as it last ran
         if record.outcome in ("interrupted", "refused", "invalid"):
             return  # the run says nothing of the project: stopped, declined, or the command itself was wrong
         entry.pop("changed", None)
@@ -315,8 +316,8 @@ def render(state: SessionState, cwd: str | None, saved: list[str] = (),
     if state.prs:
         lines.append(f"{PULL_REQUESTS}: " + "; ".join(f"#{p['n']} {p['state']}" for p in state.prs))
     if tests:
-        lines.append("Tests: " + fit([f"`{k}` run {v['runs']}x, " + _last_state(v) for k, v in tests.items()
-                                      if v.get("last", "x")], 300, "; "))
+        lines.append("Tests: " + fit([f"`{v.get('shown', k)}` run {v['runs']}x, " + _last_state(v)
+                                      for k, v in tests.items() if v.get("last", "x")], 300, "; "))
     left = [rel(p) for p in state.since_commit
             if (is_code(p) or p.endswith(_TRACKED_DOCS)) and not rel(p).startswith("/")]
     if left:
