@@ -43,26 +43,13 @@ from bench_core_ab import (
     time_vector_scans,
 )
 from bench_paraphrases import PARAPHRASES, main_paraphrases
-from bench_store import QUERIES, build, bulk_build, disk_bytes, memory_text, new_numbers, settle
+from bench_store import QUERIES, build, bulk_build, disk_bytes, memory_text, new_numbers, settle, time_searches
 from harness import MODEL_NAME, default_model, describe_machine, summary, utc_now, write_json
 
 from agentmem_mcp.config import load_settings
 from agentmem_mcp.index.embedder import Embedder
 from agentmem_mcp.lifecycle import remember
 from agentmem_mcp.store import Store
-
-
-def time_searches(store: Store, count: int, seed: int) -> list[float]:
-    rng = random.Random(seed)
-    for query in QUERIES[:5]:
-        store.search(query)
-    timings = []
-    for _ in range(count):
-        query = rng.choice(QUERIES)
-        started = time.perf_counter()
-        store.search(query, limit=10)
-        timings.append((time.perf_counter() - started) * 1000)
-    return timings
 
 
 @contextlib.contextmanager

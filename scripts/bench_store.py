@@ -39,6 +39,20 @@ QUERIES = (
 )
 
 
+def time_searches(store: Store, count: int, seed: int, warm: int = 5) -> list[float]:
+    """Wall ms of `count` searches of the bench's queries, drawn with `seed`, after `warm` unclocked ones."""
+    rng = random.Random(seed)
+    for query in QUERIES[:warm]:
+        store.search(query)
+    timings = []
+    for _ in range(count):
+        query = rng.choice(QUERIES)
+        started = time.perf_counter()
+        store.search(query, limit=10)
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
 def memory_text(rng: random.Random, n: int) -> dict:
     a, b = rng.sample(NOUNS, 2)
     verb = rng.choice(VERBS)

@@ -28,7 +28,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from bench_store import QUERIES
+from bench_store import QUERIES, time_searches
 from harness import MODEL_NAME, default_model, describe_machine, summary, utc_now, write_json
 
 from agentmem_mcp.config import load_settings
@@ -52,17 +52,6 @@ STAGES = [(retrieval, "_bm25_search", "bm25"), (retrieval, "_graph_search", "gra
           (memories, "by_ids", "SQL: memories by id (rerank, BM25's filter)"),
           (FulltextIndex, "check_files", "BM25: index files checked"), (FulltextIndex, "search", "BM25: tantivy"),
           (retrieval, "_stale", "rerank: files named checked"), (retrieval, "snippet", "rerank: snippets")]
-
-
-def searches(store: Store, count: int, seed: int) -> list[float]:
-    rng = random.Random(seed)
-    timings = []
-    for _ in range(count):
-        query = rng.choice(QUERIES)
-        started = time.perf_counter()
-        store.search(query, limit=10)
-        timings.append((time.perf_counter() - started) * 1000)
-    return timings
 
 
 def staged(store: Store, count: int, seed: int) -> dict[str, dict]:
@@ -102,7 +91,7 @@ def statements(store: Store, count: int, seed: int) -> tuple[float, Counter]:
     seen: Counter = Counter()
     store.conn.set_trace_callback(lambda sql: seen.update([LITERAL.sub("?", " ".join(sql.split()))]))
     try:
-        searches(store, count, seed)
+        time_searches(store, count, seed, warm=0)
     finally:
         store.conn.set_trace_callback(None)
     return sum(seen.values()) / count, seen
@@ -121,7 +110,7 @@ def hand_offs(store: Store, count: int, seed: int) -> float:
 
     pool.submit = counted
     try:
-        searches(store, count, seed)
+        time_searches(store, count, seed, warm=0)
     finally:
         del pool.submit
     return submitted[0] / count
@@ -130,7 +119,7 @@ def hand_offs(store: Store, count: int, seed: int) -> float:
 def profiled(store: Store, count: int, seed: int, top: int, order: str) -> str:
     profile = cProfile.Profile()
     profile.enable()
-    searches(store, count, seed)
+    time_searches(store, count, seed, warm=0)
     profile.disable()
     out = io.StringIO()
     pstats.Stats(profile, stream=out).sort_stats(order).print_stats(top)
@@ -157,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         with Store.open(settings, project="/bench/project", embedder=embedder) as store:
             for query in QUERIES:
                 store.search(query)
-            searches(store, 50, seed=0)
-            plain = summary(searches(store, args.searches, seed=1))
+            time_searches(store, 50, seed=0, warm=0)
+            plain = summary(time_searches(store, args.searches, seed=1, warm=0))
             stages = staged(store, args.searches, seed=2)
             per_search, seen = statements(store, args.searches, seed=3)
             threads = hand_offs(store, args.searches, seed=4)

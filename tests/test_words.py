@@ -162,14 +162,13 @@ def test_search_compares_the_first_words_of_a_long_memory():
     assert searched_words("trip england") == ["trip", "england"] and searched_words("") == []
 
 
-def test_the_word_matrix_scores_as_the_vocabulary_does_and_keeps_rows_across_searches(tmp_path):
-    """Search reads word vectors through `WordMatrix` (one per store): the same scores and pairs as
-    `soft_scores` over the packed vectors, rows read once, a memory's rows kept until its words change, and
-    a word the worker has not embedded yet looked up again."""
+def _word_store(tmp_path, seed: int):
+    """A database holding 300 word vectors near one base vector, and 40 memories of 12 of those words each:
+    (connection, the random generator to go on with, base, vectors by word, candidates' words by memory id)."""
     from agentmem_mcp.db.connection import connect
     from agentmem_mcp.db.migrations import migrate
 
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seed)
     base = unit(*rng.normal(size=16))
     vectors = {f"word{chr(97 + n % 26)}{chr(97 + n // 26)}": unit(*(base + rng.normal(scale=0.9, size=16)))
                for n in range(300)}
@@ -178,7 +177,14 @@ def test_the_word_matrix_scores_as_the_vocabulary_does_and_keeps_rows_across_sea
     conn.executemany(f"INSERT INTO {word_vectors.TABLE} (word, uses, vector) VALUES (?, 1, ?)",
                      [(w, words.pack(v)) for w, v in vectors.items()])
     names = list(vectors)
-    candidates = {f"m{n}": " ".join(names[n * 7:n * 7 + 12]) for n in range(40)}
+    return conn, rng, base, vectors, {f"m{n}": " ".join(names[n * 7:n * 7 + 12]) for n in range(40)}
+
+
+def test_the_word_matrix_scores_as_the_vocabulary_does_and_keeps_rows_across_searches(tmp_path):
+    """Search reads word vectors through `WordMatrix` (one per store): the same scores and pairs as
+    `soft_scores` over the packed vectors, rows read once, a memory's rows kept until its words change, and
+    a word the worker has not embedded yet looked up again."""
+    conn, rng, base, vectors, candidates = _word_store(tmp_path, seed=3)
     query = ["querya", "queryb"]
     query_vectors, idf = [base, unit(*rng.normal(size=16))], [2.0, 0.7]
     expected = words.soft_scores(query, query_vectors, idf, {m: ws.split() for m, ws in candidates.items()},
@@ -218,19 +224,7 @@ def test_a_question_asked_again_gets_what_a_new_matrix_gives_in_its_order(tmp_pa
     """The similar-word scores of the last questions are kept: asked again over the same memories, a question
     gets them back, in the order a computation now would give (search breaks ties in that order), and a question
     with other IDFs, or over memories whose words changed, is computed again."""
-    from agentmem_mcp.db.connection import connect
-    from agentmem_mcp.db.migrations import migrate
-
-    rng = np.random.default_rng(5)
-    base = unit(*rng.normal(size=16))
-    vectors = {f"word{chr(97 + n % 26)}{chr(97 + n // 26)}": unit(*(base + rng.normal(scale=0.9, size=16)))
-               for n in range(300)}
-    conn = connect(tmp_path / "m.db")
-    migrate(conn)
-    conn.executemany(f"INSERT INTO {word_vectors.TABLE} (word, uses, vector) VALUES (?, 1, ?)",
-                     [(w, words.pack(v)) for w, v in vectors.items()])
-    names = list(vectors)
-    candidates = {f"m{n}": " ".join(names[n * 7:n * 7 + 12]) for n in range(40)}
+    conn, rng, base, vectors, candidates = _word_store(tmp_path, seed=5)
     query, query_vectors, idf = ["querya", "queryb"], [base, unit(*rng.normal(size=16))], [2.0, 0.7]
     matrix = words.WordMatrix(max_words=1000)
     matrix.soft_scores(conn, query, query_vectors, idf, dict(list(candidates.items())[20:]))  # rows of half known
