@@ -27,18 +27,11 @@ from agentmem_mcp.capture.events_codex_gemini import CODEX_EVENTS, GEMINI_EVENTS
 from agentmem_mcp.capture.hook import CONTEXT_EVENTS, _answer_text, _output
 from agentmem_mcp.capture.hook_start import start_shared_process
 from agentmem_mcp.install.install import HOOK_ENTRY
-from scripts.live_processes import shared_pids as _processes
+from scripts.live_processes import shared_pids
+from tests import test_hook_start
 from tests.test_hook_start import _wait
 
-
-@pytest.fixture
-def env(cli_env, home):
-    env = dict(cli_env)
-    env.pop("AGENTMEM_HOOK_STARTS_PROCESS", None)  # on, as installed
-    yield env
-    for pid in _processes(home):  # whatever a test started: stopped by its pid
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+env = test_hook_start.env  # the fixture: hooks start the shared process, as installed; what they started is stopped
 
 
 @pytest.fixture
@@ -126,14 +119,14 @@ def _made(home: Path, env: dict[str, str], project: Path) -> None:
     """The home and its database, made by a hook that records its event itself (no process started)."""
     out, imported, _ = _hook(_tool_call(project, 0), dict(env, AGENTMEM_HOOK_STARTS_PROCESS="0"), project)
     assert out == b"" and "sqlean" in imported
-    assert _commands(home) == _case(0) and not _processes(home)
+    assert _commands(home) == _case(0) and not shared_pids(home)
 
 
 def test_the_first_hook_answers_at_once_and_its_child_records_the_event_redacted(env, home, project, store_modules):
     # the settings that keep a hook recording alone still do: the event is stored before the hook answers
     _made(home, env, project)
     out, imported, _ = _hook(_tool_call(project, 1), dict(env, AGENTMEM_HOOK_HANDOFF="0"), project)
-    assert out == b"" and "sqlean" in imported and _commands(home) == _case(0, 1) and not _processes(home)
+    assert out == b"" and "sqlean" in imported and _commands(home) == _case(0, 1) and not shared_pids(home)
 
     with _locked(home):  # the first hook of the day, with the database busy: the agent does not wait for it
         out, imported, took = _hook(_tool_call(project, 2, stdout=f"export GH={SECRET}"), env, project)
@@ -149,7 +142,7 @@ def test_the_first_hook_answers_at_once_and_its_child_records_the_event_redacted
     out, imported, _ = _hook(_tool_call(project, 3), env, project)  # handed to that process
     assert out == b"" and "sqlean" not in imported
     assert _commands(home) == _case(0, 1, 2, 3)
-    assert len(_processes(home)) == 1
+    assert len(shared_pids(home)) == 1
 
 
 def test_a_session_keeps_its_order_when_the_next_hook_goes_to_a_process_that_came_up_meanwhile(env, home, project):
@@ -165,7 +158,7 @@ def test_a_session_keeps_its_order_when_the_next_hook_goes_to_a_process_that_cam
     assert out == b"" and "sqlean" not in imported
     assert _wait(lambda: len(_commands(home)) == 3, 30)
     assert _commands(home) == _case(0, 1, 2)
-    assert len(_processes(home)) == 1
+    assert len(shared_pids(home)) == 1
 
 
 def test_two_first_hooks_at_once_lose_no_event_and_start_one_process(env, home, project, store_modules):
@@ -177,7 +170,7 @@ def test_two_first_hooks_at_once_lose_no_event_and_start_one_process(env, home, 
     assert _wait(lambda: sorted(_commands(home)) == _case(0, 1, 2), 30)
     assert _wait(lambda: (home / hook_client.SOCKET_NAME).exists(), 30)
     time.sleep(1.0)  # a second process would have come up by now
-    assert len(_processes(home)) == 1
+    assert len(shared_pids(home)) == 1
 
 
 def test_a_first_hook_killed_at_its_timeout_with_the_database_locked_past_its_wait_loses_nothing(env, home, project):
@@ -233,7 +226,7 @@ def test_hooks_told_not_to_start_or_hand_off_still_record_before_they_answer(env
         assert proc.poll() is None  # it waits for SQLite, as before
     out, imported = _finish(proc)
     assert out == b"" and "sqlean" in imported
-    assert _commands(home) == _case(0, 1) and not _processes(home)
+    assert _commands(home) == _case(0, 1) and not shared_pids(home)
     assert not (home / hook_client.ORDER_LOCK).exists()
 
 
