@@ -310,3 +310,11 @@ def write_transaction(conn: Connection) -> Iterator[Connection]:
             _AFTER_COMMIT.pop(id(conn), None)
             raise
     _run_after_commit(conn, True)
+
+
+def database_file(conn: Connection) -> str | None:
+    """The path of the connection's main database file; None for an in-memory or temporary database."""
+    for _, name, path in conn.execute("PRAGMA database_list"):
+        if name == "main":
+            return path or None
+    return None

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..db import vectors as vector_rows
-from ..db.connection import Connection
+from ..db.connection import Connection, database_file
 
 log = logging.getLogger("agentmem")
 
@@ -174,7 +174,7 @@ def held(conn: Connection, limit: int) -> Iterator[ChunkCopy | None]:
     """This process's copy of the database's chunks, brought up to date and held (no other thread changes it)
     while inside; None when SQL must serve (`limit` 0, a store of more chunks than `limit`, an in-memory
     database, a write transaction that changed vectors, a database without the change log)."""
-    key = _database_key(conn) if limit > 0 else None
+    key = database_file(conn) if limit > 0 else None
     if key is None:
         yield None
         return
@@ -199,13 +199,6 @@ def held(conn: Connection, limit: int) -> Iterator[ChunkCopy | None]:
 
 def forget(conn: Connection) -> None:
     """Drop this process's copy for the database (it is read again when next needed)."""
-    key = _database_key(conn)
+    key = database_file(conn)
     with _GUARD:
         _COPIES.pop(key or "", None)
-
-
-def _database_key(conn: Connection) -> str | None:
-    for _, name, path in conn.execute("PRAGMA database_list"):
-        if name == "main":
-            return path or None
-    return None

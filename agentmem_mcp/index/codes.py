@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..db import vectors as vector_rows
-from ..db.connection import Connection
+from ..db.connection import Connection, database_file
 
 log = logging.getLogger("agentmem")
 
@@ -409,7 +409,7 @@ def nearest(conn: Connection, table: str, dimension_bits: int, query_code: bytes
     """`CodeMatrix.nearest` on this process's copy of the database's KNN codes, brought up to date first; None
     when vec0's own scan must serve (an in-memory database, a storage layout this does not read, a database
     without the change log)."""
-    key = _database_key(conn)
+    key = database_file(conn)
     if key is None or dimension_bits % 64:
         return None
     with _GUARD:
@@ -434,13 +434,6 @@ def nearest(conn: Connection, table: str, dimension_bits: int, query_code: bytes
 
 def forget(conn: Connection) -> None:
     """Drop this process's copy for the database (it is reloaded when next needed)."""
-    key = _database_key(conn)
+    key = database_file(conn)
     with _GUARD:
         _MATRICES.pop(key or "", None)
-
-
-def _database_key(conn: Connection) -> str | None:
-    for _, name, path in conn.execute("PRAGMA database_list"):
-        if name == "main":
-            return path or None
-    return None
