@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from agentmem_mcp.db import vectors as vector_rows
+from agentmem_mcp.db.connection import database_file
 from agentmem_mcp.index import codes, vectors
 from agentmem_mcp.store import Store
 
@@ -116,7 +117,7 @@ def test_the_log_is_pruned(filled: Store, monkeypatch) -> None:
 
 def test_the_search_path_uses_the_copy(filled: Store) -> None:
     before = filled.search("how do we deploy", limit=3).hits
-    key = codes._database_key(filled.conn)
+    key = database_file(filled.conn)
     assert key in codes._MATRICES and codes._MATRICES[key].size == len(TEXTS)
     assert before and "deploy" in before[0].snippet.lower()
 
@@ -240,7 +241,7 @@ def test_filters_kept_in_step_by_writes_answer_as_filters_made_again(seed: int, 
 
 def test_inside_a_write_transaction_uncommitted_codes_are_not_copied(filled: Store) -> None:
     _same_answer(filled, "deploy")
-    key = codes._database_key(filled.conn)
+    key = database_file(filled.conn)
     seq = codes._MATRICES[key].seq
     try:
         with filled.transaction() as conn:
