@@ -41,7 +41,7 @@ _TOOL_KINDS = {  # Claude Code, Cursor, Codex (Bash, apply_patch) and Gemini CLI
     "task": "task agent taskoutput todowrite taskcreate taskupdate write_todos",
 }
 _KIND_OF = {name: kind for kind, names in _TOOL_KINDS.items() for name in names.split()}
-_PATH_KEYS = ("file_path", "notebook_path", "path", "filePath", "target_file")
+PATH_KEYS = ("file_path", "notebook_path", "path", "filePath", "target_file")  # where a tool call names its file
 
 _ERROR_LINE = re.compile(
     r"Traceback \(most recent call last\)|\b\w*(?:Error|Exception)\b:|(?i:\berror(?:\[\w+\])?:)"
@@ -118,7 +118,7 @@ def compress(
         return _session(event, extra)
     if event == "file_edit" and not tool:
         return _edit(ctx, "Edit")
-    kind = _tool_kind(tool)
+    kind = tool_kind(tool)
     handler = _HANDLERS.get(kind, _other)
     return handler(ctx, tool)
 
@@ -130,7 +130,7 @@ class _Context:
         self.extra = extra
         cwd = extra.get("cwd")
         self.cwd = cwd.rstrip("/") if isinstance(cwd, str) and cwd.strip("/") else None
-        self.files = [p for p in (args.get(k) for k in _PATH_KEYS) if isinstance(p, str) and p]
+        self.files = [p for p in (args.get(k) for k in PATH_KEYS) if isinstance(p, str) and p]
         self.exit_code = _int(extra.get("exit_code"))
         self.is_error = extra.get("is_error") is True
 
@@ -432,7 +432,8 @@ def _obs(kind: str, title: str, facts: list[str], files: list[str], *, is_error:
     )
 
 
-def _tool_kind(tool: str) -> str:
+def tool_kind(tool: str) -> str:
+    """The kind of a client's tool, by its name (`Edit`, `run_shell_command`, `mcp__github__get_issue`)."""
     if tool.startswith("mcp__") or tool.upper().startswith("MCP:"):
         return "mcp"
     return _KIND_OF.get(tool.lower(), "other")

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .compress import PATH_KEYS, tool_kind
 from .redact import redact
 
 MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024
@@ -189,17 +190,14 @@ def parse_turns(lines: list[str]) -> list[Turn]:
     return [t for t in turns if t.prompt]
 
 
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
-
-
 def _edited(content: list, cwd: str) -> list[str]:
-    """The files an assistant record's edit calls name."""
+    """The files an assistant record's edit and write calls name."""
     out = []
     for block in content:
-        if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") in EDIT_TOOLS \
-                and isinstance(block.get("input"), dict):
-            path = block["input"].get("file_path") or block["input"].get("notebook_path")
-            if isinstance(path, str) and path.strip():
+        if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("input"), dict) \
+                and tool_kind(str(block.get("name"))) in ("file_edit", "file_write"):
+            path = next((p for p in (block["input"].get(k) for k in PATH_KEYS) if isinstance(p, str) and p.strip()), "")
+            if path:
                 out.append(relative_to(path.strip(), cwd))
     return out
 
