@@ -69,6 +69,14 @@ CONCEDES = re.compile(r"^\W*(?:you(?:'re| are) (?:absolutely |completely |totall
                       r"du hast (?:völlig |absolut |vollkommen )?recht|sie haben (?:völlig )?recht|entschuldig|"
                       r"tu as raison|vous avez raison|désolé|pardon|tienes (?:toda la )?razón|tiene razón|"
                       r"perdón|lo siento)\b", re.IGNORECASE)
+# the verbs of a change made ("added", "updated", "replaced", "geändert", "ajouté", "cambiado")
+_CHANGE_VERB = (r"(?:add(?:ed|s)?|updated?|changed?|modified|replaced|removed|set|switched|moved|bumped|renamed|"
+                r"rewr(?:ote|itten)|refactored|created|adjusted|tweaked|fixed|hinzugefügt|geändert|entfernt|ersetzt|"
+                r"ajouté|modifié|supprimé|añadido|cambiado|eliminado)")
+# a statement that names a change ("Added a version badge in panel.html", "panel.js - Updated the header")
+NAMES_CHANGE = re.compile(rf"\b{_CHANGE_VERB}\b", re.IGNORECASE)
+# a statement that says what the agent changed ("I've updated the selector to ...", "Changed the port to 3001")
+SAYS_CHANGE = re.compile(rf"^\W*(?:i(?:'ve| have)? )?(?:now )?{_CHANGE_VERB}\b", re.IGNORECASE)
 # a statement of what caused a problem
 CAUSE = re.compile(r"\b(?:root cause|the (?:real |actual |underlying )?(?:issue|problem|bug|cause|culprit|reason) "
                    r"(?:is|was|here is)|(?:is|was) caused by|that's why|this is why|the reason (?:is|was)|"

@@ -41,7 +41,7 @@ from .consolidate import (
     write_saves,
 )
 from .digest import clip, digest, distinct, plain, short_urls
-from .reports import CAUSE, CLAIM, COMPLAINT, CONCEDES, fit, lead, names, next_steps, sentences
+from .reports import CAUSE, CLAIM, COMPLAINT, CONCEDES, SAYS_CHANGE, fit, lead, names, next_steps, sentences
 from .session_log import session_reports, summary_files, transcript_path, turn_memories
 
 if TYPE_CHECKING:
@@ -417,7 +417,7 @@ def outcome_of(turns: list[Turn], limit: int, keep: Any = None) -> str:
                 named = {n for n in names(sentence) if not n.isdigit()}
                 if keep is not None and not keep(sentence) or any(sentence in group for _, _, group in chosen):
                     continue
-                if doubted and (CLAIM.search(sentence) or not named or _CHANGE.match(sentence)):
+                if doubted and (CLAIM.search(sentence) or not named or SAYS_CHANGE.match(sentence)):
                     continue  # what it found may still stand; what it changed, and how well that went, do not
                 if named and named <= covered:
                     continue  # a later statement already says where these things stand
@@ -430,17 +430,12 @@ def outcome_of(turns: list[Turn], limit: int, keep: Any = None) -> str:
     return OUTCOME_SEPARATOR.join(s for _, _, group in sorted(chosen) for s in group)
 
 
-# a statement of what the agent changed ("I've updated the selector to ...", "Changed the port to 3001")
-_CHANGE = re.compile(r"^\W*(?:i(?:'ve| have)? )?(?:now )?(?:updated|changed|modified|replaced|set|switched|moved|"
-                     r"adjusted|tweaked|fixed|added|removed|rewrote|refactored)\b", re.IGNORECASE)
-
-
-def disputes(turn: Turn, previous: Turn | None = None) -> bool:
+def disputes(turn: Turn, previous: Turn) -> bool:
     """Whether `turn` says the `previous` turn's result did not hold: its prompt reports that the thing still does
     not work, the agent's first reply of it concedes ("You're right, ..."), or it edits again a file the previous
     turn edited (the state that turn reported was not the last)."""
     own = [r for r in turn.replies if r not in turn.delegated]
-    again = previous is not None and bool(set(turn.edited) & set(previous.edited))
+    again = bool(set(turn.edited) & set(previous.edited))
     return bool(again or COMPLAINT.search(turn.prompt) or own and CONCEDES.match(plain(own[0])))
 
 

@@ -41,7 +41,7 @@ from ..lifecycle import (
     UNTRIED,
 )
 from ..lifecycle.commands import command_label, normalize_command
-from ..lifecycle.reports import COMPLAINT, fit, names, sentences, versions
+from ..lifecycle.reports import COMPLAINT, NAMES_CHANGE, fit, names, sentences, versions
 from ..lifecycle.retention import retention
 from ..trust.policy import typed_by_user
 from .anchors import FreshRows, missing_files, relative, stale_note
@@ -286,13 +286,6 @@ def _session_line(row: Any, now: float, chars: int, last: bool, pieces: list[str
         + (f" {outcome}" if outcome else "") + ran + ended + (f" Files changed: {changed}." if changed else "")
 
 
-# a statement of a change made ("Added a version badge in panel.html", "panel.js - Updated the header")
-_CHANGED = re.compile(r"\b(?:add(?:ed|s)?|updated?|changed?|modified|replaced|removed|set|switched|moved|bumped|"
-                      r"renamed|"
-                      r"rewr(?:ote|itten)|refactored|created|hinzugefügt|geändert|entfernt|ersetzt|ajouté|modifié|"
-                      r"supprimé|añadido|cambiado|eliminado)\b", re.IGNORECASE)
-
-
 def superseded(rows: list[Any]) -> dict[str, list[str]]:
     """Each session's outcome statements that no later session superseded, by memory id (`rows` newest first): a
     statement whose names a later session's statements all name again speaks of a state that has moved on, and so
@@ -308,7 +301,7 @@ def superseded(rows: list[Any]) -> dict[str, list[str]]:
         for piece in pieces:
             named = {n for n in names(piece) if not n.isdigit()}
             moved = any(versioned.get(name, number) != number for name, number in versions(piece).items())
-            redone = _CHANGED.search(piece) and any(_file_name(n) in changed_later for n in named)
+            redone = NAMES_CHANGE.search(piece) and any(_file_name(n) in changed_later for n in named)
             if not (named and named <= covered) and not moved and not redone:
                 kept.append(piece)
         out[row["id"]] = kept
