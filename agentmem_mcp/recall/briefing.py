@@ -481,9 +481,7 @@ def _files_in_play(knowledge: list[Any], sessions_shown: list[Any], tree: str | 
     counts: dict[str, float] = {}
     edited = [json.loads(r["files"] or "[]")[:12] for r in knowledge if r["key"] == "hot-files"]
     for row in sessions_shown:  # what the sessions changed, not every file their reports name
-        changed = summary_parts(row["content"]).get("Files changed", "")
-        edited.append([re.sub(r" \(\d+ edits\)$", "", f) for f in changed.split(", ")
-                       if f and not f.startswith("and ") and not f.endswith("…")])
+        edited.append(_changed_files(summary_parts(row["content"])))
     for weight, paths in zip([2.0] * (len(edited) - len(sessions_shown)) + [1.0] * len(sessions_shown), edited):
         for path in paths:
             shown = relative(path, tree, project)
