@@ -207,6 +207,20 @@ def test_three_sessions_make_one_workflow_and_a_fourth_updates_its_sources(env, 
         assert updated.id in [h.id for h in hits.hits]
 
 
+def test_the_mcp_servers_two_sessions_called_are_learned_with_the_toolchain(env, repo, settings, embedder):
+    for n in range(2):
+        agent = Agent(env, repo, f"mcp-{n}").start()
+        agent.send("PostToolUse", tool_name="mcp__byterover-mcp__retrieve-knowledge", tool_input={"query": "navbar"},
+                   tool_response=[{"type": "text", "text": "no knowledge yet"}])
+        agent.stop()
+    with Store.open(settings, project=str(repo), embedder=embedder) as store:
+        Worker(store, sweep=False).run_until_idle()
+        toolchain = store.conn.execute("SELECT content FROM memories WHERE key = 'toolchain' AND is_latest = 1"
+                                       ).fetchone()
+    assert toolchain and "MCP servers the sessions used: byterover-mcp (retrieve-knowledge; 2 sessions)." in \
+        toolchain[0]
+
+
 def test_recurring_error_and_its_fix_become_a_bug_memory(env, repo, settings, embedder):
     error = "E   ImportError: cannot import name 'helper' from 'app.core'"
     for n in range(2):
