@@ -539,11 +539,17 @@ def test_a_failure_whose_file_was_changed_since_is_not_shown_as_still_failing_an
     still = dict(line.split(": ", 1) for line in content.split("\n")).get("Still failing at the end", "")
     assert "undefined: fmt" not in still and "`go vet ./...` (internal/ws/types.go:32:6" in still
     tests = dict(line.split(": ", 1) for line in content.split("\n"))["Tests"]
-    assert tests.endswith("then router_test.go was changed; not run since")
+    assert tests.endswith("then router_test.go was changed and not run since")
+    from agentmem_mcp.recall.briefing import handoff_lines  # the handoff reads the Tests line back whole
+
+    row = {"content": content, "title": "Session: x", "anchor_commit": None, "events": 3, "files": "[]",
+           "created_at": 0.0, "updated_at": 0.0, "client": None}
+    assert any(line.endswith("then router_test.go was changed and not run since")
+               for line in handoff_lines(row, None, None, None, 10.0, 1600))
     # the learned command says its last failure is out of date
     assert learned([failing, edit_of("internal/server/router_test.go")]) == [
         "Run the tests: `go test ./...` — last run failed (internal/server/router_test.go:207:9: undefined: fmt), then "
-        "router_test.go was changed; not run since; 1 run in 1 session."]
+        "router_test.go was changed and not run since; 1 run in 1 session."]
 
 
 def test_a_correction_a_later_session_gave_up_is_reversed_and_one_it_kept_is_not():

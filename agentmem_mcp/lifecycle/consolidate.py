@@ -355,7 +355,7 @@ def _last_result(entry: dict[str, Any]) -> str:
     if last == "failed":
         why = result or entry["reason"]
         if entry.get("changed"):
-            return f"last run failed ({why}), then {entry['changed'].rsplit('/', 1)[-1]} was changed; not run since"
+            return f"last run failed ({why}), then {entry['changed'].rsplit('/', 1)[-1]} was changed and not run since"
         return f"last run failed ({why})" if why else "last run failed"
     return "its last result was not shown (the output went through a filter)"
 

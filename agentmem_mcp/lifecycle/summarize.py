@@ -269,7 +269,8 @@ def _last_state(entry: dict[str, Any]) -> str:
     if entry.get("last") == "unknown":
         return "last result not shown (its output went through a filter)"
     state = "passed" if entry["ok"] else "failed"
-    since = f", then {entry['changed']} was changed; not run since" if not entry["ok"] and entry.get("changed") else ""
+    changed = entry.get("changed") if not entry["ok"] else None
+    since = f", then {changed} was changed and not run since" if changed else ""
     return f"last run {state}" + (f" ({entry['result']})" if entry["result"] else "") + since
 
 
